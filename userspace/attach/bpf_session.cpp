@@ -1,0 +1,122 @@
+#include "attach/bpf_session.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "cuda_api.skel.h"
+#include "proctree.skel.h"
+
+namespace gtrace {
+namespace {
+
+// libbpf's own messages only with GTRACE_LIBBPF_DEBUG set; gtrace reports failures itself.
+int libbpf_print(enum libbpf_print_level, const char* fmt, va_list args) {
+    static const bool debug = getenv("GTRACE_LIBBPF_DEBUG") != nullptr;
+    return debug ? vfprintf(stderr, fmt, args) : 0;
+}
+
+Error bpf_error(const char* what, int err) {
+    err = err < 0 ? -err : err;
+    if (err == EPERM || err == EACCES)
+        return make_error(ExitCode::Privileges, std::string(what) +
+                                                    ": permission denied; run as root or grant CAP_BPF and CAP_PERFMON");
+    return make_error(ExitCode::KernelUnsupported,
+                      std::string(what) + ": " + strerror(err) + "; this kernel refused BPF (needs BTF, uprobes, ring buffers)");
+}
+
+uint64_t round_ring_size(uint64_t bytes) {
+    uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+    uint64_t size = page;
+    while (size < bytes) size <<= 1;
+    return size;
+}
+
+} // namespace
+
+UprobeLink::~UprobeLink() {
+    if (link_) bpf_link__destroy(link_);
+}
+
+Result<std::unique_ptr<BpfSession>> BpfSession::create(const BpfOptions& options) {
+    libbpf_set_print(libbpf_print);
+    std::unique_ptr<BpfSession> s(new BpfSession());
+
+    s->proc_ = gtrace_proctree__open();
+    if (!s->proc_) return bpf_error("opening the process-tree BPF object", errno);
+    uint64_t ring = round_ring_size(options.ring_buffer_bytes);
+    bpf_map__set_max_entries(s->proc_->maps.events, static_cast<uint32_t>(ring));
+    s->proc_->rodata->wakeup_threshold = ring / 4;
+    // The mmap notification is optional (needs the syscalls tracepoints); polling covers its absence.
+    bpf_program__set_autoattach(s->proc_->progs.on_mmap, false);
+    if (int err = gtrace_proctree__load(s->proc_)) return bpf_error("loading the process-tree BPF programs", err);
+
+    s->cuda_ = gtrace_cuda_api__open();
+    if (!s->cuda_) return bpf_error("opening the CUDA API BPF object", errno);
+    s->cuda_->rodata->wakeup_threshold = ring / 4;
+    bpf_map__set_max_entries(s->cuda_->maps.events, static_cast<uint32_t>(ring));
+    struct {
+        bpf_map* mine;
+        bpf_map* shared;
+    } reuse[] = {{s->cuda_->maps.tracked, s->proc_->maps.tracked},
+                 {s->cuda_->maps.events, s->proc_->maps.events},
+                 {s->cuda_->maps.counters, s->proc_->maps.counters}};
+    for (auto& r : reuse)
+        if (int err = bpf_map__reuse_fd(r.mine, bpf_map__fd(r.shared))) return bpf_error("sharing BPF maps", err);
+    if (int err = gtrace_cuda_api__load(s->cuda_)) return bpf_error("loading the CUDA API BPF programs", err);
+
+    if (int err = gtrace_proctree__attach(s->proc_)) return bpf_error("attaching sched fork/exec/exit tracepoints", err);
+    s->mmap_link_ = bpf_program__attach(s->proc_->progs.on_mmap); // nullptr: fall back to polling
+    return s;
+}
+
+BpfSession::~BpfSession() {
+    if (mmap_link_) bpf_link__destroy(mmap_link_);
+    if (cuda_) gtrace_cuda_api__destroy(cuda_);
+    if (proc_) gtrace_proctree__destroy(proc_);
+}
+
+Result<void> BpfSession::track(uint32_t pid) {
+    uint32_t zero = 0;
+    if (bpf_map__update_elem(proc_->maps.tracked, &pid, sizeof(pid), &zero, sizeof(zero), BPF_ANY))
+        return make_error(ExitCode::Internal, "cannot track pid " + std::to_string(pid) + ": " + strerror(errno));
+    return {};
+}
+
+void BpfSession::untrack(uint32_t pid) { bpf_map__delete_elem(proc_->maps.tracked, &pid, sizeof(pid), 0); }
+
+bool BpfSession::is_tracked(uint32_t pid) const {
+    uint32_t value = 0;
+    return bpf_map__lookup_elem(proc_->maps.tracked, &pid, sizeof(pid), &value, sizeof(value), 0) == 0;
+}
+
+Result<UprobeLink> BpfSession::attach_api_probe(const std::string& path, uint64_t offset, uint64_t cookie,
+                                                bool at_return) {
+    LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = cookie, .retprobe = at_return);
+    bpf_program* prog = at_return ? cuda_->progs.cuda_api_exit : cuda_->progs.cuda_api_enter;
+    bpf_link* link = bpf_program__attach_uprobe_opts(prog, -1, path.c_str(), offset, &opts);
+    if (!link) return bpf_error(("attaching a uprobe to " + path).c_str(), errno);
+    return UprobeLink(link);
+}
+
+int BpfSession::ring_buffer_fd() const { return bpf_map__fd(proc_->maps.events); }
+
+std::array<uint64_t, GT_CNT_COUNT> BpfSession::read_counters() const {
+    std::array<uint64_t, GT_CNT_COUNT> totals{};
+    int ncpu = libbpf_num_possible_cpus();
+    if (ncpu <= 0) return totals;
+    std::vector<uint64_t> per_cpu(static_cast<size_t>(ncpu));
+    for (uint32_t i = 0; i < GT_CNT_COUNT; ++i) {
+        if (bpf_map__lookup_elem(proc_->maps.counters, &i, sizeof(i), per_cpu.data(),
+                                 per_cpu.size() * sizeof(uint64_t), 0))
+            continue;
+        for (uint64_t v : per_cpu) totals[i] += v;
+    }
+    return totals;
+}
+
+} // namespace gtrace

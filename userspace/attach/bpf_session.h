@@ -1,0 +1,60 @@
+// The loaded BPF side of a capture: the process-tree object and the CUDA API uprobe object,
+// sharing the tracked-process map, the ring buffer and the counters. Destroying the session
+// detaches every link and frees every map (RAII over the skeletons).
+#pragma once
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "cli/result.h"
+#include "gtrace/events.h"
+
+struct gtrace_proctree;
+struct gtrace_cuda_api;
+struct bpf_link;
+
+namespace gtrace {
+
+struct BpfOptions {
+    uint64_t ring_buffer_bytes = 64ull << 20;
+};
+
+// One attached uprobe; detaches when destroyed.
+class UprobeLink {
+public:
+    explicit UprobeLink(bpf_link* link) : link_(link) {}
+    UprobeLink(UprobeLink&& o) noexcept : link_(o.link_) { o.link_ = nullptr; }
+    UprobeLink& operator=(UprobeLink&&) = delete;
+    UprobeLink(const UprobeLink&) = delete;
+    ~UprobeLink();
+
+private:
+    bpf_link* link_;
+};
+
+class BpfSession {
+public:
+    static Result<std::unique_ptr<BpfSession>> create(const BpfOptions& options);
+    ~BpfSession();
+
+    Result<void> track(uint32_t pid);
+    void untrack(uint32_t pid);
+    bool is_tracked(uint32_t pid) const;
+
+    // Entry or return uprobe on (file, offset) for every process; BPF keeps the tracked ones.
+    Result<UprobeLink> attach_api_probe(const std::string& path, uint64_t offset, uint64_t cookie, bool at_return);
+
+    int ring_buffer_fd() const;
+    // Sum over CPUs of every counter in enum gt_counter (loss per event class and the others).
+    std::array<uint64_t, GT_CNT_COUNT> read_counters() const;
+    bool mmap_notifications() const { return mmap_link_ != nullptr; }
+
+private:
+    BpfSession() = default;
+    gtrace_proctree* proc_ = nullptr;
+    gtrace_cuda_api* cuda_ = nullptr;
+    bpf_link* mmap_link_ = nullptr;
+};
+
+} // namespace gtrace

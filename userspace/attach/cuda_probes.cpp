@@ -1,0 +1,161 @@
+#include "attach/cuda_probes.h"
+
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <unordered_set>
+
+#include "decode/api_table.h"
+#include "decode/elf_symbols.h"
+#include "discover/proc_maps.h"
+
+namespace gtrace {
+namespace {
+
+const std::unordered_set<std::string_view>& api_symbol_names() {
+    static const std::unordered_set<std::string_view> names = [] {
+        std::unordered_set<std::string_view> n;
+        for (const auto& api : kApis) n.insert(api.name);
+        return n;
+    }();
+    return names;
+}
+
+bool is_cuda_library_name(const std::string& filename) {
+    return filename.starts_with("libcudart.so") || filename.starts_with("libcuda.so");
+}
+
+std::vector<std::string> split(const std::string& s, char sep) {
+    std::vector<std::string> out;
+    size_t pos = 0;
+    while (pos <= s.size()) {
+        size_t end = s.find(sep, pos);
+        if (end == std::string::npos) end = s.size();
+        if (end > pos) out.push_back(s.substr(pos, end - pos));
+        pos = end + 1;
+    }
+    return out;
+}
+
+std::string read_env_var(int pid, const std::string& name) {
+    FILE* f = fopen(("/proc/" + std::to_string(pid) + "/environ").c_str(), "re");
+    if (!f) return {};
+    std::string entry, value;
+    for (int c; (c = fgetc(f)) != EOF;) {
+        if (c != '\0') {
+            entry.push_back(static_cast<char>(c));
+            continue;
+        }
+        if (entry.size() > name.size() && entry.compare(0, name.size(), name) == 0 && entry[name.size()] == '=')
+            value = entry.substr(name.size() + 1);
+        entry.clear();
+    }
+    fclose(f);
+    return value;
+}
+
+// Paths of libcudart/libcuda known to the loader cache (ldconfig -p).
+const std::vector<std::string>& loader_cache_cuda_libraries() {
+    static const std::vector<std::string> paths = [] {
+        std::vector<std::string> out;
+        FILE* p = popen("ldconfig -p 2>/dev/null", "r");
+        if (!p) return out;
+        char line[4096];
+        while (fgets(line, sizeof line, p)) {
+            std::string l(line);
+            auto arrow = l.find("=> ");
+            if (arrow == std::string::npos) continue;
+            std::string path = l.substr(arrow + 3);
+            while (!path.empty() && (path.back() == '\n' || path.back() == ' ')) path.pop_back();
+            if (is_cuda_library_name(std::filesystem::path(path).filename().string())) out.push_back(path);
+        }
+        pclose(p);
+        return out;
+    }();
+    return paths;
+}
+
+} // namespace
+
+bool CudaProbes::any_mapped() const {
+    for (const auto& [key, obj] : objects_)
+        if (obj.mapped) return true;
+    return false;
+}
+
+Result<int> CudaProbes::probe_file(const std::string& open_path, const std::string& shown_path, uint64_t dev,
+                                   uint64_t ino, bool mapped) {
+    auto key = std::make_pair(dev, ino);
+    if (auto it = objects_.find(key); it != objects_.end()) {
+        it->second.mapped |= mapped;
+        return 0;
+    }
+    if (not_cuda_.contains(key)) return 0;
+    auto syms = ElfSymbols::load(open_path, &api_symbol_names());
+    if (!syms || (*syms)->size() == 0) {
+        not_cuda_.insert(key);
+        return 0;
+    }
+    ProbedObject obj{shown_path, {}, mapped};
+    for (const auto& api : kApis) {
+        const ElfSymbol* sym = (*syms)->find(api.name);
+        if (!sym) continue;
+        auto offset = (*syms)->vaddr_to_offset(sym->vaddr);
+        if (!offset) continue;
+        for (bool at_return : {false, true}) {
+            auto link = bpf_.attach_api_probe(open_path, *offset, GT_COOKIE(api.id, api.caps), at_return);
+            if (!link) return link.error();
+            links_.push_back(std::move(*link));
+        }
+        obj.apis.emplace_back(api.name);
+    }
+    if (obj.apis.empty()) {
+        not_cuda_.insert(key);
+        return 0;
+    }
+    objects_.emplace(key, std::move(obj));
+    return 1;
+}
+
+Result<int> CudaProbes::scan_process(int pid) {
+    int added = 0;
+    std::set<std::string> seen;
+    for (const Mapping& m : read_maps(pid)) {
+        if (!m.executable || !m.is_file() || !seen.insert(m.path).second) continue;
+        std::string open_path = path_in_process_root(pid, m.path);
+        struct stat st{};
+        if (stat(open_path.c_str(), &st) != 0) continue; // unmapped or deleted meanwhile
+        auto r = probe_file(open_path, m.path, st.st_dev, st.st_ino, true);
+        if (!r) return r.error();
+        added += *r;
+    }
+    return added;
+}
+
+Result<int> CudaProbes::probe_candidates(int pid) {
+    std::vector<std::string> dirs = split(read_env_var(pid, "LD_LIBRARY_PATH"), ':');
+    for (const char* d : {"/usr/local/cuda/lib64", "/usr/local/cuda/lib"}) dirs.emplace_back(d);
+    std::string cuda_home = read_env_var(pid, "CUDA_HOME");
+    if (!cuda_home.empty()) dirs.push_back(cuda_home + "/lib64");
+
+    std::vector<std::string> files = loader_cache_cuda_libraries();
+    for (const auto& dir : dirs) {
+        std::string rooted = path_in_process_root(pid, dir);
+        if (!candidate_dirs_seen_.insert(rooted).second) continue;
+        std::error_code ec;
+        for (const auto& entry : std::filesystem::directory_iterator(rooted, ec))
+            if (is_cuda_library_name(entry.path().filename().string())) files.push_back(entry.path().string());
+    }
+    int added = 0;
+    for (const auto& file : files) {
+        struct stat st{};
+        if (stat(file.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+        auto r = probe_file(file, file, st.st_dev, st.st_ino, false);
+        if (!r) return r.error();
+        added += *r;
+    }
+    return added;
+}
+
+} // namespace gtrace

@@ -1,0 +1,245 @@
+#include "cli/capture.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "cli/preflight.h"
+#include "decode/api_table.h"
+#include "discover/proc_tree.h"
+
+namespace gtrace {
+
+std::atomic<int> g_stop_signal{0};
+
+namespace {
+
+constexpr int kPollMs = 50;
+constexpr double kRescanAllEvery_s = 1.0;
+
+bool process_alive(int pid) {
+    auto st = read_proc_stat(pid);
+    return st && st->state != 'Z' && st->state != 'X';
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+} // namespace
+
+Result<std::unique_ptr<Capture>> Capture::attach(const CaptureOptions& options) {
+    auto start_ticks = check_target(options.pid);
+    if (!start_ticks) return start_ticks.error();
+    if (auto r = check_privileges(); !r) return r.error();
+    if (auto r = check_btf(); !r) return r.error();
+    auto writer = ChromeTraceWriter::create(options.output, options.force);
+    if (!writer) return writer.error();
+
+    std::unique_ptr<Capture> c(new Capture(options, std::move(*writer)));
+    c->started_ = std::chrono::steady_clock::now();
+    c->start_wall_unix_ms_ = static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+    auto bpf = BpfSession::create({options.ring_buffer_bytes});
+    if (!bpf) return bpf.error();
+    c->bpf_ = std::move(*bpf);
+    c->probes_ = std::make_unique<CudaProbes>(*c->bpf_);
+    auto reader = RingReader::open(c->bpf_->ring_buffer_fd(), *c);
+    if (!reader) return reader.error();
+    c->reader_.emplace(std::move(*reader));
+
+    if (auto r = c->track_tree(); !r) return r.error();
+    // Attaching takes a while; the target may have exited, or its PID been reused, meanwhile.
+    auto now = read_proc_stat(options.pid);
+    if (!now || now->start_time_ticks != *start_ticks || now->state == 'Z')
+        return make_error(ExitCode::ProcessExited,
+                          fmt::format("process {} exited while gtrace was attaching; start gtrace while the job runs",
+                                      options.pid));
+    return c;
+}
+
+Result<void> Capture::track_tree() {
+    // Fork events are live before the tree is entered into the map: a child forked while we
+    // walk /proc is either found by the next walk or reported by BPF. Walk until stable.
+    if (const char* delay = getenv("GTRACE_TEST_ATTACH_DELAY_MS")) usleep(static_cast<useconds_t>(atoi(delay)) * 1000);
+    for (size_t known = 0;;) {
+        std::vector<int> tree = list_tree(options_.pid);
+        for (int pid : tree) {
+            if (model_.find(static_cast<uint32_t>(pid))) continue;
+            auto st = read_proc_stat(pid);
+            if (!st) continue;
+            if (auto r = bpf_->track(static_cast<uint32_t>(pid)); !r) return r;
+            model_.add_process(static_cast<uint32_t>(pid), static_cast<uint32_t>(st->ppid), true, std::nullopt);
+        }
+        if (model_.processes().size() == known) break;
+        known = model_.processes().size();
+    }
+    for (const auto& [pid, p] : model_.processes()) {
+        if (auto r = scan(static_cast<int>(pid)); !r) return r;
+        if (auto r = probes_->probe_candidates(static_cast<int>(pid)); !r) return r.error();
+    }
+    if (!probes_->any_mapped()) {
+        waiting_for_cuda_ = true;
+        if (!options_.quiet)
+            fmt::print(stderr,
+                       "gtrace: waiting for CUDA: no process in the tree of PID {} has loaded libcudart or libcuda yet; "
+                       "probes attach as soon as one does\n",
+                       options_.pid);
+    }
+    return {};
+}
+
+Result<void> Capture::scan(int pid) {
+    auto added = probes_->scan_process(pid);
+    if (!added) return added.error();
+    if (waiting_for_cuda_ && probes_->any_mapped()) {
+        waiting_for_cuda_ = false;
+        if (!options_.quiet) fmt::print(stderr, "\ngtrace: CUDA loaded in pid {}; tracing its calls\n", pid);
+    }
+    return {};
+}
+
+void Capture::on_api(const gt_api_event& e) {
+    ApiCall call = decode_api_call(e);
+    if (call.launch) call.kernel = kernel_names_.name_of(call);
+    model_.record_call(call);
+    writer_.write_call(call);
+}
+
+void Capture::on_func_name(const gt_func_name_event& e) { kernel_names_.on_func_name(e); }
+
+void Capture::on_proc(const gt_proc_event& e) {
+    switch (e.kind) {
+    case GT_PROC_FORK:
+        model_.add_process(e.pid, e.ppid, false, e.ppid);
+        break;
+    case GT_PROC_EXEC:
+        if (!model_.find(e.pid)) model_.add_process(e.pid, 0, false, std::nullopt);
+        model_.refresh_identity(e.pid);
+        kernel_names_.forget_process(e.pid);
+        pending_scan_.insert(static_cast<int>(e.pid));
+        if (auto r = probes_->probe_candidates(static_cast<int>(e.pid)); !r && !deferred_error_) deferred_error_ = r.error();
+        break;
+    case GT_PROC_EXIT:
+        model_.mark_exited(e.pid, e.exit_code);
+        kernel_names_.forget_process(e.pid);
+        pending_scan_.erase(static_cast<int>(e.pid));
+        break;
+    default:
+        break;
+    }
+}
+
+void Capture::on_mmap(const gt_mmap_event& e) { pending_scan_.insert(static_cast<int>(e.pid)); }
+
+void Capture::rescan_pending() {
+    auto pending = std::move(pending_scan_);
+    pending_scan_.clear();
+    for (int pid : pending)
+        if (auto r = scan(pid); !r && !deferred_error_) deferred_error_ = r.error();
+}
+
+void Capture::check_liveness() {
+    // Normally the exit tracepoint reports exits; this catches one whose event was lost.
+    for (const auto& [pid, p] : model_.processes())
+        if (!p.exited && !process_alive(static_cast<int>(pid))) {
+            model_.mark_exited(pid, 0);
+            bpf_->untrack(pid);
+        }
+}
+
+void Capture::print_status(double elapsed_s) {
+    uint64_t calls = model_.total_calls();
+    double rate = static_cast<double>(calls - calls_at_last_status_);
+    calls_at_last_status_ = calls;
+    model_.counters = bpf_->read_counters();
+    uint64_t lost = model_.lost_events();
+    fmt::print(stderr, "\r\033[K[gtrace] {:6.1f}s  {} processes  {} calls  {:.0f} calls/s  lost {}{}", elapsed_s,
+               model_.live_processes(), calls, rate, lost, waiting_for_cuda_ ? "  (waiting for CUDA)" : "");
+}
+
+Result<CaptureResult> Capture::run() {
+    const bool live_status = !options_.quiet && isatty(STDERR_FILENO);
+    std::string reason;
+    auto last_status = started_;
+    auto last_full_rescan = started_;
+    while (reason.empty()) {
+        reader_->poll(kPollMs);
+        if (deferred_error_) return *deferred_error_;
+        rescan_pending();
+        double elapsed = seconds_since(started_);
+        if (seconds_since(last_full_rescan) >= kRescanAllEvery_s) {
+            last_full_rescan = std::chrono::steady_clock::now();
+            check_liveness();
+            for (const auto& [pid, p] : model_.processes())
+                if (!p.exited) pending_scan_.insert(static_cast<int>(pid));
+        }
+        if (live_status && seconds_since(last_status) >= 1.0) {
+            last_status = std::chrono::steady_clock::now();
+            print_status(elapsed);
+        }
+        if (int sig = g_stop_signal.load()) reason = fmt::format("stopped by {}", sig == SIGINT ? "SIGINT" : "SIGTERM");
+        else if (options_.duration_s && elapsed >= *options_.duration_s)
+            reason = fmt::format("duration reached ({:g} s)", *options_.duration_s);
+        else if (model_.live_processes() == 0) reason = "every traced process exited";
+    }
+    if (live_status) fmt::print(stderr, "\r\033[K");
+    reader_->drain();
+    model_.counters = bpf_->read_counters();
+    double elapsed = seconds_since(started_);
+    if (auto r = writer_.finish(model_, other_data(reason, elapsed)); !r) return r.error();
+    CaptureResult result{reason, writer_.path(), model_.lost_events()};
+    if (!options_.quiet) print_summary(result, elapsed);
+    return result;
+}
+
+nlohmann::json Capture::other_data(const std::string& stop_reason, double elapsed_s) const {
+    nlohmann::json counters = nlohmann::json::object();
+    for (unsigned i = 1; i < GT_CNT_COUNT; ++i)
+        if (const char* name = counter_name(i)) counters[name] = model_.counters[i];
+    nlohmann::json calls = nlohmann::json::object();
+    auto per_api = model_.calls_per_api();
+    for (const auto& api : kApis)
+        if (per_api[api.id]) calls[std::string(api.name)] = per_api[api.id];
+    nlohmann::json objects = nlohmann::json::array();
+    for (const auto& [key, obj] : probes_->objects())
+        objects.push_back({{"path", obj.path}, {"mapped", obj.mapped}, {"apis", obj.apis}});
+    return {{"tool", "gtrace"},
+            {"version", "0.1.0"},
+            {"root_pid", options_.pid},
+            {"clock", "CLOCK_MONOTONIC"},
+            {"start_unix_ms", start_wall_unix_ms_},
+            {"duration_s", elapsed_s},
+            {"stop_reason", stop_reason},
+            {"lost_events", model_.lost_events()},
+            {"counters", counters},
+            {"calls", calls},
+            {"probed_objects", objects}};
+}
+
+void Capture::print_summary(const CaptureResult& r, double elapsed_s) const {
+    size_t ranks = 0, threads = 0;
+    for (const auto& [pid, p] : model_.processes()) {
+        ranks += p.ranks.rank && !p.forked_from;
+        threads += p.threads.size();
+    }
+    fmt::print(stderr, "gtrace: capture ended after {:.1f} s: {}\n", elapsed_s, r.stop_reason);
+    fmt::print(stderr, "  processes: {} ({} ranks), threads with CUDA calls: {}\n", model_.processes().size(), ranks, threads);
+    auto per_api = model_.calls_per_api();
+    fmt::print(stderr, "  CUDA API calls: {}\n", model_.total_calls());
+    for (const auto& api : kApis)
+        if (per_api[api.id]) fmt::print(stderr, "    {:<28} {}\n", api.name, per_api[api.id]);
+    for (const auto& [key, obj] : probes_->objects())
+        if (obj.mapped) fmt::print(stderr, "  probed: {} ({} functions)\n", obj.path, obj.apis.size());
+    if (r.lost)
+        fmt::print(stderr, "  WARNING: {} events were LOST (ring buffer full); the trace is incomplete; raise --buffer-size\n",
+                   r.lost);
+    else
+        fmt::print(stderr, "  lost events: 0\n");
+    if (uint64_t inflight = model_.counters[GT_CNT_RETURN_WITHOUT_ENTRY])
+        fmt::print(stderr, "  calls already in flight at attach (not traced): {}\n", inflight);
+    fmt::print(stderr, "  trace: {} — open it in Perfetto UI (ui.perfetto.dev) or chrome://tracing\n", r.output);
+}
+
+} // namespace gtrace

@@ -1,0 +1,74 @@
+// One capture, from attach to the finished trace: wires discover → attach → collect → decode →
+// model → output and runs the event loop until the duration, a signal, or the tree's end.
+#pragma once
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "attach/bpf_session.h"
+#include "attach/cuda_probes.h"
+#include "cli/result.h"
+#include "collect/ring_reader.h"
+#include "decode/kernel_names.h"
+#include "model/trace_model.h"
+#include "output/chrome_trace.h"
+
+namespace gtrace {
+
+struct CaptureOptions {
+    int pid = 0;
+    std::optional<double> duration_s;
+    std::string output;
+    bool force = false;
+    bool quiet = false;
+    uint64_t ring_buffer_bytes = 64ull << 20;
+};
+
+struct CaptureResult {
+    std::string stop_reason;
+    std::string output;
+    uint64_t lost = 0;
+};
+
+// Set by the CLI's SIGINT/SIGTERM handler; the capture loop stops at the next wakeup.
+extern std::atomic<int> g_stop_signal;
+
+class Capture final : public EventSink {
+public:
+    static Result<std::unique_ptr<Capture>> attach(const CaptureOptions& options);
+    Result<CaptureResult> run();
+
+    void on_api(const gt_api_event& e) override;
+    void on_func_name(const gt_func_name_event& e) override;
+    void on_proc(const gt_proc_event& e) override;
+    void on_mmap(const gt_mmap_event& e) override;
+
+private:
+    Capture(const CaptureOptions& o, ChromeTraceWriter writer) : options_(o), writer_(std::move(writer)) {}
+    Result<void> track_tree();
+    Result<void> scan(int pid);
+    void rescan_pending();
+    void check_liveness();
+    void print_status(double elapsed_s);
+    nlohmann::json other_data(const std::string& stop_reason, double elapsed_s) const;
+    void print_summary(const CaptureResult& r, double elapsed_s) const;
+
+    CaptureOptions options_;
+    ChromeTraceWriter writer_;
+    std::unique_ptr<BpfSession> bpf_;
+    std::unique_ptr<CudaProbes> probes_;
+    std::optional<RingReader> reader_;
+    KernelNames kernel_names_;
+    TraceModel model_;
+    std::set<int> pending_scan_;
+    bool waiting_for_cuda_ = false;
+    std::optional<Error> deferred_error_; // a probe failure inside an event callback
+    std::chrono::steady_clock::time_point started_;
+    uint64_t start_wall_unix_ms_ = 0;
+    uint64_t calls_at_last_status_ = 0;
+};
+
+} // namespace gtrace

@@ -1,0 +1,34 @@
+// Exit codes of the gtrace command, documented in `gtrace --help` and the README.
+#pragma once
+
+namespace gtrace {
+
+enum class ExitCode : int {
+    Ok = 0,
+    Internal = 1,           // unexpected failure inside gtrace
+    Usage = 2,              // bad command line: unknown option, malformed value
+    NoSuchProcess = 3,      // the PID does not exist
+    ProcessExited = 4,      // the process exited while gtrace was attaching
+    KernelThread = 5,       // the PID is a kernel thread
+    Privileges = 6,         // not root and missing CAP_BPF + CAP_PERFMON
+    KernelUnsupported = 7,  // no BTF, or BPF/uprobes refused by the kernel
+    OutputUnwritable = 8,   // output directory missing or not writable
+    OutputExists = 9,       // output file exists and --force was not given
+};
+
+inline int to_int(ExitCode c) { return static_cast<int>(c); }
+
+constexpr const char* kExitCodeHelp =
+    "Exit codes:\n"
+    "  0  capture finished (a capture that lost events says so but still exits 0)\n"
+    "  1  internal error\n"
+    "  2  bad command line (unknown option, malformed duration or size)\n"
+    "  3  no process with that PID\n"
+    "  4  the process exited while gtrace was attaching\n"
+    "  5  the PID is a kernel thread\n"
+    "  6  missing privileges (run as root, or grant CAP_BPF and CAP_PERFMON)\n"
+    "  7  the kernel lacks BTF or refused BPF/uprobes\n"
+    "  8  output directory does not exist or is not writable\n"
+    "  9  output file exists (use --force to overwrite)\n";
+
+} // namespace gtrace

@@ -1,0 +1,126 @@
+// gtrace command line: subcommands, options, signals and exit codes. Exceptions stop here.
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <ctime>
+#include <iostream>
+
+#include <boost/program_options.hpp>
+#include <fmt/format.h>
+
+#include "cli/capture.h"
+#include "cli/exit_codes.h"
+#include "cli/preflight.h"
+
+namespace po = boost::program_options;
+using namespace gtrace;
+
+namespace {
+
+constexpr const char* kUsage =
+    "gtrace — trace the CUDA calls of a running PyTorch/CUDA job, with no restart and no code change.\n\n"
+    "Usage:\n"
+    "  gtrace attach --pid PID [--duration SECONDS] [-o FILE] [--force] [-q]\n"
+    "  gtrace <command> --help\n\n"
+    "Commands:\n"
+    "  attach   attach to a running process tree (e.g. torchrun and its ranks) and write a trace\n\n";
+
+[[noreturn]] void fail(const Error& e) {
+    fmt::print(stderr, "gtrace: error: {}\n", e.message);
+    std::exit(to_int(e.code));
+}
+
+template <typename T>
+T or_fail(Result<T> r) {
+    if (!r) fail(r.error());
+    return std::move(r.value());
+}
+
+void on_stop_signal(int sig) { g_stop_signal.store(sig); }
+
+void install_signal_handlers() {
+    struct sigaction sa {};
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = 0; // no SA_RESTART: poll() returns at once
+    sigaction(SIGINT, &sa, nullptr);
+    sigaction(SIGTERM, &sa, nullptr);
+    signal(SIGPIPE, SIG_IGN);
+}
+
+std::string default_output(int pid) {
+    std::time_t now = std::time(nullptr);
+    std::tm tm{};
+    localtime_r(&now, &tm);
+    char stamp[32];
+    std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
+    return fmt::format("gtrace-{}-{}.json", pid, stamp);
+}
+
+po::options_description attach_options() {
+    po::options_description o("gtrace attach options");
+    o.add_options()("help,h", "show this help")                                              //
+        ("pid,p", po::value<int>(), "PID of the process to attach to, with all its descendants (required)")
+        ("duration,d", po::value<std::string>(),
+         "stop after this long: seconds, or with a unit (500ms, 10s, 5m, 1h); default: until Ctrl-C, SIGTERM, "
+         "or every traced process has exited")
+        ("output,o", po::value<std::string>(), "trace file (Chrome trace JSON); default gtrace-<pid>-<yyyymmdd-hhmmss>.json")
+        ("force,f", "overwrite the output file if it exists")
+        ("quiet,q", "print nothing but errors (no live status, no summary)")
+        ("buffer-size", po::value<std::string>()->default_value("64"),
+         "BPF ring buffer size in MiB (or with K/M/G); raise it if events are lost");
+    return o;
+}
+
+int run_attach(const std::vector<std::string>& args) {
+    auto desc = attach_options();
+    po::variables_map vm;
+    po::store(po::command_line_parser(args).options(desc).run(), vm);
+    po::notify(vm);
+    if (vm.count("help")) {
+        std::cout << "Usage: gtrace attach --pid PID [options]\n\n"
+                  << "Attaches to PID and every process under it, including ones started later (forks, execs),\n"
+                  << "probes every CUDA runtime/driver library they load, and writes a trace that opens in\n"
+                  << "Perfetto UI. Stops at --duration, on Ctrl-C/SIGTERM, or when every traced process exits;\n"
+                  << "the trace is complete whatever stops it.\n\n"
+                  << desc << "\n" << kExitCodeHelp;
+        return 0;
+    }
+    if (!vm.count("pid")) fail(make_error(ExitCode::Usage, "missing --pid: give the PID of the job to trace (e.g. torchrun's)"));
+    CaptureOptions options;
+    options.pid = vm["pid"].as<int>();
+    if (vm.count("duration")) options.duration_s = or_fail(parse_duration(vm["duration"].as<std::string>(), "--duration"));
+    options.ring_buffer_bytes = or_fail(parse_size_mib(vm["buffer-size"].as<std::string>(), "--buffer-size"));
+    options.output = vm.count("output") ? vm["output"].as<std::string>() : default_output(options.pid);
+    options.force = vm.count("force") > 0;
+    options.quiet = vm.count("quiet") > 0;
+
+    install_signal_handlers();
+    auto capture = or_fail(Capture::attach(options));
+    if (!options.quiet)
+        fmt::print(stderr, "gtrace: attached to PID {} and its children; writing {}{}\n", options.pid, options.output,
+                   options.duration_s ? fmt::format(" for {:g} s", *options.duration_s) : " until Ctrl-C");
+    or_fail(capture->run());
+    return 0;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    std::vector<std::string> args(argv + 1, argv + argc);
+    try {
+        if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+            std::cout << kUsage << attach_options() << "\n" << kExitCodeHelp;
+            return args.empty() ? to_int(ExitCode::Usage) : 0;
+        }
+        std::string command = args[0];
+        args.erase(args.begin());
+        if (command == "attach") return run_attach(args);
+        fail(make_error(ExitCode::Usage, fmt::format("unknown command '{}'; see gtrace --help", command)));
+    } catch (const po::error& e) {
+        fail(make_error(ExitCode::Usage, fmt::format("{}; see gtrace {} --help", e.what(), args.empty() ? "" : "attach")));
+    } catch (const std::exception& e) {
+        fail(make_error(ExitCode::Internal, e.what()));
+    }
+}

@@ -1,0 +1,56 @@
+#include "collect/ring_reader.h"
+
+#include <bpf/libbpf.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace gtrace {
+
+Result<RingReader> RingReader::open(int ring_fd, EventSink& sink) {
+    RingReader reader(sink);
+    // The context pointer must stay valid after the move: RingReader owns only a pointer to the
+    // sink and routes through a heap-stable trampoline (the sink itself).
+    reader.rb_ = ring_buffer__new(ring_fd, &RingReader::dispatch, &sink, nullptr);
+    if (!reader.rb_)
+        return make_error(ExitCode::Internal, std::string("cannot open the BPF ring buffer: ") + strerror(errno));
+    return reader;
+}
+
+RingReader::~RingReader() {
+    if (rb_) ring_buffer__free(rb_);
+}
+
+int RingReader::dispatch(void* ctx, void* data, size_t size) {
+    auto* sink = static_cast<EventSink*>(ctx);
+    if (size < 1) return 0;
+    switch (*static_cast<const unsigned char*>(data)) {
+    case GT_EV_API:
+        if (size >= sizeof(gt_api_event)) sink->on_api(*static_cast<const gt_api_event*>(data));
+        break;
+    case GT_EV_FUNC_NAME:
+        if (size >= sizeof(gt_func_name_event)) sink->on_func_name(*static_cast<const gt_func_name_event*>(data));
+        break;
+    case GT_EV_PROC:
+        if (size >= sizeof(gt_proc_event)) sink->on_proc(*static_cast<const gt_proc_event*>(data));
+        break;
+    case GT_EV_MMAP:
+        if (size >= sizeof(gt_mmap_event)) sink->on_mmap(*static_cast<const gt_mmap_event*>(data));
+        break;
+    default:
+        break;
+    }
+    return 0;
+}
+
+int RingReader::poll(int timeout_ms) {
+    int n = ring_buffer__poll(rb_, timeout_ms);
+    return n < 0 && n != -EINTR ? 0 : n;
+}
+
+int RingReader::drain() {
+    int n = ring_buffer__consume(rb_);
+    return n < 0 ? 0 : n;
+}
+
+} // namespace gtrace

@@ -1,0 +1,50 @@
+// Symbols of one ELF file (.symtab and .dynsym): lookup by name for probing and by address
+// for naming kernels from their host stubs.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "cli/result.h"
+
+namespace gtrace {
+
+struct ElfSymbol {
+    uint64_t vaddr = 0;
+    uint64_t size = 0;
+    std::string name;
+};
+
+class ElfSymbols {
+public:
+    // All function symbols, or with `only` set just the named ones (a cheap probe-time scan).
+    static Result<std::shared_ptr<const ElfSymbols>> load(const std::string& path,
+                                                          const std::unordered_set<std::string_view>* only = nullptr);
+
+    // The defined function with this exact name, if any.
+    const ElfSymbol* find(std::string_view name) const;
+    // File offset of a virtual address (for uprobes), and back (for mapped addresses).
+    std::optional<uint64_t> vaddr_to_offset(uint64_t vaddr) const;
+    std::optional<uint64_t> offset_to_vaddr(uint64_t offset) const;
+    // The symbol covering vaddr (or starting exactly at it when its size is 0).
+    const ElfSymbol* covering(uint64_t vaddr) const;
+    size_t size() const { return by_addr_.size(); }
+
+private:
+    struct Segment {
+        uint64_t vaddr, offset, filesz;
+    };
+    std::vector<ElfSymbol> by_addr_; // sorted by vaddr
+    std::unordered_map<std::string, size_t> by_name_;
+    std::vector<Segment> segments_;
+};
+
+// Demangled C++ name, or the input when it is not a mangled name.
+std::string demangle(const std::string& name);
+
+} // namespace gtrace

@@ -1,0 +1,25 @@
+// Parsing /proc/PID/maps.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace gtrace {
+
+struct Mapping {
+    uint64_t start = 0, end = 0, offset = 0;
+    bool readable = false, executable = false;
+    uint64_t dev = 0; // makedev(major, minor)
+    uint64_t inode = 0;
+    std::string path;
+    bool is_file() const { return inode != 0 && !path.empty() && path[0] == '/'; }
+};
+
+std::vector<Mapping> read_maps(int pid);
+std::vector<Mapping> parse_maps(const std::string& text);
+
+// The path through which gtrace can open a file a process has mapped, even from another
+// mount namespace (container).
+std::string path_in_process_root(int pid, const std::string& path);
+
+} // namespace gtrace

@@ -1,0 +1,138 @@
+#include "discover/proc_tree.h"
+
+#include <dirent.h>
+
+#include <charconv>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+namespace gtrace {
+namespace {
+
+std::string read_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return {};
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+std::vector<int> numeric_entries(const std::string& dir) {
+    std::vector<int> out;
+    DIR* d = opendir(dir.c_str());
+    if (!d) return out;
+    while (dirent* e = readdir(d)) {
+        int v = 0;
+        const char* end = e->d_name + strlen(e->d_name);
+        auto [p, ec] = std::from_chars(e->d_name, end, v);
+        if (ec == std::errc() && p == end) out.push_back(v);
+    }
+    closedir(d);
+    return out;
+}
+
+std::optional<int> parse_int(const std::string& s) {
+    int v = 0;
+    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
+    return v;
+}
+
+} // namespace
+
+std::optional<ProcStat> read_proc_stat(int pid, int tid) {
+    std::string path = tid ? "/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) + "/stat"
+                           : "/proc/" + std::to_string(pid) + "/stat";
+    std::string text = read_file(path);
+    // The comm field is parenthesised and may itself contain spaces and parentheses.
+    auto open = text.find('(');
+    auto close = text.rfind(')');
+    if (open == std::string::npos || close == std::string::npos || close < open) return std::nullopt;
+    ProcStat st;
+    st.pid = std::stoi(text.substr(0, open));
+    st.comm = text.substr(open + 1, close - open - 1);
+    std::istringstream rest(text.substr(close + 2));
+    std::vector<std::string> f;
+    for (std::string tok; rest >> tok;) f.push_back(tok);
+    // f[0] is field 3 (state); field N is f[N-3].
+    if (f.size() < 20) return std::nullopt;
+    st.state = f[0].empty() ? '?' : f[0][0];
+    st.ppid = std::stoi(f[1]);
+    st.flags = std::stoul(f[6]);
+    st.start_time_ticks = std::stoull(f[19]);
+    return st;
+}
+
+std::string read_cmdline(int pid) {
+    std::string raw = read_file("/proc/" + std::to_string(pid) + "/cmdline");
+    while (!raw.empty() && raw.back() == '\0') raw.pop_back();
+    for (char& c : raw)
+        if (c == '\0') c = ' ';
+    return raw;
+}
+
+RankEnv read_rank_env(int pid) {
+    RankEnv env;
+    std::string raw = read_file("/proc/" + std::to_string(pid) + "/environ");
+    size_t pos = 0;
+    while (pos < raw.size()) {
+        size_t end = raw.find('\0', pos);
+        if (end == std::string::npos) end = raw.size();
+        std::string_view kv(raw.data() + pos, end - pos);
+        auto take = [&](std::string_view name, std::optional<int>& slot) {
+            if (kv.size() > name.size() && kv.substr(0, name.size()) == name && kv[name.size()] == '=')
+                slot = parse_int(std::string(kv.substr(name.size() + 1)));
+        };
+        take("RANK", env.rank);
+        take("LOCAL_RANK", env.local_rank);
+        take("WORLD_SIZE", env.world_size);
+        pos = end + 1;
+    }
+    return env;
+}
+
+std::vector<int> list_tree(int root) {
+    std::multimap<int, int> children;
+    for (int pid : numeric_entries("/proc"))
+        if (auto st = read_proc_stat(pid)) children.emplace(st->ppid, pid);
+    std::vector<int> out{root};
+    for (size_t i = 0; i < out.size(); ++i) {
+        auto [b, e] = children.equal_range(out[i]);
+        for (auto it = b; it != e; ++it) out.push_back(it->second);
+    }
+    return out;
+}
+
+std::vector<int> list_threads(int pid) { return numeric_entries("/proc/" + std::to_string(pid) + "/task"); }
+
+std::string read_thread_name(int pid, int tid) {
+    std::string name = read_file("/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) + "/comm");
+    while (!name.empty() && (name.back() == '\n' || name.back() == '\0')) name.pop_back();
+    return name;
+}
+
+std::string short_command(const std::string& cmdline, size_t max_len) {
+    std::istringstream in(cmdline);
+    std::string out, word;
+    bool first = true;
+    while (in >> word) {
+        if (first) {
+            // "/usr/bin/python3.11" -> "python3.11": the directory says little in a label.
+            auto slash = word.rfind('/');
+            if (slash != std::string::npos) word = word.substr(slash + 1);
+            first = false;
+        } else {
+            out += ' ';
+        }
+        out += word;
+        if (out.size() > max_len) {
+            out = out.substr(0, max_len - 1) + "…";
+            break;
+        }
+    }
+    return out;
+}
+
+} // namespace gtrace

@@ -1,0 +1,42 @@
+// Reading processes from /proc: identity, labels, descendants, threads.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gtrace {
+
+struct ProcStat {
+    int pid = 0;
+    int ppid = 0;
+    char state = '?';
+    std::string comm;
+    unsigned long flags = 0;       // PF_* flags
+    uint64_t start_time_ticks = 0; // identifies the process across PID reuse
+    bool is_kernel_thread() const { return flags & 0x00200000UL; } // PF_KTHREAD
+};
+
+// Parsed /proc/PID/stat; nullopt when the process does not exist (or vanished).
+std::optional<ProcStat> read_proc_stat(int pid, int tid = 0);
+
+// argv joined by spaces; empty for kernel threads and zombies.
+std::string read_cmdline(int pid);
+
+// The values of the given names in /proc/PID/environ (empty string when absent or unreadable).
+struct RankEnv {
+    std::optional<int> rank, local_rank, world_size;
+};
+RankEnv read_rank_env(int pid);
+
+// The PID and all its descendants (processes, not threads), parents before children.
+std::vector<int> list_tree(int root);
+
+// Thread ids of a process, and a thread's name.
+std::vector<int> list_threads(int pid);
+std::string read_thread_name(int pid, int tid);
+
+// A short human label for argv: "python train.py --lr 0.1" with interpreter paths shortened.
+std::string short_command(const std::string& cmdline, size_t max_len = 80);
+
+} // namespace gtrace

@@ -1,0 +1,115 @@
+#include "model/trace_model.h"
+
+#include <fmt/format.h>
+
+namespace gtrace {
+
+uint64_t ProcessInfo::total_calls() const {
+    uint64_t n = 0;
+    for (auto c : calls) n += c;
+    return n;
+}
+
+std::string ProcessInfo::label() const {
+    std::string prefix;
+    if (ranks.rank) prefix = fmt::format("rank {} · ", *ranks.rank);
+    if (forked_from) prefix += fmt::format("child of {} · ", *forked_from);
+    std::string cmd = short_command(cmdline);
+    if (cmd.empty()) cmd = "?";
+    return fmt::format("{}{} (pid {})", prefix, cmd, pid);
+}
+
+int64_t ProcessInfo::sort_index() const {
+    // Ranks first by rank (their workers right after them), then the rest by pid.
+    if (ranks.rank) return static_cast<int64_t>(*ranks.rank) * 2 + (forked_from ? 1 : 0);
+    return (int64_t{1} << 32) + pid;
+}
+
+ProcessInfo& TraceModel::add_process(uint32_t pid, uint32_t ppid, bool at_start,
+                                     std::optional<uint32_t> forked_from) {
+    auto [it, inserted] = processes_.try_emplace(pid);
+    ProcessInfo& p = it->second;
+    if (inserted || p.exited) {
+        p = ProcessInfo{};
+        p.pid = pid;
+        p.ppid = ppid;
+        p.attached_at_start = at_start;
+        p.forked_from = forked_from;
+        p.cmdline = read_cmdline(static_cast<int>(pid));
+        p.ranks = read_rank_env(static_cast<int>(pid));
+    }
+    return p;
+}
+
+ProcessInfo* TraceModel::find(uint32_t pid) {
+    auto it = processes_.find(pid);
+    return it == processes_.end() ? nullptr : &it->second;
+}
+
+void TraceModel::refresh_identity(uint32_t pid) {
+    if (ProcessInfo* p = find(pid)) {
+        std::string cmd = read_cmdline(static_cast<int>(pid));
+        if (!cmd.empty()) p->cmdline = cmd;
+        p->ranks = read_rank_env(static_cast<int>(pid));
+        p->forked_from.reset(); // a new program now, not a copy of its parent
+        // Thread names from before the exec are stale; threads are named again on their next call.
+        for (auto& [tid, t] : p->threads) t.name.clear();
+    }
+}
+
+void TraceModel::mark_exited(uint32_t pid, int exit_code) {
+    if (ProcessInfo* p = find(pid)) {
+        p->exited = true;
+        p->exit_code = exit_code;
+    }
+}
+
+void TraceModel::record_call(const ApiCall& call) {
+    ProcessInfo* p = find(call.pid);
+    if (!p) p = &add_process(call.pid, 0, false, std::nullopt);
+    p->calls[call.api]++;
+    ThreadInfo& t = p->threads[call.tid];
+    t.calls++;
+    if (t.name.empty()) t.name = call.thread_name.empty() ? fmt::format("thread {}", call.tid) : call.thread_name;
+}
+
+size_t TraceModel::live_processes() const {
+    size_t n = 0;
+    for (const auto& [pid, p] : processes_) n += !p.exited;
+    return n;
+}
+
+uint64_t TraceModel::total_calls() const {
+    uint64_t n = 0;
+    for (const auto& [pid, p] : processes_) n += p.total_calls();
+    return n;
+}
+
+std::array<uint64_t, GT_API_COUNT> TraceModel::calls_per_api() const {
+    std::array<uint64_t, GT_API_COUNT> out{};
+    for (const auto& [pid, p] : processes_)
+        for (size_t i = 0; i < out.size(); ++i) out[i] += p.calls[i];
+    return out;
+}
+
+uint64_t TraceModel::lost_events() const {
+    // A call whose entry could not be remembered is lost as surely as one the ring refused.
+    uint64_t n = counters[GT_CNT_ENTRY_STATE_FULL];
+    for (unsigned i = 0; i < GT_EV_CLASS_COUNT; ++i) n += counters[i];
+    return n;
+}
+
+const char* counter_name(unsigned index) {
+    switch (index) {
+    case GT_EV_API: return "lost_api_calls";
+    case GT_EV_FUNC_NAME: return "lost_function_names";
+    case GT_EV_PROC: return "lost_process_events";
+    case GT_EV_MMAP: return "lost_mmap_events";
+    case GT_CNT_ENTRY_STATE_FULL: return "calls_without_entry_state";
+    case GT_CNT_RETURN_WITHOUT_ENTRY: return "returns_without_entry";
+    case GT_CNT_TRACKED_FULL: return "processes_not_tracked";
+    default: return nullptr;
+    }
+}
+
+} // namespace gtrace

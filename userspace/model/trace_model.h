@@ -1,0 +1,67 @@
+// What a capture learned about the traced tree: processes with their labels, threads with their
+// names, per-process call counts, losses. Owned by the capture; read by the writers.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "decode/api_call.h"
+#include "discover/proc_tree.h"
+#include "gtrace/cuda_api.h"
+#include "gtrace/events.h"
+
+namespace gtrace {
+
+struct ThreadInfo {
+    std::string name;
+    uint64_t calls = 0;
+};
+
+struct ProcessInfo {
+    uint32_t pid = 0;
+    uint32_t ppid = 0;
+    std::string cmdline;
+    RankEnv ranks;
+    // Forked from a tracked process and not exec'ed since (a DataLoader worker, say).
+    std::optional<uint32_t> forked_from;
+    bool attached_at_start = false; // found in /proc when gtrace attached
+    bool exited = false;
+    int exit_code = 0;
+    std::array<uint64_t, GT_API_COUNT> calls{};
+    std::map<uint32_t, ThreadInfo> threads;
+
+    uint64_t total_calls() const;
+    // "rank 1 · python train.py (pid 1234)"
+    std::string label() const;
+    // Orders ranks first, by rank; then everything else by pid.
+    int64_t sort_index() const;
+};
+
+class TraceModel {
+public:
+    // A process seen in /proc at attach time, or reported by BPF later.
+    ProcessInfo& add_process(uint32_t pid, uint32_t ppid, bool at_start, std::optional<uint32_t> forked_from);
+    ProcessInfo* find(uint32_t pid);
+    void refresh_identity(uint32_t pid); // re-read cmdline and rank environment (after exec)
+    void mark_exited(uint32_t pid, int exit_code);
+    // Counts the call and makes sure its thread has a name.
+    void record_call(const ApiCall& call);
+
+    const std::map<uint32_t, ProcessInfo>& processes() const { return processes_; }
+    size_t live_processes() const;
+    uint64_t total_calls() const;
+    std::array<uint64_t, GT_API_COUNT> calls_per_api() const;
+
+    // Losses and the other BPF counters (enum gt_counter), plus records the agent would drop.
+    std::array<uint64_t, GT_CNT_COUNT> counters{};
+    uint64_t lost_events() const;
+
+private:
+    std::map<uint32_t, ProcessInfo> processes_;
+};
+
+const char* counter_name(unsigned index);
+
+} // namespace gtrace
