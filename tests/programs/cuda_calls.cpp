@@ -3,11 +3,13 @@
 //
 //   cuda_calls [--iterations N] [--warmup-until FILE] [--go-file FILE] [--threads T]
 //
-// With --warmup-until, it calls the API in a loop (uncounted) until FILE exists, so gtrace can
-// attach in the middle of a run; then it makes the counted calls. --go-file waits without calls.
+// With --warmup-until, a thread named "warmup" calls the API in a loop (uncounted) until FILE
+// exists, so gtrace can attach in the middle of a run, while threads named "counted-N" make
+// the counted calls. --go-file waits (without calls) for FILE before the counted calls.
 // Output: "ready <pid>" once started, then "GTRACE_COUNTS {json}" with the counted calls.
 #include <cuda.h>
 #include <cuda_runtime_api.h>
+#include <pthread.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -122,14 +124,22 @@ int main(int argc, char** argv) {
     printf("ready %d\n", getpid());
     fflush(stdout);
 
-    CallCounter warmup;
-    while (warmup_until && !file_exists(warmup_until)) one_round(warmup, 0);
+    std::atomic<bool> warm{warmup_until != nullptr};
+    std::thread warmup_thread([&] {
+        pthread_setname_np(pthread_self(), "warmup");
+        CallCounter uncounted;
+        while (warm && !file_exists(warmup_until)) one_round(uncounted, 0);
+        warm = false;
+    });
+    while (warm) usleep(1000);
+    warmup_thread.join();
     while (go_file && !file_exists(go_file)) usleep(10000);
 
     CallCounter counted;
     std::vector<std::thread> pool;
     for (unsigned t = 0; t < threads; ++t)
         pool.emplace_back([&counted, iterations, t] {
+            pthread_setname_np(pthread_self(), ("counted-" + std::to_string(t)).c_str());
             for (unsigned i = 0; i < iterations; ++i) one_round(counted, t * iterations + i);
         });
     for (auto& th : pool) th.join();

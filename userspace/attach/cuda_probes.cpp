@@ -118,10 +118,10 @@ Result<int> CudaProbes::probe_file(const std::string& open_path, const std::stri
     return 1;
 }
 
-Result<int> CudaProbes::scan_process(int pid) {
+Result<int> CudaProbes::scan_maps(int pid, const std::vector<Mapping>& maps) {
     int added = 0;
     std::set<std::string> seen;
-    for (const Mapping& m : read_maps(pid)) {
+    for (const Mapping& m : maps) {
         if (!m.executable || !m.is_file() || !seen.insert(m.path).second) continue;
         std::string open_path = path_in_process_root(pid, m.path);
         struct stat st{};

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "attach/bpf_session.h"
+#include "discover/proc_maps.h"
 #include "cli/result.h"
 
 namespace gtrace {
@@ -25,9 +26,9 @@ class CudaProbes {
 public:
     explicit CudaProbes(BpfSession& bpf) : bpf_(bpf) {}
 
-    // Probe every CUDA-exporting object mapped by the process. Returns how many new objects
-    // got probes. A process that vanished meanwhile is not an error.
-    Result<int> scan_process(int pid);
+    // Probe every CUDA-exporting object in a process's mappings. Returns how many new objects
+    // got probes. Files that vanished meanwhile are skipped.
+    Result<int> scan_maps(int pid, const std::vector<Mapping>& maps);
     // Probe the CUDA libraries this process could dlopen later (its LD_LIBRARY_PATH, the
     // loader cache, the CUDA toolkit), so calls right after a dlopen are not missed.
     Result<int> probe_candidates(int pid);

@@ -91,7 +91,9 @@ Result<void> Capture::track_tree() {
 }
 
 Result<void> Capture::scan(int pid) {
-    auto added = probes_->scan_process(pid);
+    std::vector<Mapping> maps = read_maps(pid);
+    auto added = probes_->scan_maps(pid, maps);
+    kernel_names_.set_maps(static_cast<uint32_t>(pid), std::move(maps));
     if (!added) return added.error();
     if (waiting_for_cuda_ && probes_->any_mapped()) {
         waiting_for_cuda_ = false;
@@ -113,13 +115,15 @@ void Capture::on_proc(const gt_proc_event& e) {
     switch (e.kind) {
     case GT_PROC_FORK:
         model_.add_process(e.pid, e.ppid, false, e.ppid);
+        kernel_names_.inherit(e.pid, e.ppid);
         break;
     case GT_PROC_EXEC:
         if (!model_.find(e.pid)) model_.add_process(e.pid, 0, false, std::nullopt);
         model_.refresh_identity(e.pid);
         kernel_names_.forget_process(e.pid);
-        pending_scan_.insert(static_cast<int>(e.pid));
+        // Scan at once: the new image may call CUDA and exit before the next poll.
         if (auto r = probes_->probe_candidates(static_cast<int>(e.pid)); !r && !deferred_error_) deferred_error_ = r.error();
+        if (auto r = scan(static_cast<int>(e.pid)); !r && !deferred_error_) deferred_error_ = r.error();
         break;
     case GT_PROC_EXIT:
         model_.mark_exited(e.pid, e.exit_code);
@@ -131,7 +135,12 @@ void Capture::on_proc(const gt_proc_event& e) {
     }
 }
 
-void Capture::on_mmap(const gt_mmap_event& e) { pending_scan_.insert(static_cast<int>(e.pid)); }
+void Capture::on_mmap(const gt_mmap_event& e) {
+    // The mapping is reported at syscall entry: scan now (usually done by then) and again
+    // after this batch of events.
+    if (auto r = scan(static_cast<int>(e.pid)); !r && !deferred_error_) deferred_error_ = r.error();
+    pending_scan_.insert(static_cast<int>(e.pid));
+}
 
 void Capture::rescan_pending() {
     auto pending = std::move(pending_scan_);

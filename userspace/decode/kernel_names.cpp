@@ -29,8 +29,8 @@ std::string KernelNames::symbolize_stub(uint32_t pid, uint64_t addr) {
     if (auto it = ps.stub_names.find(addr); it != ps.stub_names.end()) return it->second;
 
     const Mapping* m = find_mapping(ps.maps, addr);
-    if (!m) { // first lookup, or a library mapped since the last snapshot
-        ps.maps = read_maps(static_cast<int>(pid));
+    if (!m) { // a library mapped since the last snapshot
+        if (auto fresh = read_maps(static_cast<int>(pid)); !fresh.empty()) ps.maps = std::move(fresh);
         m = find_mapping(ps.maps, addr);
     }
     std::string name;
@@ -66,5 +66,17 @@ void KernelNames::on_func_name(const gt_func_name_event& e) {
 }
 
 void KernelNames::forget_process(uint32_t pid) { processes_.erase(pid); }
+
+void KernelNames::set_maps(uint32_t pid, std::vector<Mapping> maps) {
+    if (!maps.empty()) processes_[pid].maps = std::move(maps);
+}
+
+void KernelNames::inherit(uint32_t child, uint32_t parent) {
+    auto it = processes_.find(parent);
+    if (it == processes_.end()) return;
+    ProcessState& c = processes_[child];
+    c.maps = it->second.maps;
+    c.handle_names = it->second.handle_names;
+}
 
 } // namespace gtrace

@@ -19,6 +19,11 @@ class KernelNames {
 public:
     std::string name_of(const ApiCall& call);
     void on_func_name(const gt_func_name_event& e);
+    // The latest mappings of a process, read while it was alive: a short-lived process may be
+    // gone by the time its launches are decoded.
+    void set_maps(uint32_t pid, std::vector<Mapping> maps);
+    // A forked child starts with its parent's mappings and function handles.
+    void inherit(uint32_t child, uint32_t parent);
     // The process exec'ed or exited: its mappings and handles no longer hold.
     void forget_process(uint32_t pid);
 

@@ -1,0 +1,279 @@
+#!/usr/bin/python3
+"""Runs one declarative runtime case (tests/runtime/cases/*.toml): start the test programs,
+run gtrace against them with real BPF, and check its exit code, messages and trace.
+Case keys are documented in tests/runtime/README.md."""
+import argparse
+import collections
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import tomllib
+
+GTRACE_PROG_NAMES = {"cuda_api_enter", "cuda_api_exit", "on_fork", "on_exec", "on_exit", "on_mmap"}
+
+
+class Stream:
+    """Collects a pipe's lines in the background and lets the caller wait for a pattern."""
+
+    def __init__(self, pipe, echo_prefix):
+        self.lines, self.cond = [], threading.Condition()
+        self.thread = threading.Thread(target=self._read, args=(pipe, echo_prefix), daemon=True)
+        self.thread.start()
+
+    def _read(self, pipe, prefix):
+        for raw in pipe:
+            line = raw.decode(errors="replace").rstrip("\n")
+            print(f"{prefix}{line}", flush=True)
+            with self.cond:
+                self.lines.append(line)
+                self.cond.notify_all()
+
+    def wait_for(self, pattern, timeout):
+        deadline = time.time() + timeout
+        with self.cond:
+            while True:
+                for line in self.lines:
+                    m = re.search(pattern, line)
+                    if m:
+                        return m
+                left = deadline - time.time()
+                if left <= 0:
+                    return None
+                self.cond.wait(left)
+
+    def text(self):
+        self.thread.join(timeout=5)
+        return "\n".join(self.lines)
+
+
+def fail(msg):
+    print(f"FAIL: {msg}", flush=True)
+    sys.exit(1)
+
+
+def check_bpf_available():
+    reasons = []
+    if os.geteuid() != 0:
+        reasons.append("not running as root")
+    if not os.path.exists("/sys/kernel/btf/vmlinux"):
+        reasons.append("kernel has no BTF")
+    if reasons:
+        print("cannot run BPF runtime test: " + ", ".join(reasons), flush=True)
+        sys.exit(77 if os.environ.get("GTRACE_ALLOW_SKIP") == "1" else 1)
+
+
+def substitute(value, ctx):
+    if isinstance(value, list):
+        return [substitute(v, ctx) for v in value]
+    if isinstance(value, dict):
+        return {k: substitute(v, ctx) for k, v in value.items()}
+    if not isinstance(value, str):
+        return value
+    return re.sub(r"\{([a-z_]+(?::[a-z0-9_]+)?)\}", lambda m: str(ctx[m.group(1)]), value)
+
+
+def leftover_bpf_programs():
+    out = subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True)
+    progs = json.loads(out.stdout or "[]")
+    return sorted(p.get("name", "") for p in progs if p.get("name") in GTRACE_PROG_NAMES)
+
+
+def load_trace(path):
+    with open(path) as f:
+        return json.load(f)  # must be complete, valid JSON whatever stopped the capture
+
+
+def counts_from_output(lines):
+    counts = {}
+    for line in lines:
+        idx = line.find("GTRACE_COUNTS ")
+        if idx >= 0:
+            record = json.loads(line[idx + len("GTRACE_COUNTS "):])
+            counts[record["pid"]] = record["calls"]
+    return counts
+
+
+def check_trace(trace, expect, program_lines):
+    events = trace["traceEvents"]
+    names = {e["pid"]: e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "process_name"}
+    threads = {(e["pid"], e["tid"]): e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "thread_name"}
+    calls = [e for e in events if e["ph"] == "X" and e.get("cat") == "cuda_api"]
+    for e in calls:
+        if e["dur"] < 0 or "ret" not in e["args"]:
+            fail(f"malformed call event {e}")
+
+    exclude = re.compile(expect["exclude_threads"]) if "exclude_threads" in expect else None
+    if expect.get("counts"):
+        want = counts_from_output(program_lines)
+        if not want:
+            fail("the programs printed no GTRACE_COUNTS")
+        got = collections.defaultdict(collections.Counter)
+        for e in calls:
+            if exclude and exclude.search(threads.get((e["pid"], e["tid"]), "")):
+                continue
+            got[e["pid"]][e["name"]] += 1
+        for pid, per_api in want.items():
+            if dict(got.get(pid, {})) != per_api:
+                fail(f"pid {pid} ({names.get(pid)}): trace has {dict(got.get(pid, {}))}, program made {per_api}")
+            print(f"ok: pid {pid}: exact counts {sum(per_api.values())} calls")
+        extra = set(got) - set(want)
+        if expect.get("counts") == "exact_pids" and extra:
+            fail(f"calls from unexpected pids {extra}")
+
+    for pattern in expect.get("process_names", []):
+        if not any(re.search(pattern, n) for n in names.values()):
+            fail(f"no process named like /{pattern}/ in {sorted(names.values())}")
+    for pattern, n in expect.get("process_name_counts", {}).items():
+        matching = [x for x in names.values() if re.search(pattern, x)]
+        if len(matching) != n:
+            fail(f"{len(matching)} processes named like /{pattern}/ ({matching}), expected {n}")
+    for pattern, minimum in expect.get("thread_min_calls", {}).items():
+        n = sum(1 for e in calls if re.search(pattern, threads.get((e["pid"], e["tid"]), "")))
+        if n < minimum:
+            fail(f"{n} calls on threads /{pattern}/, expected at least {minimum}")
+    for kernel in expect.get("kernels", []):
+        if not any(e["args"].get("kernel") == kernel for e in calls):
+            fail(f"no launch of kernel {kernel!r}; saw {sorted({e['args'].get('kernel') for e in calls if 'kernel' in e['args']})}")
+    for name, args in expect.get("call_args", {}).items():
+        if not any(e["name"] == name and all(e["args"].get(k) == v for k, v in args.items()) for e in calls):
+            fail(f"no {name} call with args {args}")
+    other = trace.get("otherData", {})
+    for key, value in expect.get("other_data", {}).items():
+        if other.get(key) != value:
+            fail(f"otherData.{key} is {other.get(key)!r}, expected {value!r}")
+    if "stop_reason" in expect and not re.search(expect["stop_reason"], other.get("stop_reason", "")):
+        fail(f"stop_reason {other.get('stop_reason')!r} does not match /{expect['stop_reason']}/")
+    if "lost_events" not in other or "counters" not in other:
+        fail("trace metadata lacks the loss counters")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("case")
+    ap.add_argument("--gtrace", required=True)
+    ap.add_argument("--programs", required=True)
+    ap.add_argument("--stubs", required=True)
+    ap.add_argument("--source", required=True)
+    opts = ap.parse_args()
+    with open(opts.case, "rb") as f:
+        case = tomllib.load(f)
+    print(f"case: {os.path.basename(opts.case)}: {case.get('description', '')}", flush=True)
+    if case.get("needs_bpf", True):
+        check_bpf_available()
+
+    tmp = tempfile.mkdtemp(prefix="gtrace-case-")
+    ctx = {"tmp": tmp, "programs": opts.programs, "stubs": opts.stubs, "source": opts.source,
+           "gtrace": opts.gtrace, "python": "/usr/bin/python3"}
+    for d in case.get("make_dirs", []):
+        os.makedirs(substitute(d, ctx), exist_ok=True)
+    for path in case.get("make_files", []):
+        with open(substitute(path, ctx), "w") as f:
+            f.write("existing\n")
+
+    programs, streams = [], []
+    try:
+        for prog in case.get("program", []):
+            env = dict(os.environ, **substitute(prog.get("env", {}), ctx))
+            p = subprocess.Popen(substitute(prog["command"], ctx), stdout=subprocess.PIPE,
+                                 stderr=subprocess.STDOUT, env=env, start_new_session=True)
+            s = Stream(p.stdout, f"[{prog['name']}] ")
+            programs.append(p)
+            streams.append(s)
+            m = s.wait_for(prog.get("ready", "ready"), prog.get("ready_timeout", 90))
+            if not m:
+                fail(f"program {prog['name']} never printed /{prog.get('ready', 'ready')}/")
+            ctx[f"pid:{prog['name']}"] = p.pid
+            for action in prog.get("after_ready", []):
+                run_action(substitute(action, ctx))
+
+        g = case["gtrace"]
+        cmd = [opts.gtrace] + substitute(g["args"], ctx)
+        if g.get("user"):
+            cmd = ["setpriv", f"--reuid={g['user']}", f"--regid={g['user']}", "--clear-groups",
+                   "--inh-caps=-all"] + cmd
+        env = dict(os.environ, **substitute(g.get("env", {}), ctx))
+        print("run:", " ".join(cmd), flush=True)
+        gp = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=tmp)
+        gerr = Stream(gp.stderr, "[gtrace] ")
+        gout = Stream(gp.stdout, "[gtrace:out] ")
+        if g.get("on_attached"):
+            if not gerr.wait_for(r"attached to PID", g.get("timeout", 120)):
+                gp.kill()
+                fail("gtrace never reported that it attached")
+            for action in substitute(g["on_attached"], ctx):
+                run_action(action)
+        if "signal_after" in g:
+            time.sleep(g["signal_after"])
+            gp.send_signal(getattr(signal, "SIG" + g.get("signal", "INT")))
+        try:
+            rc = gp.wait(timeout=g.get("timeout", 120))
+        except subprocess.TimeoutExpired:
+            gp.kill()
+            fail("gtrace did not stop in time")
+        err_text = gerr.text()
+        gout.text()
+
+        for p in programs:
+            try:
+                p.wait(timeout=case.get("program_timeout", 60))
+            except subprocess.TimeoutExpired:
+                pass
+        program_lines = [line for s in streams for line in s.lines]
+
+        expect = substitute(case.get("expect", {}), ctx)
+        if rc != expect.get("exit_code", 0):
+            fail(f"gtrace exited {rc}, expected {expect.get('exit_code', 0)}")
+        for pattern in expect.get("stderr", []):
+            if not re.search(pattern, err_text):
+                fail(f"stderr does not match /{pattern}/")
+        if "stderr_lines" in expect:
+            n = len([x for x in err_text.splitlines() if x.strip()])
+            if n != expect["stderr_lines"]:
+                fail(f"stderr has {n} lines, expected {expect['stderr_lines']}")
+        for path in expect.get("files_absent", []):
+            if os.path.exists(path):
+                fail(f"{path} exists but gtrace should not have written it")
+        for d, allowed in expect.get("dir_contents", {}).items():
+            present = sorted(os.listdir(d))
+            if present != sorted(allowed):
+                fail(f"{d} holds {present}, expected {sorted(allowed)} (no half-written files)")
+        if "trace" in expect:
+            check_trace(load_trace(expect["trace"]), expect, program_lines)
+        if expect.get("no_leftover_bpf", True):
+            left = leftover_bpf_programs()
+            if left:
+                fail(f"BPF programs left in the kernel after gtrace exited: {left}")
+        for i, code in enumerate(expect.get("program_exit_codes", [])):
+            if programs[i].returncode != code:
+                fail(f"program {i} exited {programs[i].returncode}, expected {code}")
+        print("PASS", flush=True)
+    finally:
+        for p in programs:
+            if p.poll() is None:
+                try:
+                    os.killpg(p.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                p.wait()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def run_action(action):
+    kind, _, arg = action.partition(":")
+    if kind == "touch":
+        open(arg, "a").close()
+    elif kind == "sleep":
+        time.sleep(float(arg))
+    else:
+        fail(f"unknown action {action}")
+
+
+if __name__ == "__main__":
+    main()
