@@ -73,16 +73,22 @@ def substitute(value, ctx):
     if isinstance(value, list):
         return [substitute(v, ctx) for v in value]
     if isinstance(value, dict):
-        return {k: substitute(v, ctx) for k, v in value.items()}
+        return {substitute(k, ctx): substitute(v, ctx) for k, v in value.items()}
     if not isinstance(value, str):
         return value
     return re.sub(r"\{([a-z_]+(?::[a-z0-9_]+)?)\}", lambda m: str(ctx[m.group(1)]), value)
 
 
 def leftover_bpf_programs():
-    out = subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True)
-    progs = json.loads(out.stdout or "[]")
-    return sorted(p.get("name", "") for p in progs if p.get("name") in GTRACE_PROG_NAMES)
+    # The kernel frees programs asynchronously (RCU) after their last fd closes: allow 3 s.
+    for _ in range(30):
+        out = subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True)
+        progs = json.loads(out.stdout or "[]")
+        left = sorted(p.get("name", "") for p in progs if p.get("name") in GTRACE_PROG_NAMES)
+        if not left:
+            return left
+        time.sleep(0.1)
+    return left
 
 
 def load_trace(path):
@@ -173,6 +179,10 @@ def main():
            "gtrace": opts.gtrace, "python": "/usr/bin/python3"}
     for d in case.get("make_dirs", []):
         os.makedirs(substitute(d, ctx), exist_ok=True)
+    for src, dst in case.get("copy_files", {}).items():
+        dst = substitute(dst, ctx)
+        os.makedirs(os.path.dirname(dst), exist_ok=True)
+        shutil.copyfile(substitute(src, ctx), dst)
     for path in case.get("make_files", []):
         with open(substitute(path, ctx), "w") as f:
             f.write("existing\n")
@@ -186,9 +196,10 @@ def main():
             s = Stream(p.stdout, f"[{prog['name']}] ")
             programs.append(p)
             streams.append(s)
-            m = s.wait_for(prog.get("ready", "ready"), prog.get("ready_timeout", 90))
-            if not m:
-                fail(f"program {prog['name']} never printed /{prog.get('ready', 'ready')}/")
+            ready = prog.get("ready", "ready")
+            for pattern in ready if isinstance(ready, list) else [ready]:
+                if not s.wait_for(pattern, prog.get("ready_timeout", 90)):
+                    fail(f"program {prog['name']} never printed /{pattern}/")
             ctx[f"pid:{prog['name']}"] = p.pid
             for action in prog.get("after_ready", []):
                 run_action(substitute(action, ctx))
@@ -220,11 +231,19 @@ def main():
         err_text = gerr.text()
         gout.text()
 
+        expect = case.get("expect", {})
+        if expect.get("counts") or expect.get("program_exit_codes"):  # the programs run to their end
+            for p in programs:
+                try:
+                    p.wait(timeout=case.get("program_timeout", 60))
+                except subprocess.TimeoutExpired:
+                    pass
         for p in programs:
-            try:
-                p.wait(timeout=case.get("program_timeout", 60))
-            except subprocess.TimeoutExpired:
-                pass
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+        for s in streams:
+            s.text()
         program_lines = [line for s in streams for line in s.lines]
 
         expect = substitute(case.get("expect", {}), ctx)

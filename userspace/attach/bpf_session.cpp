@@ -99,7 +99,11 @@ Result<UprobeLink> BpfSession::attach_api_probe(const std::string& path, uint64_
     LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = cookie, .retprobe = at_return);
     bpf_program* prog = at_return ? cuda_->progs.cuda_api_exit : cuda_->progs.cuda_api_enter;
     bpf_link* link = bpf_program__attach_uprobe_opts(prog, -1, path.c_str(), offset, &opts);
-    if (!link) return bpf_error(("attaching a uprobe to " + path).c_str(), errno);
+    if (!link) {
+        int err = errno;
+        if (err == EPERM || err == EACCES) return bpf_error(("attaching a uprobe to " + path).c_str(), err);
+        return make_error(ExitCode::Internal, "cannot probe " + path + ": " + strerror(err) + "; its calls are not traced");
+    }
     return UprobeLink(link);
 }
 

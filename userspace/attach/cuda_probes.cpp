@@ -105,7 +105,13 @@ Result<int> CudaProbes::probe_file(const std::string& open_path, const std::stri
         if (!offset) continue;
         for (bool at_return : {false, true}) {
             auto link = bpf_.attach_api_probe(open_path, *offset, GT_COOKIE(api.id, api.caps), at_return);
-            if (!link) return link.error();
+            if (!link) {
+                // Only missing privileges end the capture; a file that vanished is skipped.
+                if (link.error().code == ExitCode::Privileges) return link.error();
+                fprintf(stderr, "gtrace: warning: %s\n", link.error().message.c_str());
+                not_cuda_.insert(key);
+                return 0;
+            }
             links_.push_back(std::move(*link));
         }
         obj.apis.emplace_back(api.name);

@@ -49,17 +49,11 @@ Result<std::unique_ptr<Capture>> Capture::attach(const CaptureOptions& options) 
     if (!reader) return reader.error();
     c->reader_.emplace(std::move(*reader));
 
-    if (auto r = c->track_tree(); !r) return r.error();
-    // Attaching takes a while; the target may have exited, or its PID been reused, meanwhile.
-    auto now = read_proc_stat(options.pid);
-    if (!now || now->start_time_ticks != *start_ticks || now->state == 'Z')
-        return make_error(ExitCode::ProcessExited,
-                          fmt::format("process {} exited while gtrace was attaching; start gtrace while the job runs",
-                                      options.pid));
+    if (auto r = c->track_tree(*start_ticks); !r) return r.error();
     return c;
 }
 
-Result<void> Capture::track_tree() {
+Result<void> Capture::track_tree(uint64_t root_start_ticks) {
     // Fork events are live before the tree is entered into the map: a child forked while we
     // walk /proc is either found by the next walk or reported by BPF. Walk until stable.
     if (const char* delay = getenv("GTRACE_TEST_ATTACH_DELAY_MS")) usleep(static_cast<useconds_t>(atoi(delay)) * 1000);
@@ -79,6 +73,12 @@ Result<void> Capture::track_tree() {
         if (auto r = scan(static_cast<int>(pid)); !r) return r;
         if (auto r = probes_->probe_candidates(static_cast<int>(pid)); !r) return r.error();
     }
+    // Attaching takes a while; the target may have exited, or its PID been reused, meanwhile.
+    auto root = read_proc_stat(options_.pid);
+    if (!root || root->start_time_ticks != root_start_ticks || root->state == 'Z')
+        return make_error(ExitCode::ProcessExited,
+                          fmt::format("process {} exited while gtrace was attaching; start gtrace while the job runs",
+                                      options_.pid));
     if (!probes_->any_mapped()) {
         waiting_for_cuda_ = true;
         if (!options_.quiet)

@@ -48,7 +48,7 @@ public:
 
 private:
     Capture(const CaptureOptions& o, ChromeTraceWriter writer) : options_(o), writer_(std::move(writer)) {}
-    Result<void> track_tree();
+    Result<void> track_tree(uint64_t root_start_ticks);
     Result<void> scan(int pid);
     void rescan_pending();
     void check_liveness();

@@ -1,5 +1,6 @@
 #include "discover/proc_maps.h"
 
+#include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
@@ -41,9 +42,12 @@ std::vector<Mapping> read_maps(int pid) {
 }
 
 std::string path_in_process_root(int pid, const std::string& path) {
+    // Prefer the plain path when it is the same file: a /proc/PID/root path dies with the process.
     std::string rooted = "/proc/" + std::to_string(pid) + "/root" + path;
-    if (access(rooted.c_str(), R_OK) == 0) return rooted;
-    return path;
+    struct stat in_root{}, plain{};
+    if (stat(rooted.c_str(), &in_root) != 0) return path;
+    if (stat(path.c_str(), &plain) == 0 && plain.st_dev == in_root.st_dev && plain.st_ino == in_root.st_ino) return path;
+    return rooted;
 }
 
 } // namespace gtrace
