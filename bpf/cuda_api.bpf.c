@@ -5,50 +5,55 @@
 #include "common.bpf.h"
 #include "gtrace/cuda_api.h"
 
-struct call_key {
-	__u32 tid;
-	__u32 api;
-};
+#define GT_MAX_DEPTH 4 /* nested probed calls on one thread (an API calling another) */
 
 struct call_entry {
 	__u64 enter_ns;
+	__u32 api;
+	__u32 pad;
 	__u64 args[GT_REG_ARGS];
 	__u64 stack_args[GT_STACK_ARGS];
 	__u64 config[GT_CONFIG_WORDS];
 };
 
-/* Calls in flight, by thread and API (an API may call another probed API). LRU so that a
- * thread that dies inside a call cannot leak an entry. */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 65536);
-	__type(key, struct call_key);
-	__type(value, struct call_entry);
-} calls SEC(".maps");
+/* Calls in flight on a thread, innermost last. Task-local storage: no hashing on the hot path,
+ * and it goes away with the thread. */
+struct thread_calls {
+	__u32 depth;
+	__u32 comm_sent; /* the thread's name went out with one of its events */
+	struct call_entry stack[GT_MAX_DEPTH];
+};
 
-/* Scratch space: call_entry is too big for the BPF stack together with the rest. */
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct call_entry);
-} scratch SEC(".maps");
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct thread_calls);
+} calls SEC(".maps");
 
 SEC("uprobe")
 int cuda_api_enter(struct pt_regs *ctx)
 {
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	if (!gt_is_tracked(pid_tgid >> 32))
+	if (!gt_is_tracked(bpf_get_current_pid_tgid() >> 32))
 		return 0;
 
+	struct thread_calls *tc = bpf_task_storage_get(&calls, bpf_get_current_task_btf(), 0,
+						       BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!tc) {
+		gt_count(GT_CNT_ENTRY_STATE_FULL);
+		return 0;
+	}
+	__u32 depth = tc->depth;
+	if (depth >= GT_MAX_DEPTH) {
+		gt_count(GT_CNT_ENTRY_STATE_FULL);
+		return 0;
+	}
+	struct call_entry *entry = &tc->stack[depth & (GT_MAX_DEPTH - 1)];
 	__u64 cookie = bpf_get_attach_cookie(ctx);
 	__u32 caps = GT_COOKIE_CAPS(cookie);
-	__u32 zero = 0;
-	struct call_entry *entry = bpf_map_lookup_elem(&scratch, &zero);
-	if (!entry)
-		return 0;
 
 	entry->enter_ns = bpf_ktime_get_ns();
+	entry->api = GT_COOKIE_API(cookie);
 	entry->args[0] = PT_REGS_PARM1(ctx);
 	entry->args[1] = PT_REGS_PARM2(ctx);
 	entry->args[2] = PT_REGS_PARM3(ctx);
@@ -65,10 +70,7 @@ int cuda_api_enter(struct pt_regs *ctx)
 		if (bpf_probe_read_user(entry->config, sizeof(entry->config), (void *)entry->args[0]))
 			__builtin_memset(entry->config, 0, sizeof(entry->config));
 	}
-
-	struct call_key key = {.tid = (__u32)pid_tgid, .api = GT_COOKIE_API(cookie)};
-	if (bpf_map_update_elem(&calls, &key, entry, BPF_ANY))
-		gt_count(GT_CNT_ENTRY_STATE_FULL);
+	tc->depth = depth + 1;
 	return 0;
 }
 
@@ -95,12 +97,20 @@ SEC("uretprobe")
 int cuda_api_exit(struct pt_regs *ctx)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u64 exit_ns = bpf_ktime_get_ns();
+	struct thread_calls *tc = bpf_task_storage_get(&calls, bpf_get_current_task_btf(), 0, 0);
 	__u64 cookie = bpf_get_attach_cookie(ctx);
-	struct call_key key = {.tid = (__u32)pid_tgid, .api = GT_COOKIE_API(cookie)};
-	struct call_entry *entry = bpf_map_lookup_elem(&calls, &key);
-	if (!entry) {
+	__u32 api = GT_COOKIE_API(cookie);
+	if (!tc || tc->depth == 0 || tc->depth > GT_MAX_DEPTH) {
 		if (gt_is_tracked(pid_tgid >> 32))
 			gt_count(GT_CNT_RETURN_WITHOUT_ENTRY);
+		return 0;
+	}
+	__u32 top = (tc->depth - 1) & (GT_MAX_DEPTH - 1);
+	tc->depth = top;
+	struct call_entry *entry = &tc->stack[top];
+	if (entry->api != api) { /* a return whose entry was not recorded */
+		gt_count(GT_CNT_RETURN_WITHOUT_ENTRY);
 		return 0;
 	}
 
@@ -111,32 +121,35 @@ int cuda_api_exit(struct pt_regs *ctx)
 		bpf_probe_read_user(&out_value, sizeof(out_value), (void *)entry->args[0]);
 
 	/* Function handles are only named when the lookup succeeded. */
-	if ((caps & GT_CAP_OUT_PTR_ARG0) && (caps & GT_CAP_NAME_ARG2 || key.api == GT_API_CU_KERNEL_GET_FUNCTION) &&
+	if ((caps & GT_CAP_OUT_PTR_ARG0) && (caps & GT_CAP_NAME_ARG2 || api == GT_API_CU_KERNEL_GET_FUNCTION) &&
 	    ret == 0)
-		emit_func_name(entry, pid_tgid >> 32, key.api, caps, out_value);
+		emit_func_name(entry, pid_tgid >> 32, api, caps, out_value);
 
 	struct gt_api_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
 		gt_count(GT_EV_API);
-		bpf_map_delete_elem(&calls, &key);
 		return 0;
 	}
 	e->cls = GT_EV_API;
-	e->api = key.api;
+	e->api = api;
 	e->caps = caps;
 	e->pid = pid_tgid >> 32;
 	e->tid = (__u32)pid_tgid;
-	e->cpu = bpf_get_smp_processor_id();
 	e->enter_ns = entry->enter_ns;
-	e->exit_ns = bpf_ktime_get_ns();
+	e->exit_ns = exit_ns;
 	e->ret = ret;
 	__builtin_memcpy(e->args, entry->args, sizeof(e->args));
 	__builtin_memcpy(e->stack_args, entry->stack_args, sizeof(e->stack_args));
 	__builtin_memcpy(e->config, entry->config, sizeof(e->config));
 	e->out_value = out_value;
-	bpf_get_current_comm(e->comm, sizeof(e->comm));
+	/* The thread's name rides on its first event only: userspace keeps it. */
+	if (!tc->comm_sent) {
+		bpf_get_current_comm(e->comm, sizeof(e->comm));
+		tc->comm_sent = 1;
+	} else {
+		e->comm[0] = 0;
+	}
 	bpf_ringbuf_submit(e, gt_submit_flags());
-	bpf_map_delete_elem(&calls, &key);
 	return 0;
 }
 

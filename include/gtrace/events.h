@@ -38,7 +38,7 @@ struct gt_api_event {
 	unsigned short caps;
 	unsigned int pid; /* tgid */
 	unsigned int tid;
-	unsigned int cpu;
+	unsigned int pad;
 	unsigned long long enter_ns; /* CLOCK_MONOTONIC */
 	unsigned long long exit_ns;
 	long long ret;
@@ -46,7 +46,7 @@ struct gt_api_event {
 	unsigned long long stack_args[GT_STACK_ARGS];
 	unsigned long long config[GT_CONFIG_WORDS];
 	unsigned long long out_value; /* *arg0 after the call (GT_CAP_OUT_PTR_ARG0) */
-	char comm[GT_COMM_LEN];       /* thread name: short-lived threads are gone before userspace looks */
+	char comm[GT_COMM_LEN]; /* thread name, on a thread's first event only (empty after) */
 };
 
 struct gt_func_name_event {

@@ -70,7 +70,10 @@ void TraceModel::record_call(const ApiCall& call) {
     p->calls[call.api]++;
     ThreadInfo& t = p->threads[call.tid];
     t.calls++;
-    if (t.name.empty()) t.name = call.thread_name.empty() ? fmt::format("thread {}", call.tid) : call.thread_name;
+    // BPF sends a thread's name with its first event only; after an exec, ask /proc.
+    if (!call.thread_name.empty()) t.name = call.thread_name;
+    if (t.name.empty()) t.name = read_thread_name(static_cast<int>(call.pid), static_cast<int>(call.tid));
+    if (t.name.empty()) t.name = fmt::format("thread {}", call.tid);
 }
 
 size_t TraceModel::live_processes() const {
