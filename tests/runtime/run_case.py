@@ -17,6 +17,7 @@ import time
 import tomllib
 
 GTRACE_PROG_NAMES = {"cuda_api_enter", "cuda_api_exit", "on_fork", "on_exec", "on_exit", "on_mmap"}
+GTRACE_MAP_NAMES = {"tracked", "events", "counters", "calls"}
 
 
 class Stream:
@@ -79,12 +80,17 @@ def substitute(value, ctx):
     return re.sub(r"\{([a-z_]+(?::[a-z0-9_]+)?)\}", lambda m: str(ctx[m.group(1)]), value)
 
 
-def leftover_bpf_programs():
-    # The kernel frees programs asynchronously (RCU) after their last fd closes: allow 3 s.
+def leftover_bpf_objects():
+    """gtrace's programs, maps and uprobes still in the kernel. The kernel frees them
+    asynchronously (RCU) after their last fd closes: allow 3 s."""
+    left = []
     for _ in range(30):
-        out = subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True)
-        progs = json.loads(out.stdout or "[]")
+        progs = json.loads(subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True).stdout or "[]")
+        maps = json.loads(subprocess.run(["bpftool", "-j", "map", "show"], capture_output=True, text=True).stdout or "[]")
+        perf = json.loads(subprocess.run(["bpftool", "-j", "perf", "list"], capture_output=True, text=True).stdout or "[]")
         left = sorted(p.get("name", "") for p in progs if p.get("name") in GTRACE_PROG_NAMES)
+        left += sorted("map " + m.get("name", "") for m in maps if m.get("name") in GTRACE_MAP_NAMES)
+        left += sorted("uprobe " + p.get("filename", "") for p in perf if "cuda" in p.get("filename", ""))
         if not left:
             return left
         time.sleep(0.1)
@@ -116,7 +122,7 @@ def check_trace(trace, expect, program_lines):
             fail(f"malformed call event {e}")
 
     exclude = re.compile(expect["exclude_threads"]) if "exclude_threads" in expect else None
-    if expect.get("counts"):
+    if expect.get("counts") in ("exact_pids", "per_pid"):
         want = counts_from_output(program_lines)
         if not want:
             fail("the programs printed no GTRACE_COUNTS")
@@ -132,6 +138,17 @@ def check_trace(trace, expect, program_lines):
         extra = set(got) - set(want)
         if expect.get("counts") == "exact_pids" and extra:
             fail(f"calls from unexpected pids {extra}")
+    if expect.get("counts") == "with_losses":
+        made = sum(sum(c.values()) for c in counts_from_output(program_lines).values())
+        other = trace["otherData"]
+        lost = other["counters"]["lost_api_calls"] + other["counters"]["calls_without_entry_state"]
+        if lost == 0:
+            fail("expected lost events with this buffer size, none were counted")
+        if len(calls) + lost != made:
+            fail(f"{len(calls)} calls in the trace + {lost} lost != {made} calls made")
+        if other["lost_events"] < lost:
+            fail(f"otherData.lost_events {other['lost_events']} < {lost}")
+        print(f"ok: {len(calls)} traced + {lost} lost = {made} made")
 
     for pattern in expect.get("process_names", []):
         if not any(re.search(pattern, n) for n in names.values()):
@@ -229,7 +246,7 @@ def main():
             gp.kill()
             fail("gtrace did not stop in time")
         err_text = gerr.text()
-        gout.text()
+        out_text = gout.text()
 
         expect = case.get("expect", {})
         if expect.get("counts") or expect.get("program_exit_codes"):  # the programs run to their end
@@ -252,6 +269,9 @@ def main():
         for pattern in expect.get("stderr", []):
             if not re.search(pattern, err_text):
                 fail(f"stderr does not match /{pattern}/")
+        for pattern in expect.get("stdout", []):
+            if not re.search(pattern, out_text):
+                fail(f"stdout does not match /{pattern}/")
         if "stderr_lines" in expect:
             n = len([x for x in err_text.splitlines() if x.strip()])
             if n != expect["stderr_lines"]:
@@ -266,9 +286,9 @@ def main():
         if "trace" in expect:
             check_trace(load_trace(expect["trace"]), expect, program_lines)
         if expect.get("no_leftover_bpf", True):
-            left = leftover_bpf_programs()
+            left = leftover_bpf_objects()
             if left:
-                fail(f"BPF programs left in the kernel after gtrace exited: {left}")
+                fail(f"BPF objects left in the kernel after gtrace exited: {left}")
         for i, code in enumerate(expect.get("program_exit_codes", [])):
             if programs[i].returncode != code:
                 fail(f"program {i} exited {programs[i].returncode}, expected {code}")
