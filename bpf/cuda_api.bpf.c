@@ -3,7 +3,11 @@
  * every probed function: the attach cookie says which API it is and what to capture. Calls from
  * processes outside the tracked tree are dropped at entry. */
 #include "common.bpf.h"
+#include "pystack.bpf.h"
 #include "gtrace/cuda_api.h"
+
+/* Record the Python stack at every Nth call of a thread (0: never). */
+const volatile __u32 py_stack_every = 1;
 
 #define GT_MAX_DEPTH 4 /* nested probed calls on one thread (an API calling another) */
 
@@ -21,6 +25,7 @@ struct call_entry {
 struct thread_calls {
 	__u32 depth;
 	__u32 comm_sent; /* the thread's name went out with one of its events */
+	__u64 py_calls;  /* calls seen from a Python process, for --py-stacks N */
 	struct call_entry stack[GT_MAX_DEPTH];
 };
 
@@ -71,6 +76,22 @@ int cuda_api_enter(struct pt_regs *ctx)
 			__builtin_memset(entry->config, 0, sizeof(entry->config));
 	}
 	tc->depth = depth + 1;
+
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct gt_py_layout *layout = py_stack_every ? bpf_map_lookup_elem(&py_layouts, &tgid) : NULL;
+	if (layout && (tc->py_calls++ % py_stack_every) == 0) {
+		struct gt_py_stack_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+		if (!e) {
+			gt_count(GT_EV_PYSTACK);
+			return 0;
+		}
+		e->cls = GT_EV_PYSTACK;
+		e->pid = tgid;
+		e->tid = (__u32)bpf_get_current_pid_tgid();
+		e->enter_ns = entry->enter_ns;
+		gt_walk_python(layout, e);
+		bpf_ringbuf_submit(e, gt_submit_flags());
+	}
 	return 0;
 }
 

@@ -15,7 +15,8 @@ enum gt_event_class {
 	GT_EV_FUNC_NAME = 2, /* a driver function handle and the kernel name it was looked up by */
 	GT_EV_PROC = 3,      /* fork, exec or exit of a process in the tracked tree */
 	GT_EV_MMAP = 4,      /* a tracked process mapped a file executable: rescan its objects */
-	GT_EV_CLASS_COUNT = 5,
+	GT_EV_PYSTACK = 5,   /* the Python stack at a CUDA call (gtrace/pystack.h) */
+	GT_EV_CLASS_COUNT = 6,
 };
 
 /* Other counters kept beside the per-class losses (index into the same array). */

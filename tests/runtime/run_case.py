@@ -112,6 +112,23 @@ def counts_from_output(lines):
     return counts
 
 
+def check_py_stacks(calls, program_lines):
+    """Each GTRACE_PYSTACK line names a stack (innermost first) and how many calls were made
+    from it: exactly that many calls must carry a py_stack starting with it, names and lines."""
+    expected = [json.loads(line[line.find("GTRACE_PYSTACK ") + 15:]) for line in program_lines if "GTRACE_PYSTACK " in line]
+    if not expected:
+        fail("the program printed no GTRACE_PYSTACK")
+    for x in expected:
+        n = sum(1 for c in calls if c["args"].get("py_stack", [])[:len(x["stack"])] == x["stack"])
+        if n != x["count"]:
+            sample = next((c["args"].get("py_stack") for c in calls if "py_stack" in c["args"]), None)
+            fail(f"{n} calls carry the {x['thread']} stack, expected {x['count']}:\n  want {x['stack']}\n  e.g. {sample}")
+        if "source" in x and not all(c["args"].get("source") == x["source"] for c in calls
+                                     if c["args"].get("py_stack", [])[:len(x["stack"])] == x["stack"]):
+            fail(f"calls from the {x['thread']} stack lack source {x['source']}")
+        print(f"ok: {n} calls with the exact {x['thread']} Python stack ({len(x['stack'])} frames)")
+
+
 def check_trace(trace, expect, program_lines):
     events = trace["traceEvents"]
     names = {e["pid"]: e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "process_name"}
@@ -149,6 +166,9 @@ def check_trace(trace, expect, program_lines):
         if other["lost_events"] < lost:
             fail(f"otherData.lost_events {other['lost_events']} < {lost}")
         print(f"ok: {len(calls)} traced + {lost} lost = {made} made")
+
+    if expect.get("py_stacks"):
+        check_py_stacks(calls, program_lines)
 
     for pattern in expect.get("process_names", []):
         if not any(re.search(pattern, n) for n in names.values()):
@@ -191,9 +211,17 @@ def main():
     if case.get("needs_bpf", True):
         check_bpf_available()
 
+    if "interpreter" in case:  # e.g. a pyenv CPython that may not be installed here
+        import glob
+        found = sorted(glob.glob(case["interpreter"]))
+        if not found:
+            print(f"SKIPPED: no interpreter matches {case['interpreter']} on this machine", flush=True)
+            sys.exit(77)
     tmp = tempfile.mkdtemp(prefix="gtrace-case-")
     ctx = {"tmp": tmp, "programs": opts.programs, "stubs": opts.stubs, "source": opts.source,
            "gtrace": opts.gtrace, "python": "/usr/bin/python3"}
+    if "interpreter" in case:
+        ctx["interpreter"] = found[-1]
     for d in case.get("make_dirs", []):
         os.makedirs(substitute(d, ctx), exist_ok=True)
     for src, dst in case.get("copy_files", {}).items():

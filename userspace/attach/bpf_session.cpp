@@ -58,6 +58,7 @@ Result<std::unique_ptr<BpfSession>> BpfSession::create(const BpfOptions& options
     s->cuda_ = gtrace_cuda_api__open();
     if (!s->cuda_) return bpf_error("opening the CUDA API BPF object", errno);
     s->cuda_->rodata->wakeup_threshold = ring / 4;
+    s->cuda_->rodata->py_stack_every = options.py_stack_every;
     bpf_map__set_max_entries(s->cuda_->maps.events, static_cast<uint32_t>(ring));
     struct {
         bpf_map* mine;
@@ -106,6 +107,15 @@ Result<UprobeLink> BpfSession::attach_api_probe(const std::string& path, uint64_
     }
     return UprobeLink(link);
 }
+
+Result<void> BpfSession::set_python_layout(uint32_t pid, const gt_py_layout& layout) {
+    if (bpf_map__update_elem(cuda_->maps.py_layouts, &pid, sizeof(pid), &layout, sizeof(layout), BPF_ANY))
+        return make_error(ExitCode::Internal, "cannot record the Python layout of pid " + std::to_string(pid) + ": " +
+                                                  strerror(errno));
+    return {};
+}
+
+void BpfSession::clear_python_layout(uint32_t pid) { bpf_map__delete_elem(cuda_->maps.py_layouts, &pid, sizeof(pid), 0); }
 
 int BpfSession::ring_buffer_fd() const { return bpf_map__fd(proc_->maps.events); }
 

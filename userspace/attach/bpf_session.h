@@ -9,6 +9,7 @@
 
 #include "cli/result.h"
 #include "gtrace/events.h"
+#include "gtrace/pystack.h"
 
 struct gtrace_proctree;
 struct gtrace_cuda_api;
@@ -18,6 +19,7 @@ namespace gtrace {
 
 struct BpfOptions {
     uint64_t ring_buffer_bytes = 64ull << 20;
+    uint32_t py_stack_every = 1; // Python stack at every Nth CUDA call of a thread; 0: never
 };
 
 // One attached uprobe; detaches when destroyed.
@@ -41,6 +43,9 @@ public:
     Result<void> track(uint32_t pid);
     void untrack(uint32_t pid);
     bool is_tracked(uint32_t pid) const;
+    // Where a process's CPython keeps its frames; its CUDA calls then carry Python stacks.
+    Result<void> set_python_layout(uint32_t pid, const gt_py_layout& layout);
+    void clear_python_layout(uint32_t pid);
 
     // Entry or return uprobe on (file, offset) for every process; BPF keeps the tracked ones.
     Result<UprobeLink> attach_api_probe(const std::string& path, uint64_t offset, uint64_t cookie, bool at_return);

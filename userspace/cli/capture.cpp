@@ -41,7 +41,7 @@ Result<std::unique_ptr<Capture>> Capture::attach(const CaptureOptions& options) 
     c->started_ = std::chrono::steady_clock::now();
     c->start_wall_unix_ms_ = static_cast<uint64_t>(
         std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
-    auto bpf = BpfSession::create({options.ring_buffer_bytes});
+    auto bpf = BpfSession::create({options.ring_buffer_bytes, options.py_stack_every});
     if (!bpf) return bpf.error();
     c->bpf_ = std::move(*bpf);
     c->probes_ = std::make_unique<CudaProbes>(*c->bpf_);
@@ -96,6 +96,7 @@ Result<void> Capture::track_tree(uint64_t root_start_ticks) {
 Result<void> Capture::scan(int pid) {
     std::vector<Mapping> maps = read_maps(pid);
     auto added = probes_->scan_maps(pid, maps);
+    if (options_.py_stack_every && !python_frames_.has_runtime(static_cast<uint32_t>(pid))) detect_python(pid, maps);
     kernel_names_.set_maps(static_cast<uint32_t>(pid), std::move(maps));
     if (!added) return added.error();
     if (waiting_for_cuda_ && probes_->any_mapped()) {
@@ -105,8 +106,39 @@ Result<void> Capture::scan(int pid) {
     return {};
 }
 
+void Capture::detect_python(int pid, const std::vector<Mapping>& maps) {
+    PythonDetection d = gtrace::detect_python(pid, maps);
+    if (d.runtime) {
+        if (auto r = bpf_->set_python_layout(static_cast<uint32_t>(pid), d.runtime->layout); !r) {
+            if (!deferred_error_) deferred_error_ = r.error();
+            return;
+        }
+        python_frames_.set_runtime(static_cast<uint32_t>(pid), *d.runtime);
+    } else if (!d.unsupported.empty() && python_warned_.insert(static_cast<uint32_t>(pid)).second && !options_.quiet) {
+        fmt::print(stderr, "gtrace: warning: pid {}: {}; its CUDA calls are traced without Python frames\n", pid,
+                   d.unsupported);
+    }
+}
+
+void Capture::forget_python(uint32_t pid) {
+    python_frames_.forget_process(pid);
+    bpf_->clear_python_layout(pid);
+}
+
+void Capture::on_pystack(const gt_py_stack_event& e) {
+    // A stack waits for its call's return; one whose return record was lost must not pile up.
+    constexpr size_t kMaxPending = 1 << 16;
+    if (pending_stacks_.size() >= kMaxPending) pending_stacks_.erase(pending_stacks_.begin());
+    pending_stacks_[{e.tid, e.enter_ns}] = python_frames_.symbolize(e);
+}
+
 void Capture::on_api(const gt_api_event& e) {
     ApiCall call = decode_api_call(e);
+    if (auto it = pending_stacks_.find({e.tid, e.enter_ns}); it != pending_stacks_.end()) {
+        for (const auto& f : it->second) call.py_stack.push_back(f.text());
+        if (const PyFrame* src = source_frame(it->second)) call.source = src->text();
+        pending_stacks_.erase(it);
+    }
     if (call.launch) call.kernel = kernel_names_.name_of(call);
     model_.record_call(call);
     writer_.write_call(call);
@@ -119,11 +151,13 @@ void Capture::on_proc(const gt_proc_event& e) {
     case GT_PROC_FORK:
         model_.add_process(e.pid, e.ppid, false, e.ppid);
         kernel_names_.inherit(e.pid, e.ppid);
+        pending_scan_.insert(static_cast<int>(e.pid)); // a forked interpreter: same layout, own memory
         break;
     case GT_PROC_EXEC:
         if (!model_.find(e.pid)) model_.add_process(e.pid, 0, false, std::nullopt);
         model_.refresh_identity(e.pid);
         kernel_names_.forget_process(e.pid);
+        forget_python(e.pid);
         // Scan at once: the new image may call CUDA and exit before the next poll.
         if (auto r = probes_->probe_candidates(static_cast<int>(e.pid)); !r && !deferred_error_) deferred_error_ = r.error();
         if (auto r = scan(static_cast<int>(e.pid)); !r && !deferred_error_) deferred_error_ = r.error();
@@ -131,6 +165,7 @@ void Capture::on_proc(const gt_proc_event& e) {
     case GT_PROC_EXIT:
         model_.mark_exited(e.pid, e.exit_code);
         kernel_names_.forget_process(e.pid);
+        forget_python(e.pid);
         pending_scan_.erase(static_cast<int>(e.pid));
         break;
     default:

@@ -13,6 +13,8 @@
 #include "cli/result.h"
 #include "collect/ring_reader.h"
 #include "decode/kernel_names.h"
+#include "decode/python_frames.h"
+#include "discover/python_runtime.h"
 #include "model/trace_model.h"
 #include "output/chrome_trace.h"
 
@@ -25,6 +27,7 @@ struct CaptureOptions {
     bool force = false;
     bool quiet = false;
     uint64_t ring_buffer_bytes = 64ull << 20;
+    uint32_t py_stack_every = 1;
 };
 
 struct CaptureResult {
@@ -45,6 +48,7 @@ public:
     void on_func_name(const gt_func_name_event& e) override;
     void on_proc(const gt_proc_event& e) override;
     void on_mmap(const gt_mmap_event& e) override;
+    void on_pystack(const gt_py_stack_event& e) override;
 
 private:
     Capture(const CaptureOptions& o, ChromeTraceWriter writer) : options_(o), writer_(std::move(writer)) {}
@@ -52,6 +56,8 @@ private:
     Result<void> scan(int pid);
     void rescan_pending();
     void check_liveness();
+    void detect_python(int pid, const std::vector<Mapping>& maps);
+    void forget_python(uint32_t pid);
     void print_status(double elapsed_s);
     nlohmann::json other_data(const std::string& stop_reason, double elapsed_s) const;
     void print_summary(const CaptureResult& r, double elapsed_s) const;
@@ -62,6 +68,10 @@ private:
     std::unique_ptr<CudaProbes> probes_;
     std::optional<RingReader> reader_;
     KernelNames kernel_names_;
+    PythonFrames python_frames_;
+    // Symbolized Python stacks waiting for their call's return, by (tid, enter_ns).
+    std::map<std::pair<uint32_t, uint64_t>, std::vector<PyFrame>> pending_stacks_;
+    std::set<uint32_t> python_warned_;
     TraceModel model_;
     std::set<int> pending_scan_;
     bool waiting_for_cuda_ = false;

@@ -69,7 +69,9 @@ po::options_description attach_options() {
         ("force,f", "overwrite the output file if it exists")
         ("quiet,q", "print nothing but errors (no live status, no summary)")
         ("buffer-size", po::value<std::string>()->default_value("64"),
-         "BPF ring buffer size in MiB (or with K/M/G); raise it if events are lost");
+         "BPF ring buffer size in MiB (or with K/M/G); raise it if events are lost")
+        ("py-stacks", po::value<std::string>()->default_value("all"),
+         "Python stack of each CUDA call: all, N (every Nth call of a thread), or off");
     return o;
 }
 
@@ -92,6 +94,7 @@ int run_attach(const std::vector<std::string>& args) {
     options.pid = vm["pid"].as<int>();
     if (vm.count("duration")) options.duration_s = or_fail(parse_duration(vm["duration"].as<std::string>(), "--duration"));
     options.ring_buffer_bytes = or_fail(parse_size_mib(vm["buffer-size"].as<std::string>(), "--buffer-size"));
+    options.py_stack_every = or_fail(parse_py_stacks(vm["py-stacks"].as<std::string>()));
     options.output = vm.count("output") ? vm["output"].as<std::string>() : default_output(options.pid);
     options.force = vm.count("force") > 0;
     options.quiet = vm.count("quiet") > 0;

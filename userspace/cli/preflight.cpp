@@ -77,6 +77,17 @@ Result<double> parse_duration(const std::string& text, const std::string& option
     return value * scale;
 }
 
+Result<uint32_t> parse_py_stacks(const std::string& text) {
+    if (text == "all") return 1u;
+    if (text == "off") return 0u;
+    char* end = nullptr;
+    errno = 0;
+    unsigned long n = strtoul(text.c_str(), &end, 10);
+    if (text.empty() || text[0] == '-' || *end || errno || n == 0 || n > 1000000)
+        return make_error(ExitCode::Usage, fmt::format("invalid --py-stacks '{}': give all, off, or N (every Nth call)", text));
+    return static_cast<uint32_t>(n);
+}
+
 Result<uint64_t> parse_size_mib(const std::string& text, const std::string& option) {
     char* end = nullptr;
     errno = 0;

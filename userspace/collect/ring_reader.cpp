@@ -37,6 +37,9 @@ int RingReader::dispatch(void* ctx, void* data, size_t size) {
     case GT_EV_MMAP:
         if (size >= sizeof(gt_mmap_event)) sink->on_mmap(*static_cast<const gt_mmap_event*>(data));
         break;
+    case GT_EV_PYSTACK:
+        if (size >= sizeof(gt_py_stack_event)) sink->on_pystack(*static_cast<const gt_py_stack_event*>(data));
+        break;
     default:
         break;
     }
@@ -44,8 +47,11 @@ int RingReader::dispatch(void* ctx, void* data, size_t size) {
 }
 
 int RingReader::poll(int timeout_ms) {
+    // Most records are submitted without a wakeup (see gt_submit_flags): after the wait, consume
+    // whatever is there even when epoll saw no notification.
     int n = ring_buffer__poll(rb_, timeout_ms);
-    return n < 0 && n != -EINTR ? 0 : n;
+    int more = ring_buffer__consume(rb_);
+    return (n > 0 ? n : 0) + (more > 0 ? more : 0);
 }
 
 int RingReader::drain() {

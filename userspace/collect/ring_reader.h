@@ -5,6 +5,7 @@
 
 #include "cli/result.h"
 #include "gtrace/events.h"
+#include "gtrace/pystack.h"
 
 struct ring_buffer;
 
@@ -17,6 +18,7 @@ public:
     virtual void on_func_name(const gt_func_name_event& e) = 0;
     virtual void on_proc(const gt_proc_event& e) = 0;
     virtual void on_mmap(const gt_mmap_event& e) = 0;
+    virtual void on_pystack(const gt_py_stack_event& e) = 0;
 };
 
 class RingReader {

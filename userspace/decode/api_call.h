@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "gtrace/cuda_api.h"
 #include "gtrace/events.h"
@@ -28,6 +29,8 @@ struct ApiCall {
     std::optional<LaunchArgs> launch;
     std::string kernel; // filled in by the symbolizer for launches
     std::string thread_name;
+    std::vector<std::string> py_stack; // innermost first, "qualname (file:line)"
+    std::string source;                // the innermost frame outside torch/CUDA libraries
     std::optional<uint64_t> stream, bytes, ptr, event, graph, handle;
     std::optional<int> copy_kind; // cudaMemcpyKind
 };

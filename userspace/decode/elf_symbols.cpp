@@ -55,7 +55,7 @@ Result<std::shared_ptr<const ElfSymbols>> ElfSymbols::load(const std::string& pa
             GElf_Sym sym;
             if (!gelf_getsym(data, i, &sym) || sym.st_shndx == SHN_UNDEF || sym.st_value == 0) continue;
             int type = GELF_ST_TYPE(sym.st_info);
-            if (type != STT_FUNC && type != STT_GNU_IFUNC) continue;
+            if (type != STT_FUNC && type != STT_GNU_IFUNC && !(only && type == STT_OBJECT)) continue;
             const char* name = elf_strptr(h.elf, sh.sh_link, sym.st_name);
             if (!name || !*name || (only && !only->contains(name))) continue;
             syms->by_addr_.push_back({sym.st_value, sym.st_size, name});

@@ -22,7 +22,7 @@ struct ElfSymbol {
 
 class ElfSymbols {
 public:
-    // All function symbols, or with `only` set just the named ones (a cheap probe-time scan).
+    // All function symbols, or with `only` set just the named functions and data objects.
     static Result<std::shared_ptr<const ElfSymbols>> load(const std::string& path,
                                                           const std::unordered_set<std::string_view>* only = nullptr);
 

@@ -64,10 +64,18 @@ void TraceModel::mark_exited(uint32_t pid, int exit_code) {
     }
 }
 
-void TraceModel::record_call(const ApiCall& call) {
+void TraceModel::record_call(ApiCall& call) {
     ProcessInfo* p = find(call.pid);
     if (!p) p = &add_process(call.pid, 0, false, std::nullopt);
     p->calls[call.api]++;
+    if (call.api == GT_API_CUDA_MALLOC && call.ret == 0 && call.ptr && *call.ptr) {
+        p->allocations[*call.ptr] = call.bytes.value_or(0);
+    } else if (call.api == GT_API_CUDA_FREE && call.ptr) {
+        if (auto it = p->allocations.find(*call.ptr); it != p->allocations.end()) {
+            call.bytes = it->second;
+            if (call.ret == 0) p->allocations.erase(it);
+        }
+    }
     ThreadInfo& t = p->threads[call.tid];
     t.calls++;
     // BPF sends a thread's name with its first event only; after an exec, ask /proc.
@@ -111,6 +119,7 @@ const char* counter_name(unsigned index) {
     case GT_CNT_ENTRY_STATE_FULL: return "calls_without_entry_state";
     case GT_CNT_RETURN_WITHOUT_ENTRY: return "returns_without_entry";
     case GT_CNT_TRACKED_FULL: return "processes_not_tracked";
+    case GT_EV_PYSTACK: return "lost_python_stacks";
     default: return nullptr;
     }
 }

@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <unordered_map>
 
 #include "decode/api_call.h"
 #include "discover/proc_tree.h"
@@ -31,6 +32,7 @@ struct ProcessInfo {
     int exit_code = 0;
     std::array<uint64_t, GT_API_COUNT> calls{};
     std::map<uint32_t, ThreadInfo> threads;
+    std::unordered_map<uint64_t, uint64_t> allocations; // device pointer -> bytes, while live
 
     uint64_t total_calls() const;
     // "rank 1 · python train.py (pid 1234)"
@@ -46,8 +48,8 @@ public:
     ProcessInfo* find(uint32_t pid);
     void refresh_identity(uint32_t pid); // re-read cmdline and rank environment (after exec)
     void mark_exited(uint32_t pid, int exit_code);
-    // Counts the call and makes sure its thread has a name.
-    void record_call(const ApiCall& call);
+    // Counts the call, names its thread, and gives a cudaFree the size its cudaMalloc had.
+    void record_call(ApiCall& call);
 
     const std::map<uint32_t, ProcessInfo>& processes() const { return processes_; }
     size_t live_processes() const;

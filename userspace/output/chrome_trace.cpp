@@ -113,6 +113,17 @@ void ChromeTraceWriter::write_call(const ApiCall& c) {
     if (c.event) fmt::format_to(out, ",\"event\":\"{}\"", hex(*c.event));
     if (c.graph) fmt::format_to(out, ",\"graph\":\"{}\"", hex(*c.graph));
     if (c.handle) fmt::format_to(out, ",\"handle\":\"{}\"", hex(*c.handle));
+    if (!c.py_stack.empty()) {
+        buf_ += ",\"source\":\"";
+        append_json_escaped(buf_, c.source);
+        buf_ += "\",\"py_stack\":[";
+        for (size_t i = 0; i < c.py_stack.size(); ++i) {
+            buf_ += i ? ",\"" : "\"";
+            append_json_escaped(buf_, c.py_stack[i]);
+            buf_ += '"';
+        }
+        buf_ += ']';
+    }
     buf_ += "}}";
     fwrite(buf_.data(), 1, buf_.size(), out_);
 }

@@ -1,0 +1,110 @@
+/* Walks the calling thread's CPython frames from BPF. The thread state is found through the
+ * interpreter's autoTSSkey pthread slot, which holds it whether or not the thread holds the GIL
+ * (PyTorch releases the GIL around every op, so at a CUDA call it usually does not). Included
+ * by the programs that record Python stacks. */
+#ifndef GTRACE_PYSTACK_BPF_H
+#define GTRACE_PYSTACK_BPF_H
+
+#include "common.bpf.h"
+#include "gtrace/pystack.h"
+
+#define GT_PY_MAX_WALK (GT_PY_MAX_FRAMES + 32) /* C-stack shim frames are walked but not kept */
+#define GT_PTHREAD_KEY_2NDLEVEL_SIZE 32        /* glibc: keys below this live in specific_1stblock */
+
+/* Per-process interpreter layout, written by userspace once it knows the version. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, GT_MAX_TRACKED);
+	__type(key, __u32);
+	__type(value, struct gt_py_layout);
+} py_layouts SEC(".maps");
+
+static __always_inline __u64 gt_read_u64(__u64 addr, int *failed)
+{
+	__u64 v = 0;
+	if (bpf_probe_read_user(&v, sizeof(v), (void *)addr))
+		*failed = 1;
+	return v;
+}
+
+/* The PyThreadState* of the current thread, or 0. */
+static __always_inline __u64 gt_py_thread_state(const struct gt_py_layout *l, int *failed)
+{
+	int key = 0;
+	if (bpf_probe_read_user(&key, sizeof(key), (void *)l->tss_key_addr) || key < 0 ||
+	    key >= GT_PTHREAD_KEY_2NDLEVEL_SIZE)
+		return 0;
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	__u64 pthread_self = BPF_CORE_READ(task, thread.fsbase); /* x86-64 glibc: fs base = struct pthread */
+	/* specific_1stblock[key] is {seq, data}: the thread state is data. */
+	return gt_read_u64(pthread_self + l->pthread_specific + key * 16 + 8, failed);
+}
+
+struct gt_walk_ctx {
+	const struct gt_py_layout *layout;
+	struct gt_py_stack_event *event;
+	__u64 frame;
+	__u32 n;
+	int failed;
+};
+
+/* One frame per call from bpf_loop (the verifier checks it once, not per iteration). */
+static long gt_walk_step(__u32 index, void *data)
+{
+	struct gt_walk_ctx *w = data;
+	const struct gt_py_layout *l = w->layout;
+	struct gt_py_stack_event *e = w->event;
+	__u64 frame = w->frame;
+	if (!frame)
+		return 1;
+	if (l->frame_owner != GT_PY_NO_OFFSET) {
+		__u8 owner = 0;
+		bpf_probe_read_user(&owner, sizeof(owner), (void *)(frame + l->frame_owner));
+		if (owner == l->owner_c_stack) {
+			w->frame = gt_read_u64(frame + l->frame_previous, &w->failed);
+			return 0;
+		}
+	}
+	if (w->n >= GT_PY_MAX_FRAMES) {
+		e->truncated = 1;
+		return 1;
+	}
+	struct gt_py_frame *f = &e->frames[w->n & (GT_PY_MAX_FRAMES - 1)];
+	f->code = gt_read_u64(frame + l->frame_code, &w->failed);
+	if (l->code_tagged)
+		f->code &= ~1ull;
+	if (l->instr_is_pointer) {
+		f->instr = gt_read_u64(frame + l->frame_instr, &w->failed);
+	} else {
+		int lasti = 0;
+		if (bpf_probe_read_user(&lasti, sizeof(lasti), (void *)(frame + l->frame_instr)))
+			w->failed = 1;
+		f->instr = (__u64)(__s64)lasti;
+	}
+	w->n++;
+	w->frame = gt_read_u64(frame + l->frame_previous, &w->failed);
+	return 0;
+}
+
+/* Fills e->frames with the current thread's Python stack, innermost first. */
+static __always_inline void gt_walk_python(const struct gt_py_layout *l, struct gt_py_stack_event *e)
+{
+	struct gt_walk_ctx w = {.layout = l, .event = e};
+	e->nframes = 0;
+	e->truncated = 0;
+	__u64 tstate = gt_py_thread_state(l, &w.failed);
+	if (!tstate) {
+		e->status = w.failed ? GT_PY_READ_FAILED : GT_PY_NO_THREAD_STATE;
+		return;
+	}
+	w.frame = gt_read_u64(tstate + l->tstate_frame, &w.failed);
+	if (w.frame && l->cframe_frame != GT_PY_NO_OFFSET)
+		w.frame = gt_read_u64(w.frame + l->cframe_frame, &w.failed);
+	bpf_loop(GT_PY_MAX_WALK, gt_walk_step, &w, 0);
+	if (w.frame && !e->truncated)
+		e->truncated = 1; /* more frames than the walk may visit */
+	e->nframes = w.n;
+	e->status = w.failed ? GT_PY_READ_FAILED : GT_PY_OK;
+}
+
+#endif

@@ -1,0 +1,49 @@
+/* CPython stack walking shared by BPF and userspace: where a process's interpreter keeps its
+ * thread states and frames (set per process by userspace after it detects the version), and
+ * the stack event. Fixed-size fields only. */
+#ifndef GTRACE_PYSTACK_H
+#define GTRACE_PYSTACK_H
+
+#define GT_PY_MAX_FRAMES 128
+#define GT_PY_NO_OFFSET 0xffff
+
+/* How to walk one process's Python frames (offsets in bytes). */
+struct gt_py_layout {
+	unsigned long long tss_key_addr; /* address of the autoTSSkey's pthread key (int) */
+	unsigned short pthread_specific; /* offsetof(struct pthread, specific_1stblock) in its glibc */
+	unsigned short tstate_frame;     /* tstate -> frame (<=3.10), cframe (3.11/3.12), current_frame (3.13+) */
+	unsigned short cframe_frame;     /* cframe -> current_frame, or GT_PY_NO_OFFSET */
+	unsigned short frame_previous;
+	unsigned short frame_code;
+	unsigned short frame_instr;      /* f_lasti (int, <=3.10) or prev_instr/instr_ptr (pointer) */
+	unsigned short frame_owner;      /* owner byte (3.12+), or GT_PY_NO_OFFSET */
+	unsigned char instr_is_pointer;
+	unsigned char owner_c_stack;     /* owner value of frames that belong to the C stack (skipped) */
+	unsigned char code_tagged;       /* the code reference has a tag in its low bit (3.14) */
+	unsigned char pad[5];
+};
+
+struct gt_py_frame {
+	unsigned long long code;  /* PyCodeObject* */
+	unsigned long long instr; /* instruction pointer, or f_lasti */
+};
+
+/* The Python stack of a thread at a CUDA API call's entry; joined to the call by (tid, enter_ns). */
+struct gt_py_stack_event {
+	unsigned char cls; /* GT_EV_PYSTACK */
+	unsigned char truncated; /* deeper than GT_PY_MAX_FRAMES */
+	unsigned short nframes;
+	unsigned int pid;
+	unsigned int tid;
+	unsigned int status; /* enum gt_py_status */
+	unsigned long long enter_ns;
+	struct gt_py_frame frames[GT_PY_MAX_FRAMES]; /* innermost first */
+};
+
+enum gt_py_status {
+	GT_PY_OK = 0,
+	GT_PY_NO_THREAD_STATE = 1, /* the thread has no Python thread state (a C thread) */
+	GT_PY_READ_FAILED = 2,     /* a read of the interpreter's memory failed mid-walk */
+};
+
+#endif

@@ -1,0 +1,84 @@
+"""Ground truth for Python stacks: a known chain of functions ending in ctypes calls to the
+real libcudart (ctypes releases the GIL around the call, as PyTorch does around its ops), made
+from the main thread and from a second Python thread. Prints, for each call site, the expected
+stack (innermost first, "qualname (file:line)") as a GTRACE_PYSTACK line, then GTRACE_COUNTS.
+
+  python py_chain.py CUDART GO_FILE
+"""
+import ctypes
+import json
+import os
+import sys
+import threading
+import time
+
+cudart = ctypes.CDLL(sys.argv[1])
+go_file = sys.argv[2]
+HERE = os.path.abspath(__file__)
+QUAL = sys.version_info >= (3, 11)  # co_qualname exists from 3.11
+
+
+def name(cls, fn):
+    return f"{cls}.{fn}" if QUAL and cls else fn
+
+
+def line_of(marker):
+    with open(HERE) as f:
+        for i, text in enumerate(f, 1):
+            if text.rstrip().endswith("# " + marker):
+                return i
+    raise SystemExit(f"marker {marker} not found")
+
+
+class Model:
+    def forward(self, depth):
+        return step(depth)  # CALL_STEP
+
+
+def step(depth):
+    if depth > 0:
+        return step(depth - 1)  # RECURSE
+    ptr = ctypes.c_void_p()
+    cudart.cudaMalloc(ctypes.byref(ptr), 4096)  # CUDA_CALL
+    return 1
+
+
+def run(thread_main, depth):
+    calls = 0
+    for _ in range(5):
+        calls += Model().forward(depth)  # CALL_FORWARD
+    return calls
+
+
+def expected(entry_name, entry_line, depth):
+    frames = [f"step ({HERE}:{line_of('CUDA_CALL')})"]
+    frames += [f"step ({HERE}:{line_of('RECURSE')})"] * depth
+    frames += [f"{name('Model', 'forward')} ({HERE}:{line_of('CALL_STEP')})",
+               f"run ({HERE}:{line_of('CALL_FORWARD')})",
+               f"{entry_name} ({HERE}:{entry_line})"]
+    return frames
+
+
+def thread_body(out):
+    out.append(run(True, 7))  # THREAD_RUN
+
+
+def main():
+    print(f"ready {os.getpid()}", flush=True)
+    while not os.path.exists(go_file):
+        time.sleep(0.01)
+    calls = run(False, 3)  # MAIN_RUN
+    results = []
+    t = threading.Thread(target=thread_body, args=(results,), name="second")
+    t.start()
+    t.join()
+    calls += results[0]
+    print("GTRACE_PYSTACK " + json.dumps({"thread": "main", "count": 5,
+          "stack": expected("main", line_of("MAIN_RUN"), 3) + [f"<module> ({HERE}:{line_of('MAIN')})"]}), flush=True)
+    print("GTRACE_PYSTACK " + json.dumps({"thread": "second", "count": 5,
+          "stack": expected("thread_body", line_of("THREAD_RUN"), 7)}), flush=True)
+    print("GTRACE_COUNTS " + json.dumps({"pid": os.getpid(), "calls": {"cudaMalloc": calls}}), flush=True)
+    time.sleep(1.0)  # gtrace reads code objects from the live process; a real job outlives its calls
+
+
+main()  # MAIN

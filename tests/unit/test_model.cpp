@@ -1,0 +1,51 @@
+// The model: counts per process and thread, freed sizes, losses.
+#include <catch2/catch.hpp>
+#include <unistd.h>
+
+#include "model/trace_model.h"
+
+using namespace gtrace;
+
+namespace {
+ApiCall call(gt_cuda_api api, uint32_t tid) {
+    ApiCall c;
+    c.api = api;
+    c.pid = static_cast<uint32_t>(getpid());
+    c.tid = tid;
+    c.thread_name = "worker";
+    return c;
+}
+} // namespace
+
+TEST_CASE("calls are counted per process, API and thread; cudaFree learns its size from cudaMalloc") {
+    TraceModel model;
+    auto m = call(GT_API_CUDA_MALLOC, 1);
+    m.ptr = 0x7000;
+    m.bytes = 4096;
+    model.record_call(m);
+    auto f = call(GT_API_CUDA_FREE, 2);
+    f.ptr = 0x7000;
+    model.record_call(f);
+    CHECK(f.bytes == 4096u);
+    auto again = call(GT_API_CUDA_FREE, 2);
+    again.ptr = 0x7000; // double free: the size is no longer known
+    model.record_call(again);
+    CHECK_FALSE(again.bytes);
+
+    const ProcessInfo& p = model.processes().at(static_cast<uint32_t>(getpid()));
+    CHECK(p.calls[GT_API_CUDA_MALLOC] == 1);
+    CHECK(p.calls[GT_API_CUDA_FREE] == 2);
+    CHECK(p.threads.at(2).calls == 2);
+    CHECK(p.threads.at(1).name == "worker");
+    CHECK(model.total_calls() == 3);
+}
+
+TEST_CASE("lost events add up every class and refused call entries") {
+    TraceModel model;
+    model.counters[GT_EV_API] = 5;
+    model.counters[GT_EV_PROC] = 1;
+    model.counters[GT_CNT_ENTRY_STATE_FULL] = 2;
+    model.counters[GT_CNT_RETURN_WITHOUT_ENTRY] = 7; // not a loss: calls in flight at attach
+    CHECK(model.lost_events() == 8);
+    CHECK(std::string(counter_name(GT_EV_API)) == "lost_api_calls");
+}
