@@ -1,16 +1,20 @@
 """Demo training job for gtrace: a small model trained with CPU torch under torchrun (gloo),
-whose steps also make real CUDA runtime calls (libcudart through ctypes; on a machine without a
-GPU they fail fast with "insufficient driver", which is all a uprobe needs).
+whose steps also make real CUDA runtime calls (libcudart through ctypes, straight from the
+training loop; on a machine without a GPU they fail fast with "insufficient driver", which is
+all a uprobe needs).
 
   torchrun --nproc_per_node 2 demo/train.py [--steps N] [--go-file F] [--kernels LIB]
 
 --go-file makes every rank wait (after set-up, before training) until the file exists, so a
-test can attach first. Each rank prints "GTRACE_COUNTS {json}" with the CUDA calls it made.
+test can attach first. Each rank prints "GTRACE_COUNTS {json}" with the CUDA calls it made and
+"GTRACE_SOURCES {json}" with the loop line each was made from.
 """
 import argparse
+import collections
 import ctypes
 import json
 import os
+import sys
 import time
 
 import torch
@@ -18,44 +22,20 @@ import torch.distributed as dist
 from torch.utils.data import DataLoader, Dataset
 
 
-class Cuda:
-    """Counts every CUDA call it makes through ctypes."""
+class Dim3(ctypes.Structure):
+    _fields_ = [("x", ctypes.c_uint), ("y", ctypes.c_uint), ("z", ctypes.c_uint)]
 
-    def __init__(self, cudart_path, kernels_path):
-        self.rt = ctypes.CDLL(cudart_path)
-        self.kernels = ctypes.CDLL(kernels_path)
-        self.kernels.demo_kernel_address.restype = ctypes.c_void_p
-        self.calls = {}
 
-    def _count(self, name):
-        self.calls[name] = self.calls.get(name, 0) + 1
-
-    def launch(self, kernel_index, grid, block, stream=0):
-        class Dim3(ctypes.Structure):
-            _fields_ = [("x", ctypes.c_uint), ("y", ctypes.c_uint), ("z", ctypes.c_uint)]
-
-        fn = self.rt.cudaLaunchKernel
-        fn.argtypes = [ctypes.c_void_p, Dim3, Dim3, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
-        fn(self.kernels.demo_kernel_address(kernel_index), Dim3(*grid), Dim3(*block), None, 0, stream)
-        self._count("cudaLaunchKernel")
-
-    def memcpy_h2d(self, nbytes):
-        buf = ctypes.create_string_buffer(nbytes)
-        self.rt.cudaMemcpy.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-        self.rt.cudaMemcpy(ctypes.c_void_p(0x7F0000000000), buf, nbytes, 1)
-        self._count("cudaMemcpy")
-
-    def malloc_free(self, nbytes):
-        ptr = ctypes.c_void_p()
-        self.rt.cudaMalloc.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t]
-        self.rt.cudaMalloc(ctypes.byref(ptr), nbytes)
-        self._count("cudaMalloc")
-        self.rt.cudaFree(ptr)
-        self._count("cudaFree")
-
-    def synchronize(self):
-        self.rt.cudaDeviceSynchronize()
-        self._count("cudaDeviceSynchronize")
+def load_cuda(cudart_path, kernels_path):
+    """libcudart with argument types declared, and the addresses of the demo's kernel stubs."""
+    rt = ctypes.CDLL(cudart_path)
+    rt.cudaLaunchKernel.argtypes = [ctypes.c_void_p, Dim3, Dim3, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
+    rt.cudaMemcpy.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    rt.cudaMalloc.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t]
+    rt.cudaFree.argtypes = [ctypes.c_void_p]
+    kernels = ctypes.CDLL(kernels_path)
+    kernels.demo_kernel_address.restype = ctypes.c_void_p
+    return rt, [kernels.demo_kernel_address(i) for i in range(4)]
 
 
 class RandomData(Dataset):
@@ -79,7 +59,7 @@ def main():
     dist.init_process_group("gloo")
     rank = dist.get_rank()
     torch.manual_seed(rank)
-    cuda = Cuda(args.cudart, args.kernels)
+    rt, kernels = load_cuda(args.cudart, args.kernels)
     model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.Linear(128, 10))
     model = torch.nn.parallel.DistributedDataParallel(model)
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
@@ -89,24 +69,46 @@ def main():
         time.sleep(0.02)
 
     batches = iter(loader)  # forks this rank's DataLoader worker
+    calls, sources = collections.Counter(), collections.Counter()
+    here = os.path.abspath(__file__)
+
+    def made(api, depth=1):
+        """Counts a CUDA call made on the caller's previous line (for the tests' ground truth)."""
+        line = sys._getframe(depth).f_lineno - 1
+        calls[api] += 1
+        sources[f"main ({here}:{line})"] += 1
+
+    device = ctypes.c_void_p(0x7F0000000000)
     for step in range(args.steps):
         x, y = next(batches)
-        cuda.memcpy_h2d(x.numel() * 4)
-        cuda.launch(0, (step + 1, 1, 1), (128, 1, 1))
+        host = x.numpy()
+        rt.cudaMemcpy(device, host.ctypes.data, host.nbytes, 1)  # cudaMemcpyHostToDevice
+        made("cudaMemcpy")
+        rt.cudaLaunchKernel(kernels[0], Dim3(step + 1, 1, 1), Dim3(128, 1, 1), None, 0, None)
+        made("cudaLaunchKernel")
         loss = torch.nn.functional.cross_entropy(model(x), y)
-        cuda.launch(1, (step + 1, 2, 1), (256, 1, 1))
+        rt.cudaLaunchKernel(kernels[1], Dim3(step + 1, 2, 1), Dim3(256, 1, 1), None, 0, None)
+        made("cudaLaunchKernel")
         opt.zero_grad()
         loss.backward()
-        cuda.launch(2, (step + 1, 3, 1), (256, 1, 1))
+        rt.cudaLaunchKernel(kernels[2], Dim3(step + 1, 3, 1), Dim3(256, 1, 1), None, 0, None)
+        made("cudaLaunchKernel")
         opt.step()
-        cuda.launch(3, (step + 1, 4, 1), (512, 1, 1))
+        rt.cudaLaunchKernel(kernels[3], Dim3(step + 1, 4, 1), Dim3(512, 1, 1), None, 0, None)
+        made("cudaLaunchKernel")
         if step % 10 == 0:
-            cuda.malloc_free(1 << 20)
-        cuda.synchronize()
+            ptr = ctypes.c_void_p()
+            rt.cudaMalloc(ctypes.byref(ptr), 1 << 20)
+            made("cudaMalloc")
+            rt.cudaFree(ptr)
+            made("cudaFree")
+        rt.cudaDeviceSynchronize()
+        made("cudaDeviceSynchronize")
         if args.step_sleep:
             time.sleep(args.step_sleep)
     del batches
-    print("GTRACE_COUNTS " + json.dumps({"pid": os.getpid(), "rank": rank, "calls": cuda.calls}), flush=True)
+    print("GTRACE_COUNTS " + json.dumps({"pid": os.getpid(), "rank": rank, "calls": calls}), flush=True)
+    print("GTRACE_SOURCES " + json.dumps({"pid": os.getpid(), "sources": sources}), flush=True)
     dist.barrier()
     dist.destroy_process_group()
 

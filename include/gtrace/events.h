@@ -16,7 +16,8 @@ enum gt_event_class {
 	GT_EV_PROC = 3,      /* fork, exec or exit of a process in the tracked tree */
 	GT_EV_MMAP = 4,      /* a tracked process mapped a file executable: rescan its objects */
 	GT_EV_PYSTACK = 5,   /* the Python stack at a CUDA call (gtrace/pystack.h) */
-	GT_EV_CLASS_COUNT = 6,
+	GT_EV_SAMPLE = 6,    /* a timer sample of an on-CPU thread (gtrace/sampling.h) */
+	GT_EV_CLASS_COUNT = 7,
 };
 
 /* Other counters kept beside the per-class losses (index into the same array). */

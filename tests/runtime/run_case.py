@@ -129,6 +129,27 @@ def check_py_stacks(calls, program_lines):
         print(f"ok: {n} calls with the exact {x['thread']} Python stack ({len(x['stack'])} frames)")
 
 
+def check_folded(path, hot):
+    """Folded lines are "rank N;outer;...;inner COUNT": the hot function must be the innermost
+    Python frame of at least min_share of each rank's samples."""
+    total, in_hot = collections.Counter(), collections.Counter()
+    with open(path) as f:
+        for line in f:
+            stack, _, count = line.rstrip("\n").rpartition(" ")
+            frames = stack.split(";")
+            total[frames[0]] += int(count)
+            if frames[-1].startswith(hot["function"] + " ("):
+                in_hot[frames[0]] += int(count)
+    for rank in hot["ranks"]:
+        key = f"rank {rank}"
+        if total[key] < hot.get("min_samples", 1):
+            fail(f"{key}: only {total[key]} samples")
+        share = in_hot[key] / total[key]
+        if share < hot["min_share"]:
+            fail(f"{key}: {hot['function']} in {share:.1%} of {total[key]} samples, expected at least {hot['min_share']:.0%}")
+        print(f"ok: {key}: {hot['function']} in {share:.1%} of {total[key]} samples")
+
+
 def check_trace(trace, expect, program_lines):
     events = trace["traceEvents"]
     names = {e["pid"]: e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "process_name"}
@@ -169,6 +190,14 @@ def check_trace(trace, expect, program_lines):
 
     if expect.get("py_stacks"):
         check_py_stacks(calls, program_lines)
+    if expect.get("sources"):
+        for line in program_lines:
+            if "GTRACE_SOURCES " in line:
+                record = json.loads(line[line.find("GTRACE_SOURCES ") + 15:])
+                got = collections.Counter(c["args"].get("source") for c in calls if c["pid"] == record["pid"])
+                if dict(got) != record["sources"]:
+                    fail(f"pid {record['pid']}: sources {dict(got)}, expected {record['sources']}")
+                print(f"ok: pid {record['pid']}: every call's source is its training-loop line")
 
     for pattern in expect.get("process_names", []):
         if not any(re.search(pattern, n) for n in names.values()):
@@ -313,6 +342,8 @@ def main():
                 fail(f"{d} holds {present}, expected {sorted(allowed)} (no half-written files)")
         if "trace" in expect:
             check_trace(load_trace(expect["trace"]), expect, program_lines)
+        if "folded_hot" in expect:
+            check_folded(expect["folded"], expect["folded_hot"])
         if expect.get("no_leftover_bpf", True):
             left = leftover_bpf_objects()
             if left:

@@ -10,6 +10,10 @@
 
 #include "cuda_api.skel.h"
 #include "proctree.skel.h"
+#include "sampling.skel.h"
+
+#include <linux/perf_event.h>
+#include <sys/syscall.h>
 
 namespace gtrace {
 namespace {
@@ -72,10 +76,54 @@ Result<std::unique_ptr<BpfSession>> BpfSession::create(const BpfOptions& options
 
     if (int err = gtrace_proctree__attach(s->proc_)) return bpf_error("attaching sched fork/exec/exit tracepoints", err);
     s->mmap_link_ = bpf_program__attach(s->proc_->progs.on_mmap); // nullptr: fall back to polling
+    if (options.sample_hz)
+        if (auto r = s->start_sampling(options.sample_hz); !r) return r.error();
     return s;
 }
 
+Result<void> BpfSession::start_sampling(uint32_t hz) {
+    sampling_ = gtrace_sampling__open();
+    if (!sampling_) return bpf_error("opening the sampling BPF object", errno);
+    struct {
+        bpf_map* mine;
+        bpf_map* shared;
+    } reuse[] = {{sampling_->maps.tracked, proc_->maps.tracked},
+                 {sampling_->maps.events, proc_->maps.events},
+                 {sampling_->maps.counters, proc_->maps.counters},
+                 {sampling_->maps.py_layouts, cuda_->maps.py_layouts}};
+    for (auto& r : reuse) {
+        bpf_map__set_max_entries(r.mine, bpf_map__max_entries(r.shared));
+        if (int err = bpf_map__reuse_fd(r.mine, bpf_map__fd(r.shared))) return bpf_error("sharing BPF maps", err);
+    }
+    sampling_->rodata->wakeup_threshold = proc_->rodata->wakeup_threshold;
+    if (int err = gtrace_sampling__load(sampling_)) return bpf_error("loading the sampling BPF program", err);
+    int ncpu = libbpf_num_possible_cpus();
+    for (int cpu = 0; cpu < ncpu; ++cpu) {
+        perf_event_attr attr{};
+        attr.size = sizeof attr;
+        attr.type = PERF_TYPE_SOFTWARE;
+        attr.config = PERF_COUNT_SW_CPU_CLOCK;
+        attr.freq = 1;
+        attr.sample_freq = hz;
+        int fd = static_cast<int>(syscall(SYS_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC));
+        if (fd < 0) {
+            if (errno == ENODEV || errno == ENOENT) continue; // CPU offline
+            return bpf_error("opening the sampling timer (perf_event_open)", errno);
+        }
+        bpf_link* link = bpf_program__attach_perf_event(sampling_->progs.on_sample, fd);
+        if (!link) {
+            int err = errno;
+            close(fd);
+            return bpf_error("attaching the sampling program", err);
+        }
+        sample_links_.push_back(link); // the link owns the perf event fd
+    }
+    return {};
+}
+
 BpfSession::~BpfSession() {
+    for (bpf_link* link : sample_links_) bpf_link__destroy(link);
+    if (sampling_) gtrace_sampling__destroy(sampling_);
     if (mmap_link_) bpf_link__destroy(mmap_link_);
     if (cuda_) gtrace_cuda_api__destroy(cuda_);
     if (proc_) gtrace_proctree__destroy(proc_);

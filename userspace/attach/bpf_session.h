@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "cli/result.h"
 #include "gtrace/events.h"
@@ -13,6 +14,7 @@
 
 struct gtrace_proctree;
 struct gtrace_cuda_api;
+struct gtrace_sampling;
 struct bpf_link;
 
 namespace gtrace {
@@ -20,6 +22,7 @@ namespace gtrace {
 struct BpfOptions {
     uint64_t ring_buffer_bytes = 64ull << 20;
     uint32_t py_stack_every = 1; // Python stack at every Nth CUDA call of a thread; 0: never
+    uint32_t sample_hz = 100;    // timer samples per second per CPU; 0: no sampling
 };
 
 // One attached uprobe; detaches when destroyed.
@@ -57,9 +60,12 @@ public:
 
 private:
     BpfSession() = default;
+    Result<void> start_sampling(uint32_t hz);
     gtrace_proctree* proc_ = nullptr;
     gtrace_cuda_api* cuda_ = nullptr;
     bpf_link* mmap_link_ = nullptr;
+    gtrace_sampling* sampling_ = nullptr;
+    std::vector<bpf_link*> sample_links_; // one CPU-clock perf event per CPU
 };
 
 } // namespace gtrace

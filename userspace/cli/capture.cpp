@@ -3,6 +3,9 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstring>
+
 #include <fmt/format.h>
 
 #include "cli/preflight.h"
@@ -41,7 +44,7 @@ Result<std::unique_ptr<Capture>> Capture::attach(const CaptureOptions& options) 
     c->started_ = std::chrono::steady_clock::now();
     c->start_wall_unix_ms_ = static_cast<uint64_t>(
         std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
-    auto bpf = BpfSession::create({options.ring_buffer_bytes, options.py_stack_every});
+    auto bpf = BpfSession::create({options.ring_buffer_bytes, options.py_stack_every, options.sample_hz});
     if (!bpf) return bpf.error();
     c->bpf_ = std::move(*bpf);
     c->probes_ = std::make_unique<CudaProbes>(*c->bpf_);
@@ -97,7 +100,7 @@ Result<void> Capture::scan(int pid) {
     std::vector<Mapping> maps = read_maps(pid);
     auto added = probes_->scan_maps(pid, maps);
     if (options_.py_stack_every && !python_frames_.has_runtime(static_cast<uint32_t>(pid))) detect_python(pid, maps);
-    kernel_names_.set_maps(static_cast<uint32_t>(pid), std::move(maps));
+    addresses_.set_maps(static_cast<uint32_t>(pid), std::move(maps));
     if (!added) return added.error();
     if (waiting_for_cuda_ && probes_->any_mapped()) {
         waiting_for_cuda_ = false;
@@ -129,14 +132,49 @@ void Capture::on_pystack(const gt_py_stack_event& e) {
     // A stack waits for its call's return; one whose return record was lost must not pile up.
     constexpr size_t kMaxPending = 1 << 16;
     if (pending_stacks_.size() >= kMaxPending) pending_stacks_.erase(pending_stacks_.begin());
-    pending_stacks_[{e.tid, e.enter_ns}] = python_frames_.symbolize(e);
+    pending_stacks_[{e.tid, e.enter_ns}] = {python_frames_.symbolize(e), e.truncated != 0};
+}
+
+namespace {
+
+// A native stack's outermost frame is a thread's root unless frame-pointer unwinding stopped
+// early at a function built without frame pointers.
+bool is_thread_root(const std::string& name) {
+    return name == "_start" || name == "start_thread" || name == "clone" || name == "clone3" ||
+           name == "__libc_start_call_main" || name == "__libc_start_main" || name.starts_with("__clone");
+}
+
+} // namespace
+
+void Capture::on_sample(const gt_sample_event& e) {
+    std::vector<std::string> stack; // outermost first
+    std::vector<PyFrame> py;
+    if (e.py.cls == GT_EV_PYSTACK) py = python_frames_.symbolize(e.py);
+    if (!py.empty()) {
+        for (auto it = py.rbegin(); it != py.rend(); ++it) stack.push_back(it->text());
+    } else if (e.native_bytes > 0) {
+        size_t n = std::min<size_t>(static_cast<size_t>(e.native_bytes) / 8, GT_NATIVE_MAX_FRAMES);
+        for (size_t i = n; i-- > 0;) {
+            // Return addresses point after the call: look up the call itself.
+            std::string name = addresses_.name_at(e.pid, i == 0 ? e.native[i] : e.native[i] - 1);
+            if (!name.empty()) stack.push_back(std::move(name));
+        }
+        if (!stack.empty() && !is_thread_root(stack.front())) stack.insert(stack.begin(), "[stack cut: no frame pointer]");
+    }
+    if (stack.empty()) stack.push_back(fmt::format("[{}]", std::string(e.comm, strnlen(e.comm, sizeof e.comm))));
+    auto key = std::make_pair(e.pid, e.tid + kSampleTrackTidOffset);
+    if (!sample_track_names_.contains(key))
+        sample_track_names_[key] = fmt::format("{} (samples)", std::string(e.comm, strnlen(e.comm, sizeof e.comm)));
+    samples_.add(e.pid, e.tid, e.ts_ns, stack);
 }
 
 void Capture::on_api(const gt_api_event& e) {
     ApiCall call = decode_api_call(e);
     if (auto it = pending_stacks_.find({e.tid, e.enter_ns}); it != pending_stacks_.end()) {
-        for (const auto& f : it->second) call.py_stack.push_back(f.text());
-        if (const PyFrame* src = source_frame(it->second)) call.source = src->text();
+        for (const auto& f : it->second.frames) call.py_stack.push_back(f.text());
+        if (const PyFrame* src = source_frame(it->second.frames)) call.source = src->text();
+        if (it->second.truncated && !call.py_stack.empty())
+            call.py_stack.push_back(fmt::format("[truncated: deeper than {} frames]", GT_PY_MAX_FRAMES));
         pending_stacks_.erase(it);
     }
     if (call.launch) call.kernel = kernel_names_.name_of(call);
@@ -151,12 +189,14 @@ void Capture::on_proc(const gt_proc_event& e) {
     case GT_PROC_FORK:
         model_.add_process(e.pid, e.ppid, false, e.ppid);
         kernel_names_.inherit(e.pid, e.ppid);
+        addresses_.inherit(e.pid, e.ppid);
         pending_scan_.insert(static_cast<int>(e.pid)); // a forked interpreter: same layout, own memory
         break;
     case GT_PROC_EXEC:
         if (!model_.find(e.pid)) model_.add_process(e.pid, 0, false, std::nullopt);
         model_.refresh_identity(e.pid);
         kernel_names_.forget_process(e.pid);
+        addresses_.forget_process(e.pid);
         forget_python(e.pid);
         // Scan at once: the new image may call CUDA and exit before the next poll.
         if (auto r = probes_->probe_candidates(static_cast<int>(e.pid)); !r && !deferred_error_) deferred_error_ = r.error();
@@ -165,6 +205,7 @@ void Capture::on_proc(const gt_proc_event& e) {
     case GT_PROC_EXIT:
         model_.mark_exited(e.pid, e.exit_code);
         kernel_names_.forget_process(e.pid);
+        addresses_.forget_process(e.pid);
         forget_python(e.pid);
         pending_scan_.erase(static_cast<int>(e.pid));
         break;
@@ -235,7 +276,10 @@ Result<CaptureResult> Capture::run() {
     reader_->drain();
     model_.counters = bpf_->read_counters();
     double elapsed = seconds_since(started_);
-    if (auto r = writer_.finish(model_, other_data(reason, elapsed)); !r) return r.error();
+    samples_.finish();
+    if (!options_.folded.empty())
+        if (auto r = samples_.write_folded(options_.folded, model_); !r) return r.error();
+    if (auto r = writer_.finish(model_, other_data(reason, elapsed), sample_track_names_); !r) return r.error();
     CaptureResult result{reason, writer_.path(), model_.lost_events()};
     if (!options_.quiet) print_summary(result, elapsed);
     return result;
@@ -260,6 +304,9 @@ nlohmann::json Capture::other_data(const std::string& stop_reason, double elapse
             {"duration_s", elapsed_s},
             {"stop_reason", stop_reason},
             {"lost_events", model_.lost_events()},
+            {"samples", samples_.samples()},
+            {"sample_hz", options_.sample_hz},
+            {"python_stacks_dropped_torn", python_frames_.torn_stacks()},
             {"counters", counters},
             {"calls", calls},
             {"probed_objects", objects}};
@@ -284,6 +331,8 @@ void Capture::print_summary(const CaptureResult& r, double elapsed_s) const {
                    r.lost);
     else
         fmt::print(stderr, "  lost events: 0\n");
+    if (options_.sample_hz) fmt::print(stderr, "  samples: {} at {} Hz{}\n", samples_.samples(), options_.sample_hz,
+                                       options_.folded.empty() ? "" : fmt::format(", folded stacks in {}", options_.folded));
     if (uint64_t inflight = model_.counters[GT_CNT_RETURN_WITHOUT_ENTRY])
         fmt::print(stderr, "  calls already in flight at attach (not traced): {}\n", inflight);
     fmt::print(stderr, "  trace: {} — open it in Perfetto UI (ui.perfetto.dev) or chrome://tracing\n", r.output);

@@ -17,6 +17,7 @@
 #include "discover/python_runtime.h"
 #include "model/trace_model.h"
 #include "output/chrome_trace.h"
+#include "output/sample_tracks.h"
 
 namespace gtrace {
 
@@ -28,6 +29,8 @@ struct CaptureOptions {
     bool quiet = false;
     uint64_t ring_buffer_bytes = 64ull << 20;
     uint32_t py_stack_every = 1;
+    uint32_t sample_hz = 100;
+    std::string folded; // write folded stacks here when set
 };
 
 struct CaptureResult {
@@ -49,6 +52,7 @@ public:
     void on_proc(const gt_proc_event& e) override;
     void on_mmap(const gt_mmap_event& e) override;
     void on_pystack(const gt_py_stack_event& e) override;
+    void on_sample(const gt_sample_event& e) override;
 
 private:
     Capture(const CaptureOptions& o, ChromeTraceWriter writer) : options_(o), writer_(std::move(writer)) {}
@@ -67,11 +71,18 @@ private:
     std::unique_ptr<BpfSession> bpf_;
     std::unique_ptr<CudaProbes> probes_;
     std::optional<RingReader> reader_;
-    KernelNames kernel_names_;
+    AddressSymbols addresses_;
+    KernelNames kernel_names_{addresses_};
     PythonFrames python_frames_;
     // Symbolized Python stacks waiting for their call's return, by (tid, enter_ns).
-    std::map<std::pair<uint32_t, uint64_t>, std::vector<PyFrame>> pending_stacks_;
+    struct PendingStack {
+        std::vector<PyFrame> frames;
+        bool truncated = false;
+    };
+    std::map<std::pair<uint32_t, uint64_t>, PendingStack> pending_stacks_;
     std::set<uint32_t> python_warned_;
+    SampleTracks samples_{writer_, options_.sample_hz};
+    std::map<std::pair<uint32_t, uint32_t>, std::string> sample_track_names_;
     TraceModel model_;
     std::set<int> pending_scan_;
     bool waiting_for_cuda_ = false;

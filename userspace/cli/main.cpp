@@ -71,7 +71,10 @@ po::options_description attach_options() {
         ("buffer-size", po::value<std::string>()->default_value("64"),
          "BPF ring buffer size in MiB (or with K/M/G); raise it if events are lost")
         ("py-stacks", po::value<std::string>()->default_value("all"),
-         "Python stack of each CUDA call: all, N (every Nth call of a thread), or off");
+         "Python stack of each CUDA call: all, N (every Nth call of a thread), or off")
+        ("sample-hz", po::value<std::string>()->default_value("100"),
+         "timer samples per second of the tree's on-CPU threads, with Python and native stacks; 0: off")
+        ("folded", po::value<std::string>(), "also write the samples as folded stacks per rank (flamegraph.pl, speedscope)");
     return o;
 }
 
@@ -95,6 +98,11 @@ int run_attach(const std::vector<std::string>& args) {
     if (vm.count("duration")) options.duration_s = or_fail(parse_duration(vm["duration"].as<std::string>(), "--duration"));
     options.ring_buffer_bytes = or_fail(parse_size_mib(vm["buffer-size"].as<std::string>(), "--buffer-size"));
     options.py_stack_every = or_fail(parse_py_stacks(vm["py-stacks"].as<std::string>()));
+    options.sample_hz = or_fail(parse_rate(vm["sample-hz"].as<std::string>(), "--sample-hz"));
+    if (vm.count("folded")) {
+        options.folded = vm["folded"].as<std::string>();
+        if (!options.sample_hz) fail(make_error(ExitCode::Usage, "--folded needs sampling; drop --sample-hz 0"));
+    }
     options.output = vm.count("output") ? vm["output"].as<std::string>() : default_output(options.pid);
     options.force = vm.count("force") > 0;
     options.quiet = vm.count("quiet") > 0;

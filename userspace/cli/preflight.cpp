@@ -77,6 +77,15 @@ Result<double> parse_duration(const std::string& text, const std::string& option
     return value * scale;
 }
 
+Result<uint32_t> parse_rate(const std::string& text, const std::string& option) {
+    char* end = nullptr;
+    errno = 0;
+    unsigned long n = strtoul(text.c_str(), &end, 10);
+    if (text.empty() || text[0] == '-' || *end || errno || n > 10000)
+        return make_error(ExitCode::Usage, fmt::format("invalid {} '{}': give a rate from 0 (off) to 10000 Hz", option, text));
+    return static_cast<uint32_t>(n);
+}
+
 Result<uint32_t> parse_py_stacks(const std::string& text) {
     if (text == "all") return 1u;
     if (text == "off") return 0u;

@@ -15,6 +15,8 @@ Result<void> check_privileges();
 Result<void> check_btf();
 // Seconds from "10", "2.5", "500ms", "5m", "1h"; must be positive.
 Result<double> parse_duration(const std::string& text, const std::string& option);
+// A sampling rate in Hz: 0 (off) to 10000.
+Result<uint32_t> parse_rate(const std::string& text, const std::string& option);
 // --py-stacks: "all" -> 1, "off" -> 0, "N" -> N.
 Result<uint32_t> parse_py_stacks(const std::string& text);
 // Bytes from "64" (MiB), "512K", "64M", "1G".

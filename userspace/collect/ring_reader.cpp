@@ -40,6 +40,9 @@ int RingReader::dispatch(void* ctx, void* data, size_t size) {
     case GT_EV_PYSTACK:
         if (size >= sizeof(gt_py_stack_event)) sink->on_pystack(*static_cast<const gt_py_stack_event*>(data));
         break;
+    case GT_EV_SAMPLE:
+        if (size >= sizeof(gt_sample_event)) sink->on_sample(*static_cast<const gt_sample_event*>(data));
+        break;
     default:
         break;
     }

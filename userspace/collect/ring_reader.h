@@ -6,6 +6,7 @@
 #include "cli/result.h"
 #include "gtrace/events.h"
 #include "gtrace/pystack.h"
+#include "gtrace/sampling.h"
 
 struct ring_buffer;
 
@@ -19,6 +20,7 @@ public:
     virtual void on_proc(const gt_proc_event& e) = 0;
     virtual void on_mmap(const gt_mmap_event& e) = 0;
     virtual void on_pystack(const gt_py_stack_event& e) = 0;
+    virtual void on_sample(const gt_sample_event& e) = 0;
 };
 
 class RingReader {

@@ -46,6 +46,11 @@ ProcessInfo* TraceModel::find(uint32_t pid) {
     return it == processes_.end() ? nullptr : &it->second;
 }
 
+const ProcessInfo* TraceModel::find(uint32_t pid) const {
+    auto it = processes_.find(pid);
+    return it == processes_.end() ? nullptr : &it->second;
+}
+
 void TraceModel::refresh_identity(uint32_t pid) {
     if (ProcessInfo* p = find(pid)) {
         std::string cmd = read_cmdline(static_cast<int>(pid));
@@ -120,6 +125,7 @@ const char* counter_name(unsigned index) {
     case GT_CNT_RETURN_WITHOUT_ENTRY: return "returns_without_entry";
     case GT_CNT_TRACKED_FULL: return "processes_not_tracked";
     case GT_EV_PYSTACK: return "lost_python_stacks";
+    case GT_EV_SAMPLE: return "lost_samples";
     default: return nullptr;
     }
 }

@@ -46,6 +46,7 @@ public:
     // A process seen in /proc at attach time, or reported by BPF later.
     ProcessInfo& add_process(uint32_t pid, uint32_t ppid, bool at_start, std::optional<uint32_t> forked_from);
     ProcessInfo* find(uint32_t pid);
+    const ProcessInfo* find(uint32_t pid) const;
     void refresh_identity(uint32_t pid); // re-read cmdline and rank environment (after exec)
     void mark_exited(uint32_t pid, int exit_code);
     // Counts the call, names its thread, and gives a cudaFree the size its cudaMalloc had.

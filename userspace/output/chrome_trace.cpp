@@ -128,7 +128,22 @@ void ChromeTraceWriter::write_call(const ApiCall& c) {
     fwrite(buf_.data(), 1, buf_.size(), out_);
 }
 
-void ChromeTraceWriter::write_metadata(const TraceModel& model) {
+void ChromeTraceWriter::write_slice(const std::string& name, const char* category, uint32_t pid, uint32_t tid,
+                                    uint64_t start_ns, uint64_t dur_ns) {
+    buf_.clear();
+    begin_event();
+    buf_ += "{\"name\":\"";
+    append_json_escaped(buf_, name);
+    fmt::format_to(std::back_inserter(buf_), "\",\"cat\":\"{}\",\"ph\":\"X\",\"pid\":{},\"tid\":{},\"ts\":", category, pid, tid);
+    append_ts_us(buf_, start_ns);
+    buf_ += ",\"dur\":";
+    append_ts_us(buf_, dur_ns);
+    buf_ += '}';
+    fwrite(buf_.data(), 1, buf_.size(), out_);
+}
+
+void ChromeTraceWriter::write_metadata(const TraceModel& model,
+                                       const std::map<std::pair<uint32_t, uint32_t>, std::string>& extra_threads) {
     auto meta = [&](const char* name, uint32_t pid, uint32_t tid, const nlohmann::json& args) {
         buf_.clear();
         begin_event();
@@ -147,10 +162,12 @@ void ChromeTraceWriter::write_metadata(const TraceModel& model) {
         meta("process_labels", pid, 0, {{"labels", labels.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)}});
         for (const auto& [tid, t] : p.threads) meta("thread_name", pid, tid, {{"name", t.name.empty() ? fmt::format("thread {}", tid) : t.name}});
     }
+    for (const auto& [key, name] : extra_threads) meta("thread_name", key.first, key.second, {{"name", name}});
 }
 
-Result<void> ChromeTraceWriter::finish(const TraceModel& model, const nlohmann::json& other_data) {
-    write_metadata(model);
+Result<void> ChromeTraceWriter::finish(const TraceModel& model, const nlohmann::json& other_data,
+                                       const std::map<std::pair<uint32_t, uint32_t>, std::string>& extra_threads) {
+    write_metadata(model, extra_threads);
     std::string tail = "\n],\n\"otherData\":" + other_data.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "}\n";
     fwrite(tail.data(), 1, tail.size(), out_);
     bool write_failed = fflush(out_) != 0 || fsync(fileno(out_)) != 0;

@@ -4,6 +4,7 @@
 // ever holds a complete trace.
 #pragma once
 #include <cstdio>
+#include <map>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -24,7 +25,11 @@ public:
     ~ChromeTraceWriter(); // an unfinished writer removes its temporary file
 
     void write_call(const ApiCall& call);
-    Result<void> finish(const TraceModel& model, const nlohmann::json& other_data);
+    void write_slice(const std::string& name, const char* category, uint32_t pid, uint32_t tid, uint64_t start_ns,
+                     uint64_t dur_ns);
+    // `extra_threads` names tracks that are not threads of their own (sample tracks).
+    Result<void> finish(const TraceModel& model, const nlohmann::json& other_data,
+                        const std::map<std::pair<uint32_t, uint32_t>, std::string>& extra_threads = {});
 
     const std::string& path() const { return path_; }
     uint64_t events_written() const { return events_; }
@@ -32,7 +37,7 @@ public:
 private:
     ChromeTraceWriter() = default;
     void begin_event();
-    void write_metadata(const TraceModel& model);
+    void write_metadata(const TraceModel& model, const std::map<std::pair<uint32_t, uint32_t>, std::string>& extra_threads);
 
     std::string path_, temp_path_;
     bool force_ = false;

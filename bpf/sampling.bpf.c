@@ -1,0 +1,40 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Timer sampling (a CPU-clock perf event per CPU): when the interrupted thread belongs to the
+ * tracked tree, record its native user stack and its Python stack. The target never stops. */
+#include "common.bpf.h"
+#include "pystack.bpf.h"
+#include "gtrace/sampling.h"
+
+SEC("perf_event")
+int on_sample(struct bpf_perf_event_data *ctx)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tgid = pid_tgid >> 32;
+	if (!tgid || !gt_is_tracked(tgid))
+		return 0;
+	struct gt_sample_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		gt_count(GT_EV_SAMPLE);
+		return 0;
+	}
+	e->cls = GT_EV_SAMPLE;
+	e->pid = tgid;
+	e->tid = (__u32)pid_tgid;
+	e->ts_ns = bpf_ktime_get_ns();
+	bpf_get_current_comm(e->comm, sizeof(e->comm));
+	e->native_bytes = bpf_get_stack(ctx, e->native, sizeof(e->native), BPF_F_USER_STACK);
+	e->py.cls = 0;
+	e->py.nframes = 0;
+	struct gt_py_layout *layout = bpf_map_lookup_elem(&py_layouts, &tgid);
+	if (layout) {
+		e->py.cls = GT_EV_PYSTACK;
+		e->py.pid = tgid;
+		e->py.tid = e->tid;
+		e->py.enter_ns = e->ts_ns;
+		gt_walk_python(layout, &e->py);
+	}
+	bpf_ringbuf_submit(e, gt_submit_flags());
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "GPL";

@@ -1,0 +1,66 @@
+#include "decode/address_symbols.h"
+
+#include <fmt/format.h>
+
+namespace gtrace {
+namespace {
+
+const Mapping* find_mapping(const std::vector<Mapping>& maps, uint64_t addr) {
+    for (const auto& m : maps)
+        if (addr >= m.start && addr < m.end) return &m;
+    return nullptr;
+}
+
+std::string basename(const std::string& path) {
+    auto slash = path.rfind('/');
+    return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+} // namespace
+
+std::shared_ptr<const ElfSymbols> AddressSymbols::symbols_for(uint32_t pid, const Mapping& m) {
+    auto it = files_.find(m.path);
+    if (it != files_.end()) return it->second;
+    auto loaded = ElfSymbols::load(path_in_process_root(static_cast<int>(pid), m.path));
+    std::shared_ptr<const ElfSymbols> syms = loaded ? *loaded : nullptr;
+    files_.emplace(m.path, syms);
+    return syms;
+}
+
+std::string AddressSymbols::name_at(uint32_t pid, uint64_t addr) {
+    ProcessState& ps = processes_[pid];
+    if (auto it = ps.names.find(addr); it != ps.names.end()) return it->second;
+
+    const Mapping* m = find_mapping(ps.maps, addr);
+    if (!m) { // a library mapped since the last snapshot
+        if (auto fresh = read_maps(static_cast<int>(pid)); !fresh.empty()) ps.maps = std::move(fresh);
+        m = find_mapping(ps.maps, addr);
+    }
+    std::string name;
+    if (m && m->is_file()) {
+        uint64_t offset = addr - m->start + m->offset;
+        if (auto syms = symbols_for(pid, *m)) {
+            auto vaddr = syms->offset_to_vaddr(offset);
+            if (const ElfSymbol* sym = vaddr ? syms->covering(*vaddr) : nullptr) name = demangle(sym->name);
+        }
+        if (name.empty()) name = fmt::format("{}+{:#x}", basename(m->path), offset);
+    }
+    ps.names.emplace(addr, name);
+    return name;
+}
+
+void AddressSymbols::set_maps(uint32_t pid, std::vector<Mapping> maps) {
+    if (maps.empty()) return;
+    ProcessState& ps = processes_[pid];
+    ps.maps = std::move(maps);
+    ps.names.clear(); // an address may now belong to another object
+}
+
+void AddressSymbols::inherit(uint32_t child, uint32_t parent) {
+    auto it = processes_.find(parent);
+    if (it != processes_.end()) processes_[child].maps = it->second.maps;
+}
+
+void AddressSymbols::forget_process(uint32_t pid) { processes_.erase(pid); }
+
+} // namespace gtrace

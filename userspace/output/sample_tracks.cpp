@@ -1,0 +1,65 @@
+#include "output/sample_tracks.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include <fmt/format.h>
+
+namespace gtrace {
+
+void SampleTracks::close_to(uint32_t pid, uint32_t tid, Track& t, size_t keep, uint64_t end_ns) {
+    while (t.open.size() > keep) {
+        const Open& o = t.open.back();
+        writer_.write_slice(o.name, "sample", pid, tid + kSampleTrackTidOffset, o.start_ns, end_ns - o.start_ns);
+        t.open.pop_back();
+    }
+}
+
+void SampleTracks::add(uint32_t pid, uint32_t tid, uint64_t ts_ns, const std::vector<std::string>& stack) {
+    ++samples_;
+    if (!stack.empty()) {
+        std::string key;
+        for (std::string f : stack) {
+            // ';' separates frames in the folded format: keep it out of names (C++ templates).
+            for (char& c : f)
+                if (c == ';') c = ',';
+            key += (key.empty() ? "" : ";") + f;
+        }
+        folded_[pid][key]++;
+    }
+    Track& t = tracks_[{pid, tid}];
+    // A gap of more than two periods means the thread was off the CPU: end its slices there.
+    if (!t.open.empty() && ts_ns > t.last_ns + 2 * period_ns_) close_to(pid, tid, t, 0, t.last_ns + period_ns_);
+    size_t common = 0;
+    while (common < t.open.size() && common < stack.size() && t.open[common].name == stack[common]) ++common;
+    close_to(pid, tid, t, common, ts_ns);
+    for (size_t i = common; i < stack.size(); ++i) t.open.push_back({stack[i], ts_ns});
+    t.last_ns = ts_ns;
+}
+
+void SampleTracks::finish() {
+    for (auto& [key, t] : tracks_) close_to(key.first, key.second, t, 0, t.last_ns + period_ns_);
+}
+
+Result<void> SampleTracks::write_folded(const std::string& path, const TraceModel& model) const {
+    FILE* f = fopen(path.c_str(), "w");
+    if (!f)
+        return make_error(ExitCode::OutputUnwritable,
+                          fmt::format("cannot write the folded stacks to {}: {}", path, strerror(errno)));
+    for (const auto& [pid, stacks] : folded_) {
+        std::string prefix;
+        if (const ProcessInfo* p = model.find(pid); p && p->ranks.rank && !p->forked_from)
+            prefix = fmt::format("rank {}", *p->ranks.rank);
+        else
+            prefix = fmt::format("pid {}", pid);
+        for (const auto& [stack, count] : stacks) {
+            fmt::print(f, "{};{} {}\n", prefix, stack, count);
+        }
+    }
+    bool ok = fclose(f) == 0;
+    if (!ok) return make_error(ExitCode::OutputUnwritable, fmt::format("writing {} failed", path));
+    return {};
+}
+
+} // namespace gtrace
