@@ -80,6 +80,21 @@ def substitute(value, ctx):
     return re.sub(r"\{([a-z_]+(?::[a-z0-9_]+)?)\}", lambda m: str(ctx[m.group(1)]), value)
 
 
+def process_tree(root):
+    children = collections.defaultdict(list)
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    children[int(f.read().rpartition(")")[2].split()[1])].append(int(entry))
+            except OSError:
+                pass
+    out = [root]
+    for pid in out:
+        out.extend(children.get(pid, []))
+    return out
+
+
 def leftover_bpf_objects():
     """gtrace's programs, maps and uprobes still in the kernel. The kernel frees them
     asynchronously (RCU) after their last fd closes: allow 3 s."""
@@ -306,6 +321,15 @@ def main():
         out_text = gout.text()
 
         expect = case.get("expect", {})
+        if expect.get("no_stopped_processes"):
+            for p in programs:
+                for pid in process_tree(p.pid):
+                    for tid in os.listdir(f"/proc/{pid}/task"):
+                        with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                            state = f.read().rpartition(")")[2].split()[0]
+                        if state in ("t", "T"):
+                            fail(f"thread {tid} of pid {pid} left stopped (state {state})")
+            print("ok: no thread of the job is stopped")
         if expect.get("counts") or expect.get("program_exit_codes"):  # the programs run to their end
             for p in programs:
                 try:
@@ -342,6 +366,15 @@ def main():
                 fail(f"{d} holds {present}, expected {sorted(allowed)} (no half-written files)")
         if "trace" in expect:
             check_trace(load_trace(expect["trace"]), expect, program_lines)
+        if expect.get("dump_blocks"):
+            for line in program_lines:
+                if "GTRACE_BLOCK " in line:
+                    block = json.loads(line[line.find("GTRACE_BLOCK ") + 13:])
+                    want = f"rank {block['rank']}: "
+                    got = [x for x in out_text.splitlines() if x.startswith(want)]
+                    if len(got) != 1 or block["frame"] not in got[0]:
+                        fail(f"dump line for rank {block['rank']} is {got}, expected it to name {block['frame']}")
+                    print(f"ok: {got[0]}")
         if "folded_hot" in expect:
             check_folded(expect["folded"], expect["folded_hot"])
         if expect.get("no_leftover_bpf", True):

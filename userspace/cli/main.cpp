@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "cli/capture.h"
+#include "cli/dump_command.h"
 #include "cli/exit_codes.h"
 #include "cli/preflight.h"
 
@@ -22,9 +23,11 @@ constexpr const char* kUsage =
     "gtrace — trace the CUDA calls of a running PyTorch/CUDA job, with no restart and no code change.\n\n"
     "Usage:\n"
     "  gtrace attach --pid PID [--duration SECONDS] [-o FILE] [--force] [-q]\n"
+    "  gtrace dump --pid PID\n"
     "  gtrace <command> --help\n\n"
     "Commands:\n"
-    "  attach   attach to a running process tree (e.g. torchrun and its ranks) and write a trace\n\n";
+    "  attach   attach to a running process tree (e.g. torchrun and its ranks) and write a trace\n"
+    "  dump     print the Python and native stack of every thread in the tree once, grouped across ranks\n\n";
 
 [[noreturn]] void fail(const Error& e) {
     fmt::print(stderr, "gtrace: error: {}\n", e.message);
@@ -37,7 +40,16 @@ T or_fail(Result<T> r) {
     return std::move(r.value());
 }
 
-void on_stop_signal(int sig) { g_stop_signal.store(sig); }
+void or_fail(Result<void> r) {
+    if (!r) fail(r.error());
+}
+
+volatile int* g_dump_stop = nullptr;
+
+void on_stop_signal(int sig) {
+    g_stop_signal.store(sig);
+    if (g_dump_stop) *g_dump_stop = 1;
+}
 
 void install_signal_handlers() {
     struct sigaction sa {};
@@ -116,21 +128,46 @@ int run_attach(const std::vector<std::string>& args) {
     return 0;
 }
 
+int run_dump_command(const std::vector<std::string>& args) {
+    po::options_description desc("gtrace dump options");
+    desc.add_options()("help,h", "show this help")("pid,p", po::value<int>(), "PID of the job (e.g. torchrun's); its whole tree is dumped");
+    po::variables_map vm;
+    po::store(po::command_line_parser(args).options(desc).run(), vm);
+    po::notify(vm);
+    if (vm.count("help")) {
+        std::cout << "Usage: gtrace dump --pid PID\n\n"
+                  << "Prints, once, the Python and native stack of every thread of PID and its descendants, with\n"
+                  << "each rank's blocking call first and identical stacks grouped across ranks. Each thread is\n"
+                  << "stopped only while its own stack is read; none is left stopped, even on Ctrl-C.\n\n"
+                  << desc << "\n" << kExitCodeHelp;
+        return 0;
+    }
+    if (!vm.count("pid")) fail(make_error(ExitCode::Usage, "missing --pid: give the PID of the job to dump (e.g. torchrun's)"));
+    install_signal_handlers();
+    static volatile int stop = 0;
+    g_dump_stop = &stop;
+    or_fail(run_dump(vm["pid"].as<int>(), &stop));
+    return 0;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
     std::vector<std::string> args(argv + 1, argv + argc);
+    std::string command_name = "attach";
     try {
         if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
             std::cout << kUsage << attach_options() << "\n" << kExitCodeHelp;
             return args.empty() ? to_int(ExitCode::Usage) : 0;
         }
         std::string command = args[0];
+        command_name = command;
         args.erase(args.begin());
         if (command == "attach") return run_attach(args);
+        if (command == "dump") return run_dump_command(args);
         fail(make_error(ExitCode::Usage, fmt::format("unknown command '{}'; see gtrace --help", command)));
     } catch (const po::error& e) {
-        fail(make_error(ExitCode::Usage, fmt::format("{}; see gtrace {} --help", e.what(), args.empty() ? "" : "attach")));
+        fail(make_error(ExitCode::Usage, fmt::format("{}; see gtrace {} --help", e.what(), command_name)));
     } catch (const std::exception& e) {
         fail(make_error(ExitCode::Internal, e.what()));
     }

@@ -46,6 +46,16 @@ Result<void> check_privileges() {
     return {};
 }
 
+Result<void> check_ptrace_privileges() {
+    if (geteuid() == 0) return {};
+    __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+    __user_cap_data_struct data[2]{};
+    if (syscall(SYS_capget, &header, data) == 0 && ((data[CAP_SYS_PTRACE / 32].effective >> (CAP_SYS_PTRACE % 32)) & 1u))
+        return {};
+    return make_error(ExitCode::Privileges,
+                      "missing privileges: CAP_SYS_PTRACE; run gtrace dump as root (sudo) or grant CAP_SYS_PTRACE");
+}
+
 Result<void> check_btf() {
     const char* env = getenv("GTRACE_KERNEL_BTF");
     std::string path = env ? env : "/sys/kernel/btf/vmlinux";

@@ -11,6 +11,8 @@ namespace gtrace {
 Result<uint64_t> check_target(int pid);
 // Root, or CAP_BPF and CAP_PERFMON (and CAP_SYS_PTRACE to read other users' processes).
 Result<void> check_privileges();
+// Root or CAP_SYS_PTRACE, to read other processes' threads (gtrace dump).
+Result<void> check_ptrace_privileges();
 // The kernel exposes BTF (GTRACE_KERNEL_BTF overrides the path, for tests of this check).
 Result<void> check_btf();
 // Seconds from "10", "2.5", "500ms", "5m", "1h"; must be positive.

@@ -1,0 +1,128 @@
+#include "collect/thread_stacks.h"
+
+#include <libunwind-ptrace.h>
+#include <sys/ptrace.h>
+#include <sys/uio.h>
+#include <sys/user.h>
+#include <sys/wait.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "discover/proc_tree.h"
+#include "gtrace/events.h"
+
+namespace gtrace {
+namespace {
+
+constexpr size_t kMaxNativeFrames = 128;
+
+bool read_u64(int pid, uint64_t addr, uint64_t& out) {
+    iovec local{&out, sizeof out}, remote{reinterpret_cast<void*>(addr), sizeof out};
+    return process_vm_readv(pid, &local, 1, &remote, 1, 0) == sizeof out;
+}
+
+// The same walk as bpf/pystack.bpf.h, from userspace, for a thread whose fs base we know.
+gt_py_stack_event walk_python(int pid, uint32_t tid, uint64_t fs_base, const gt_py_layout& l) {
+    gt_py_stack_event e{};
+    e.cls = GT_EV_PYSTACK;
+    e.pid = static_cast<uint32_t>(pid);
+    e.tid = tid;
+    uint64_t key_word = 0, tstate = 0, frame = 0;
+    if (!read_u64(pid, l.tss_key_addr, key_word)) {
+        e.status = GT_PY_READ_FAILED;
+        return e;
+    }
+    int key = static_cast<int>(static_cast<uint32_t>(key_word));
+    if (key < 0 || key >= 32 || !read_u64(pid, fs_base + l.pthread_specific + key * 16 + 8, tstate) || !tstate) {
+        e.status = GT_PY_NO_THREAD_STATE;
+        return e;
+    }
+    bool ok = read_u64(pid, tstate + l.tstate_frame, frame);
+    if (ok && frame && l.cframe_frame != GT_PY_NO_OFFSET) ok = read_u64(pid, frame + l.cframe_frame, frame);
+    unsigned n = 0;
+    for (int i = 0; ok && frame && i < GT_PY_MAX_FRAMES + 32; ++i) {
+        if (l.frame_owner != GT_PY_NO_OFFSET) {
+            uint64_t word = 0;
+            ok = read_u64(pid, frame + l.frame_owner, word);
+            if (ok && static_cast<uint8_t>(word) == l.owner_c_stack) {
+                ok = read_u64(pid, frame + l.frame_previous, frame);
+                continue;
+            }
+        }
+        if (n >= GT_PY_MAX_FRAMES) {
+            e.truncated = 1;
+            break;
+        }
+        gt_py_frame& f = e.frames[n];
+        uint64_t code = 0;
+        ok = ok && read_u64(pid, frame + l.frame_code, code);
+        f.code = l.code_tagged ? code & ~1ull : code;
+        uint64_t instr = 0;
+        ok = ok && read_u64(pid, frame + l.frame_instr, instr);
+        f.instr = l.instr_is_pointer ? instr : static_cast<uint64_t>(static_cast<int64_t>(static_cast<int32_t>(instr)));
+        ++n;
+        ok = ok && read_u64(pid, frame + l.frame_previous, frame);
+    }
+    e.nframes = static_cast<uint16_t>(n);
+    e.status = ok ? GT_PY_OK : GT_PY_READ_FAILED;
+    return e;
+}
+
+std::vector<uint64_t> unwind_native(int tid) {
+    std::vector<uint64_t> ips;
+    unw_addr_space_t as = unw_create_addr_space(&_UPT_accessors, 0);
+    void* upt = _UPT_create(tid);
+    unw_cursor_t cursor;
+    if (as && upt && unw_init_remote(&cursor, as, upt) == 0) {
+        do {
+            unw_word_t ip = 0;
+            if (unw_get_reg(&cursor, UNW_REG_IP, &ip) != 0 || ip == 0) break;
+            ips.push_back(ip);
+        } while (ips.size() < kMaxNativeFrames && unw_step(&cursor) > 0);
+    }
+    if (upt) _UPT_destroy(upt);
+    if (as) unw_destroy_addr_space(as);
+    return ips;
+}
+
+// Seize, interrupt, read, detach: the thread is stopped only inside this function.
+ThreadStack read_one(int pid, int tid, const std::optional<PythonRuntime>& python) {
+    ThreadStack t;
+    t.tid = static_cast<uint32_t>(tid);
+    t.name = read_thread_name(pid, tid);
+    if (ptrace(PTRACE_SEIZE, tid, nullptr, nullptr) != 0) {
+        t.error = std::string("cannot attach: ") + strerror(errno);
+        return t;
+    }
+    int status = 0;
+    if (ptrace(PTRACE_INTERRUPT, tid, nullptr, nullptr) != 0 || waitpid(tid, &status, __WALL) != tid ||
+        !WIFSTOPPED(status)) {
+        t.error = "the thread exited while being read";
+        ptrace(PTRACE_DETACH, tid, nullptr, nullptr);
+        return t;
+    }
+    user_regs_struct regs{};
+    if (ptrace(PTRACE_GETREGS, tid, nullptr, &regs) == 0) {
+        t.native = unwind_native(tid);
+        if (python) t.python = walk_python(pid, t.tid, regs.fs_base, python->layout);
+    } else {
+        t.error = std::string("cannot read registers: ") + strerror(errno);
+    }
+    ptrace(PTRACE_DETACH, tid, nullptr, nullptr);
+    return t;
+}
+
+} // namespace
+
+std::vector<ThreadStack> read_thread_stacks(int pid, const std::optional<PythonRuntime>& python,
+                                            const volatile int* stop_requested) {
+    std::vector<ThreadStack> out;
+    for (int tid : list_threads(pid)) {
+        if (stop_requested && *stop_requested) break;
+        out.push_back(read_one(pid, tid, python));
+    }
+    return out;
+}
+
+} // namespace gtrace
