@@ -3,7 +3,10 @@ real libcudart (ctypes releases the GIL around the call, as PyTorch does around 
 from the main thread and from a second Python thread. Prints, for each call site, the expected
 stack (innermost first, "qualname (file:line)") as a GTRACE_PYSTACK line, then GTRACE_COUNTS.
 
-  python py_chain.py CUDART GO_FILE
+  python py_chain.py CUDART GO_FILE [THEN_EXEC_PYTHON]
+
+With THEN_EXEC_PYTHON, the process then execs that interpreter on this script (another
+CPython version, same PID), which makes the same calls again.
 """
 import ctypes
 import json
@@ -78,6 +81,11 @@ def main():
     print("GTRACE_PYSTACK " + json.dumps({"thread": "second", "count": 5,
           "stack": expected("thread_body", line_of("THREAD_RUN"), 7)}), flush=True)
     print("GTRACE_COUNTS " + json.dumps({"pid": os.getpid(), "calls": {"cudaMalloc": calls}}), flush=True)
+    if len(sys.argv) > 3:
+        # gtrace reads code objects from the live image shortly after each call; an exec at once
+        # would replace them first (those stacks are then dropped and counted, never shown wrong).
+        time.sleep(0.5)
+        os.execv(sys.argv[3], [sys.argv[3], HERE, sys.argv[1], go_file])
     time.sleep(1.0)  # gtrace reads code objects from the live process; a real job outlives its calls
 
 
