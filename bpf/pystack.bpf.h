@@ -48,7 +48,8 @@ struct gt_walk_ctx {
 	int failed;
 };
 
-/* One frame per call from bpf_loop (the verifier checks it once, not per iteration). */
+/* One frame per call from bpf_loop (the verifier checks it once, not per iteration). Each frame
+ * is fetched with a single read of the bytes that hold its fields. */
 static long gt_walk_step(__u32 index, void *data)
 {
 	struct gt_walk_ctx *w = data;
@@ -57,32 +58,43 @@ static long gt_walk_step(__u32 index, void *data)
 	__u64 frame = w->frame;
 	if (!frame)
 		return 1;
+	__u8 buf[GT_PY_FRAME_READ];
+	if (bpf_probe_read_user(buf, sizeof(buf), (void *)(frame + l->frame_read_start))) {
+		w->failed = 1;
+		w->frame = 0;
+		return 1;
+	}
+	__u32 base = l->frame_read_start;
+	__u64 previous = 0, code = 0, instr = 0;
+	__u32 off = l->frame_previous - base;
+	if (off <= GT_PY_FRAME_READ - 8)
+		__builtin_memcpy(&previous, buf + off, 8);
+	off = l->frame_code - base;
+	if (off <= GT_PY_FRAME_READ - 8)
+		__builtin_memcpy(&code, buf + off, 8);
+	off = l->frame_instr - base;
+	if (l->instr_is_pointer) {
+		if (off <= GT_PY_FRAME_READ - 8)
+			__builtin_memcpy(&instr, buf + off, 8);
+	} else if (off <= GT_PY_FRAME_READ - 4) {
+		int lasti;
+		__builtin_memcpy(&lasti, buf + off, 4);
+		instr = (__u64)(__s64)lasti;
+	}
+	w->frame = previous;
 	if (l->frame_owner != GT_PY_NO_OFFSET) {
-		__u8 owner = 0;
-		bpf_probe_read_user(&owner, sizeof(owner), (void *)(frame + l->frame_owner));
-		if (owner == l->owner_c_stack) {
-			w->frame = gt_read_u64(frame + l->frame_previous, &w->failed);
-			return 0;
-		}
+		off = l->frame_owner - base;
+		if (off <= GT_PY_FRAME_READ - 1 && buf[off] == l->owner_c_stack)
+			return 0; /* a shim frame owned by the C stack: not a Python frame */
 	}
 	if (w->n >= GT_PY_MAX_FRAMES) {
 		e->truncated = 1;
 		return 1;
 	}
 	struct gt_py_frame *f = &e->frames[w->n & (GT_PY_MAX_FRAMES - 1)];
-	f->code = gt_read_u64(frame + l->frame_code, &w->failed);
-	if (l->code_tagged)
-		f->code &= ~1ull;
-	if (l->instr_is_pointer) {
-		f->instr = gt_read_u64(frame + l->frame_instr, &w->failed);
-	} else {
-		int lasti = 0;
-		if (bpf_probe_read_user(&lasti, sizeof(lasti), (void *)(frame + l->frame_instr)))
-			w->failed = 1;
-		f->instr = (__u64)(__s64)lasti;
-	}
+	f->code = l->code_tagged ? code & ~1ull : code;
+	f->instr = instr;
 	w->n++;
-	w->frame = gt_read_u64(frame + l->frame_previous, &w->failed);
 	return 0;
 }
 

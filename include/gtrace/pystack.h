@@ -20,8 +20,14 @@ struct gt_py_layout {
 	unsigned char instr_is_pointer;
 	unsigned char owner_c_stack;     /* owner value of frames that belong to the C stack (skipped) */
 	unsigned char code_tagged;       /* the code reference has a tag in its low bit (3.14) */
-	unsigned char pad[5];
+	unsigned char pad;
+	/* One read per frame: the byte range [frame_read_start, +GT_PY_FRAME_READ) holds every field
+	 * above (offsets stay relative to the frame). */
+	unsigned short frame_read_start;
+	unsigned short pad2;
 };
+
+#define GT_PY_FRAME_READ 88
 
 struct gt_py_frame {
 	unsigned long long code;  /* PyCodeObject* */

@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <sys/uio.h>
 
+#include <algorithm>
 #include <cstring>
 #include <regex>
 #include <unordered_set>
@@ -119,6 +120,17 @@ PythonDetection detect_python(int pid, const std::vector<Mapping>& maps) {
             }
         }
         rt.layout = layout->frames;
+        // The lowest field offset starts the per-frame read; every field must fit in it.
+        uint16_t lo = std::min({rt.layout.frame_previous, rt.layout.frame_code, rt.layout.frame_instr});
+        uint16_t hi = std::max<uint16_t>({static_cast<uint16_t>(rt.layout.frame_previous + 8),
+                                          static_cast<uint16_t>(rt.layout.frame_code + 8),
+                                          static_cast<uint16_t>(rt.layout.frame_instr + 8),
+                                          static_cast<uint16_t>(rt.layout.frame_owner == GT_PY_NO_OFFSET ? 0 : rt.layout.frame_owner + 1)});
+        if (hi - lo > GT_PY_FRAME_READ) {
+            out.unsupported = "CPython " + rt.version() + "'s frame fields are too far apart";
+            return out;
+        }
+        rt.layout.frame_read_start = lo;
         rt.layout.tss_key_addr = rt.runtime_addr + layout->tss_key;
         rt.layout.pthread_specific = *pthread_specific;
         rt.code = layout->code;

@@ -1,0 +1,97 @@
+#!/usr/bin/python3
+"""Python-side costs, each measured side by side in one run (modes interleaved per round,
+medians reported):
+
+1. stack: added cost per CUDA call of a ~50-frame Python stack walk: gtrace --py-stacks all
+   against gtrace --py-stacks off on the same ctypes cudaLaunchKernel loop (and no gtrace).
+2. sampling: slowdown of a CPU-bound Python loop sampled at 100 Hz and 1000 Hz by gtrace and by
+   austin (Debian's 1.0.1; it reads CPython 3.10, not 3.11, hence the pyenv 3.10 interpreter).
+
+Usage: py_overhead.py BUILD_DIR [--rounds R]"""
+import argparse
+import glob
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CUDART = "/usr/local/cuda/lib64/libcudart.so.13"
+
+
+def run(cmd, tracer=None):
+    with tempfile.TemporaryDirectory() as tmp:
+        go = os.path.join(tmp, "go")
+        p = subprocess.Popen(cmd + [go] + ([CUDART] if cmd[2] == "stack" else []), stdout=subprocess.PIPE, text=True)
+        assert p.stdout.readline().startswith("ready")
+        t = tracer(p.pid, tmp) if tracer else None
+        open(go, "w").close()
+        out = p.stdout.read()
+        p.wait()
+        if t:
+            t.terminate()
+            t.wait(timeout=60)
+        return float(out.split()[-1])
+
+
+def gtrace(build, *args):
+    def start(pid, tmp):
+        t = subprocess.Popen([os.path.join(build, "gtrace"), "attach", "--pid", str(pid), "-q", "-o",
+                              os.path.join(tmp, "t.json"), *args])
+        time.sleep(2.5)
+        return t
+    return start
+
+
+def austin(hz):
+    def start(pid, tmp):
+        t = subprocess.Popen(["austin", "-p", str(pid), "-i", str(1_000_000 // hz), "-o", os.path.join(tmp, "a.txt")],
+                             stderr=subprocess.DEVNULL)
+        time.sleep(1.5)
+        return t
+    return start
+
+
+def compare(title, modes, rounds, cmd, baseline):
+    results = {m: [] for m in modes}
+    for r in range(rounds):
+        for name, tracer in modes.items():
+            results[name].append(run(cmd, tracer))
+        print(f"  round {r + 1}: " + "  ".join(f"{m}={v[-1]:.1f}" for m, v in results.items()), flush=True)
+    med = {m: statistics.median(v) for m, v in results.items()}
+    print(f"\n{title} (median ns per operation over {rounds} rounds):")
+    for m in modes:
+        extra = f"  ({(med[m] / med[baseline] - 1) * 100:+.2f}% vs {baseline}, {med[m] - med[baseline]:+.0f} ns)" if m != baseline else ""
+        print(f"  {m:24s} {med[m]:10.1f}{extra}")
+    return med
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("build")
+    ap.add_argument("--rounds", type=int, default=3)
+    args = ap.parse_args()
+    py = "/usr/bin/python3.11"
+    med = compare("1. Python stack per CUDA call (~50 frames)", {
+        "no gtrace": None,
+        "gtrace --py-stacks off": gtrace(args.build, "--py-stacks", "off", "--sample-hz", "0"),
+        "gtrace --py-stacks all": gtrace(args.build, "--py-stacks", "all", "--sample-hz", "0"),
+    }, args.rounds, [py, os.path.join(HERE, "py_workload.py"), "stack", "100000"], "gtrace --py-stacks off")
+    print(f"  => stack walk adds {(med['gtrace --py-stacks all'] - med['gtrace --py-stacks off']) / 1000:.2f} us per call")
+
+    py310 = sorted(glob.glob("/root/.pyenv/versions/3.10*/bin/python3.10"))
+    if not py310:
+        sys.exit("sampling comparison needs pyenv's CPython 3.10 (austin 1.0.1 cannot read 3.11)")
+    compare("2. CPU-bound loop under sampling", {
+        "unsampled": None,
+        "gtrace 100 Hz": gtrace(args.build, "--sample-hz", "100"),
+        "austin 100 Hz": austin(100),
+        "gtrace 1000 Hz": gtrace(args.build, "--sample-hz", "1000"),
+        "austin 1000 Hz": austin(1000),
+    }, args.rounds, [py310[-1], os.path.join(HERE, "py_workload.py"), "cpu", "30000000"], "unsampled")
+
+
+if __name__ == "__main__":
+    main()
