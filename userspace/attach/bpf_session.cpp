@@ -33,6 +33,21 @@ Error bpf_error(const char* what, int err) {
                       std::string(what) + ": " + strerror(err) + "; this kernel refused BPF (needs BTF, uprobes, ring buffers)");
 }
 
+struct SharedMap {
+    bpf_map* mine;   // the map as declared in an object not loaded yet
+    bpf_map* shared; // the loaded map it must become
+};
+
+// Makes an object's maps the already loaded ones, so that every object sees one tree, one ring
+// buffer and one set of counters.
+Result<void> share_maps(std::initializer_list<SharedMap> maps) {
+    for (const auto& m : maps) {
+        bpf_map__set_max_entries(m.mine, bpf_map__max_entries(m.shared));
+        if (int err = bpf_map__reuse_fd(m.mine, bpf_map__fd(m.shared))) return bpf_error("sharing BPF maps", err);
+    }
+    return {};
+}
+
 uint64_t round_ring_size(uint64_t bytes) {
     uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
     uint64_t size = page;
@@ -63,15 +78,11 @@ Result<std::unique_ptr<BpfSession>> BpfSession::create(const BpfOptions& options
     if (!s->cuda_) return bpf_error("opening the CUDA API BPF object", errno);
     s->cuda_->rodata->wakeup_threshold = ring / 4;
     s->cuda_->rodata->py_stack_every = options.py_stack_every;
-    bpf_map__set_max_entries(s->cuda_->maps.events, static_cast<uint32_t>(ring));
-    struct {
-        bpf_map* mine;
-        bpf_map* shared;
-    } reuse[] = {{s->cuda_->maps.tracked, s->proc_->maps.tracked},
-                 {s->cuda_->maps.events, s->proc_->maps.events},
-                 {s->cuda_->maps.counters, s->proc_->maps.counters}};
-    for (auto& r : reuse)
-        if (int err = bpf_map__reuse_fd(r.mine, bpf_map__fd(r.shared))) return bpf_error("sharing BPF maps", err);
+    if (auto r = share_maps({{s->cuda_->maps.tracked, s->proc_->maps.tracked},
+                             {s->cuda_->maps.events, s->proc_->maps.events},
+                             {s->cuda_->maps.counters, s->proc_->maps.counters}});
+        !r)
+        return r.error();
     if (int err = gtrace_cuda_api__load(s->cuda_)) return bpf_error("loading the CUDA API BPF programs", err);
 
     if (int err = gtrace_proctree__attach(s->proc_)) return bpf_error("attaching sched fork/exec/exit tracepoints", err);
@@ -84,17 +95,12 @@ Result<std::unique_ptr<BpfSession>> BpfSession::create(const BpfOptions& options
 Result<void> BpfSession::start_sampling(uint32_t hz) {
     sampling_ = gtrace_sampling__open();
     if (!sampling_) return bpf_error("opening the sampling BPF object", errno);
-    struct {
-        bpf_map* mine;
-        bpf_map* shared;
-    } reuse[] = {{sampling_->maps.tracked, proc_->maps.tracked},
-                 {sampling_->maps.events, proc_->maps.events},
-                 {sampling_->maps.counters, proc_->maps.counters},
-                 {sampling_->maps.py_layouts, cuda_->maps.py_layouts}};
-    for (auto& r : reuse) {
-        bpf_map__set_max_entries(r.mine, bpf_map__max_entries(r.shared));
-        if (int err = bpf_map__reuse_fd(r.mine, bpf_map__fd(r.shared))) return bpf_error("sharing BPF maps", err);
-    }
+    if (auto r = share_maps({{sampling_->maps.tracked, proc_->maps.tracked},
+                             {sampling_->maps.events, proc_->maps.events},
+                             {sampling_->maps.counters, proc_->maps.counters},
+                             {sampling_->maps.py_layouts, cuda_->maps.py_layouts}});
+        !r)
+        return r;
     sampling_->rodata->wakeup_threshold = proc_->rodata->wakeup_threshold;
     if (int err = gtrace_sampling__load(sampling_)) return bpf_error("loading the sampling BPF program", err);
     int ncpu = libbpf_num_possible_cpus();

@@ -28,13 +28,20 @@ Result<uint64_t> check_target(int pid) {
     return st->start_time_ticks;
 }
 
-Result<void> check_privileges() {
-    if (geteuid() == 0) return {};
+namespace {
+
+// Whether this process holds `cap` in its effective set.
+bool has_capability(int cap) {
     __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
     __user_cap_data_struct data[2]{};
-    if (syscall(SYS_capget, &header, data) != 0)
-        return make_error(ExitCode::Privileges, "cannot read capabilities; run gtrace as root (sudo)");
-    auto has = [&](int cap) { return (data[cap / 32].effective >> (cap % 32)) & 1u; };
+    return syscall(SYS_capget, &header, data) == 0 && ((data[cap / 32].effective >> (cap % 32)) & 1u);
+}
+
+} // namespace
+
+Result<void> check_privileges() {
+    if (geteuid() == 0) return {};
+    auto has = has_capability;
     std::string missing;
     if (!has(CAP_BPF)) missing += " CAP_BPF";
     if (!has(CAP_PERFMON)) missing += " CAP_PERFMON";
@@ -47,11 +54,7 @@ Result<void> check_privileges() {
 }
 
 Result<void> check_ptrace_privileges() {
-    if (geteuid() == 0) return {};
-    __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
-    __user_cap_data_struct data[2]{};
-    if (syscall(SYS_capget, &header, data) == 0 && ((data[CAP_SYS_PTRACE / 32].effective >> (CAP_SYS_PTRACE % 32)) & 1u))
-        return {};
+    if (geteuid() == 0 || has_capability(CAP_SYS_PTRACE)) return {};
     return make_error(ExitCode::Privileges,
                       "missing privileges: CAP_SYS_PTRACE; run gtrace dump as root (sudo) or grant CAP_SYS_PTRACE");
 }
