@@ -75,6 +75,9 @@ Result<void> Capture::track_tree(uint64_t root_start_ticks) {
         if (model_.processes().size() == known) break;
         known = model_.processes().size();
     }
+    // Interpreters before probes: a probe serves every process mapping its file at once.
+    if (options_.py_stack_every)
+        for (const auto& [pid, p] : model_.processes()) detect_python(static_cast<int>(pid), read_maps(static_cast<int>(pid)));
     for (const auto& [pid, p] : model_.processes()) {
         if (auto r = scan(static_cast<int>(pid)); !r) return r;
         if (auto r = probes_->probe_candidates(static_cast<int>(pid)); !r) return r.error();
@@ -98,8 +101,9 @@ Result<void> Capture::track_tree(uint64_t root_start_ticks) {
 
 Result<void> Capture::scan(int pid) {
     std::vector<Mapping> maps = read_maps(pid);
-    auto added = probes_->scan_maps(pid, maps);
+    // The interpreter first: the probes' first calls then already carry Python stacks.
     if (options_.py_stack_every && !python_frames_.has_runtime(static_cast<uint32_t>(pid))) detect_python(pid, maps);
+    auto added = probes_->scan_maps(pid, maps);
     addresses_.set_maps(static_cast<uint32_t>(pid), std::move(maps));
     if (!added) return added.error();
     if (waiting_for_cuda_ && probes_->any_mapped()) {
