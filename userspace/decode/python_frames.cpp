@@ -117,17 +117,33 @@ void PythonFrames::set_runtime(uint32_t pid, const PythonRuntime& rt) { processe
 
 void PythonFrames::forget_process(uint32_t pid) { processes_.erase(pid); }
 
-bool PythonFrames::still_valid(uint32_t pid, const Process& p, uint64_t addr, const Code& c) const {
-    // A freed code object's memory may hold another one now: type and first line must match.
-    uint64_t type = 0;
-    int firstlineno = 0;
-    return read_value(pid, addr + 8, type) && type == c.code_type &&
-           read_value(pid, addr + p.rt.code.firstlineno, firstlineno) && firstlineno == c.firstlineno;
+void PythonFrames::revalidate(uint32_t pid, Process& p, const gt_py_stack_event& e) {
+    // A freed code object's memory may hold another one now: its type and first line must still
+    // match the cached ones. One process_vm_readv checks every cached frame of the stack.
+    std::vector<uint64_t> addrs;
+    for (unsigned i = 0; i < e.nframes && i < GT_PY_MAX_FRAMES; ++i)
+        if (p.codes.contains(e.frames[i].code)) addrs.push_back(e.frames[i].code);
+    if (addrs.empty()) return;
+    std::vector<uint64_t> types(addrs.size());
+    std::vector<int32_t> firsts(addrs.size());
+    std::vector<iovec> local, remote;
+    for (size_t i = 0; i < addrs.size(); ++i) {
+        local.push_back({&types[i], 8});
+        remote.push_back({reinterpret_cast<void*>(addrs[i] + 8), 8});
+        local.push_back({&firsts[i], 4});
+        remote.push_back({reinterpret_cast<void*>(addrs[i] + p.rt.code.firstlineno), 4});
+    }
+    ssize_t want = static_cast<ssize_t>(addrs.size() * 12);
+    bool complete = process_vm_readv(static_cast<pid_t>(pid), local.data(), local.size(), remote.data(), remote.size(), 0) == want;
+    for (size_t i = 0; i < addrs.size(); ++i) {
+        auto it = p.codes.find(addrs[i]);
+        if (it != p.codes.end() && (!complete || types[i] != it->second.code_type || firsts[i] != it->second.firstlineno))
+            p.codes.erase(it); // read it afresh, or fail as torn
+    }
 }
 
 const PythonFrames::Code* PythonFrames::code_at(Process& p, uint32_t pid, uint64_t addr) {
-    if (auto it = p.codes.find(addr); it != p.codes.end())
-        return still_valid(pid, p, addr, it->second) ? &it->second : nullptr;
+    if (auto it = p.codes.find(addr); it != p.codes.end()) return &it->second; // revalidated per stack
     const PyCodeLayout& l = p.rt.code;
     Code c;
     uint64_t filename = 0, name = 0, table = 0;
@@ -144,6 +160,7 @@ std::vector<PyFrame> PythonFrames::symbolize(const gt_py_stack_event& e) {
     auto it = processes_.find(e.pid);
     if (it == processes_.end() || e.status != GT_PY_OK) return {};
     Process& p = it->second;
+    revalidate(e.pid, p, e);
     std::vector<PyFrame> out;
     for (unsigned i = 0; i < e.nframes && i < GT_PY_MAX_FRAMES; ++i) {
         const gt_py_frame& f = e.frames[i];

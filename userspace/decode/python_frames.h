@@ -38,7 +38,7 @@ public:
 private:
     struct Code {
         std::string qualname, filename, table;
-        int firstlineno = 0;
+        int32_t firstlineno = 0;
         uint64_t code_type = 0;
     };
     struct Process {
@@ -46,7 +46,7 @@ private:
         std::unordered_map<uint64_t, Code> codes;
     };
     const Code* code_at(Process& p, uint32_t pid, uint64_t addr);
-    bool still_valid(uint32_t pid, const Process& p, uint64_t addr, const Code& c) const;
+    void revalidate(uint32_t pid, Process& p, const gt_py_stack_event& e);
 
     std::unordered_map<uint32_t, Process> processes_;
     uint64_t torn_ = 0;
