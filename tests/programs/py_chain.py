@@ -17,6 +17,8 @@ import time
 
 cudart = ctypes.CDLL(sys.argv[1])
 go_file = sys.argv[2]
+# GTRACE_TEST_THREADS: how many Python threads besides the main one run the chain at once.
+SECOND_THREADS = int(os.environ.get("GTRACE_TEST_THREADS", "1"))
 HERE = os.path.abspath(__file__)
 QUAL = sys.version_info >= (3, 11)  # co_qualname exists from 3.11
 
@@ -72,13 +74,15 @@ def main():
         time.sleep(0.01)
     calls = run(False, 3)  # MAIN_RUN
     results = []
-    t = threading.Thread(target=thread_body, args=(results,), name="second")
-    t.start()
-    t.join()
-    calls += results[0]
+    threads = [threading.Thread(target=thread_body, args=(results,), name=f"second-{i}") for i in range(SECOND_THREADS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    calls += sum(results)
     print("GTRACE_PYSTACK " + json.dumps({"thread": "main", "count": 5,
           "stack": expected("main", line_of("MAIN_RUN"), 3) + [f"<module> ({HERE}:{line_of('MAIN')})"]}), flush=True)
-    print("GTRACE_PYSTACK " + json.dumps({"thread": "second", "count": 5,
+    print("GTRACE_PYSTACK " + json.dumps({"thread": "second", "count": 5 * SECOND_THREADS,
           "stack": expected("thread_body", line_of("THREAD_RUN"), 7)}), flush=True)
     print("GTRACE_COUNTS " + json.dumps({"pid": os.getpid(), "calls": {"cudaMalloc": calls}}), flush=True)
     if len(sys.argv) > 3:

@@ -211,6 +211,11 @@ def check_trace(trace, expect, program_lines):
 
     if expect.get("py_stacks"):
         check_py_stacks(calls, program_lines)
+    if expect.get("no_py_stacks"):
+        with_stack = [c for c in calls if "py_stack" in c["args"]]
+        if with_stack:
+            fail(f"{len(with_stack)} calls carry Python frames, expected none: {with_stack[0]['args']['py_stack']}")
+        print(f"ok: none of {len(calls)} calls carries Python frames")
     if expect.get("sources"):
         for line in program_lines:
             if "GTRACE_SOURCES " in line:

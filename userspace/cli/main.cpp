@@ -22,7 +22,7 @@ namespace {
 constexpr const char* kUsage =
     "gtrace — trace the CUDA calls of a running PyTorch/CUDA job, with no restart and no code change.\n\n"
     "Usage:\n"
-    "  gtrace attach --pid PID [--duration SECONDS] [-o FILE] [--force] [-q]\n"
+    "  gtrace attach --pid PID [--duration SECONDS] [-o FILE] [--force] [-q] [options]\n"
     "  gtrace dump --pid PID\n"
     "  gtrace <command> --help\n\n"
     "Commands:\n"
