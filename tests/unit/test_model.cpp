@@ -1,5 +1,7 @@
 // The model: counts per process and thread, freed sizes, losses.
 #include <catch2/catch.hpp>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "model/trace_model.h"
@@ -48,4 +50,21 @@ TEST_CASE("lost events add up every class and refused call entries") {
     model.counters[GT_CNT_RETURN_WITHOUT_ENTRY] = 7; // not a loss: calls in flight at attach
     CHECK(model.lost_events() == 8);
     CHECK(std::string(counter_name(GT_EV_API)) == "lost_api_calls");
+}
+
+TEST_CASE("a process found at attach with its parent's command line is a forked child") {
+    pid_t child = fork();
+    if (child == 0) {
+        pause();
+        _exit(0);
+    }
+    TraceModel model;
+    auto self = static_cast<uint32_t>(getpid());
+    model.add_process(static_cast<uint32_t>(getppid()), 0, true, std::nullopt);
+    model.add_process(self, static_cast<uint32_t>(getppid()), true, std::nullopt);
+    const ProcessInfo& c = model.add_process(static_cast<uint32_t>(child), self, true, std::nullopt);
+    CHECK(c.forked_from == self);
+    CHECK_FALSE(model.find(self)->forked_from); // a different program than its parent
+    kill(child, SIGKILL);
+    waitpid(child, nullptr, 0);
 }

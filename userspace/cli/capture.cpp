@@ -67,10 +67,7 @@ Result<void> Capture::track_tree(uint64_t root_start_ticks) {
             auto st = read_proc_stat(pid);
             if (!st) continue;
             if (auto r = bpf_->track(static_cast<uint32_t>(pid)); !r) return r;
-            ProcessInfo& p = model_.add_process(static_cast<uint32_t>(pid), static_cast<uint32_t>(st->ppid), true, std::nullopt);
-            // Same command line as its tracked parent: forked without exec (a DataLoader worker).
-            const ProcessInfo* parent = model_.find(static_cast<uint32_t>(st->ppid));
-            if (parent && !p.cmdline.empty() && parent->cmdline == p.cmdline) p.forked_from = parent->pid;
+            model_.add_process(static_cast<uint32_t>(pid), static_cast<uint32_t>(st->ppid), true, std::nullopt);
         }
         if (model_.processes().size() == known) break;
         known = model_.processes().size();

@@ -24,9 +24,7 @@ Result<void> run_dump(int pid, const volatile int* stop_requested) {
     for (int p : tree) {
         auto st = read_proc_stat(p);
         if (!st) continue;
-        ProcessInfo& info = model.add_process(static_cast<uint32_t>(p), static_cast<uint32_t>(st->ppid), true, std::nullopt);
-        const ProcessInfo* parent = model.find(static_cast<uint32_t>(st->ppid));
-        if (parent && !info.cmdline.empty() && parent->cmdline == info.cmdline) info.forked_from = parent->pid;
+        model.add_process(static_cast<uint32_t>(p), static_cast<uint32_t>(st->ppid), true, std::nullopt);
     }
 
     AddressSymbols addresses;

@@ -37,6 +37,11 @@ ProcessInfo& TraceModel::add_process(uint32_t pid, uint32_t ppid, bool at_start,
         p.forked_from = forked_from;
         p.cmdline = read_cmdline(static_cast<int>(pid));
         p.ranks = read_rank_env(static_cast<int>(pid));
+        // Found in /proc with its tracked parent's command line: forked without exec (a
+        // DataLoader worker, say), like the children BPF reports forking.
+        const ProcessInfo* parent = find(ppid);
+        if (!p.forked_from && at_start && parent && !p.cmdline.empty() && parent->cmdline == p.cmdline)
+            p.forked_from = ppid;
     }
     return p;
 }

@@ -43,7 +43,8 @@ struct ProcessInfo {
 
 class TraceModel {
 public:
-    // A process seen in /proc at attach time, or reported by BPF later.
+    // A process seen in /proc at attach time, or reported by BPF later. One found at attach time
+    // with its parent's command line counts as forked from it.
     ProcessInfo& add_process(uint32_t pid, uint32_t ppid, bool at_start, std::optional<uint32_t> forked_from);
     ProcessInfo* find(uint32_t pid);
     const ProcessInfo* find(uint32_t pid) const;
