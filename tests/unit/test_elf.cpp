@@ -1,6 +1,8 @@
 // ELF symbol lookup: finding CUDA exports for probes and naming stub addresses.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include "decode/elf_symbols.h"
 
 using namespace gtrace;
@@ -36,4 +38,10 @@ TEST_CASE("kernel stubs are named from the test program's symbols, demangled") {
     CHECK(found);
     CHECK(demangle("cudaLaunchKernel") == "cudaLaunchKernel");
     CHECK_FALSE(ElfSymbols::load("/etc/hostname"));
+}
+
+TEST_CASE("an executable's RUNPATH is read, with $ORIGIN expanded") {
+    auto dirs = elf_search_paths(std::string(TEST_PROGRAMS) + "/cuda_calls", "/origin");
+    CHECK(std::find(dirs.begin(), dirs.end(), std::string(CUDA_LIB)) != dirs.end());
+    CHECK(elf_search_paths("/etc/hostname", "/").empty());
 }

@@ -141,6 +141,12 @@ Result<int> CudaProbes::scan_maps(int pid, const std::vector<Mapping>& maps) {
 
 Result<int> CudaProbes::probe_candidates(int pid) {
     std::vector<std::string> dirs = split(read_env_var(pid, "LD_LIBRARY_PATH"), ':');
+    // The executable's own RUNPATH/RPATH: where the loader will look for its libraries.
+    std::error_code ec;
+    auto exe = std::filesystem::read_symlink("/proc/" + std::to_string(pid) + "/exe", ec);
+    if (!ec)
+        for (auto& dir : elf_search_paths(path_in_process_root(pid, exe.string()), exe.parent_path().string()))
+            dirs.push_back(std::move(dir));
     for (const char* d : {"/usr/local/cuda/lib64", "/usr/local/cuda/lib"}) dirs.emplace_back(d);
     std::string cuda_home = read_env_var(pid, "CUDA_HOME");
     if (!cuda_home.empty()) dirs.push_back(cuda_home + "/lib64");
@@ -149,7 +155,6 @@ Result<int> CudaProbes::probe_candidates(int pid) {
     for (const auto& dir : dirs) {
         std::string rooted = path_in_process_root(pid, dir);
         if (!candidate_dirs_seen_.insert(rooted).second) continue;
-        std::error_code ec;
         for (const auto& entry : std::filesystem::directory_iterator(rooted, ec))
             if (is_cuda_library_name(entry.path().filename().string())) files.push_back(entry.path().string());
     }

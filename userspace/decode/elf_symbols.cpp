@@ -101,6 +101,36 @@ const ElfSymbol* ElfSymbols::covering(uint64_t vaddr) const {
     return nullptr;
 }
 
+std::vector<std::string> elf_search_paths(const std::string& path, const std::string& origin) {
+    std::vector<std::string> dirs;
+    if (elf_version(EV_CURRENT) == EV_NONE) return dirs;
+    ElfHandle h;
+    h.fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (h.fd < 0 || !(h.elf = elf_begin(h.fd, ELF_C_READ_MMAP, nullptr))) return dirs;
+    Elf_Scn* scn = nullptr;
+    while ((scn = elf_nextscn(h.elf, scn))) {
+        GElf_Shdr sh;
+        if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNAMIC || !sh.sh_entsize) continue;
+        Elf_Data* data = elf_getdata(scn, nullptr);
+        for (size_t i = 0; data && i < sh.sh_size / sh.sh_entsize; ++i) {
+            GElf_Dyn dyn;
+            if (!gelf_getdyn(data, static_cast<int>(i), &dyn) || (dyn.d_tag != DT_RUNPATH && dyn.d_tag != DT_RPATH)) continue;
+            const char* value = elf_strptr(h.elf, sh.sh_link, dyn.d_un.d_val);
+            std::string list = value ? value : "";
+            for (size_t pos = 0; pos <= list.size();) {
+                size_t end = list.find(':', pos);
+                if (end == std::string::npos) end = list.size();
+                std::string dir = list.substr(pos, end - pos);
+                for (const char* token : {"$ORIGIN", "${ORIGIN}"})
+                    if (auto at = dir.find(token); at != std::string::npos) dir.replace(at, strlen(token), origin);
+                if (!dir.empty()) dirs.push_back(dir);
+                pos = end + 1;
+            }
+        }
+    }
+    return dirs;
+}
+
 std::string demangle(const std::string& name) {
     if (name.size() < 2 || name[0] != '_' || name[1] != 'Z') return name;
     int status = 0;

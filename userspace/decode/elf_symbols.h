@@ -44,6 +44,9 @@ private:
     std::vector<Segment> segments_;
 };
 
+// The DT_RUNPATH and DT_RPATH directories of an ELF file, $ORIGIN expanded to `origin`.
+std::vector<std::string> elf_search_paths(const std::string& path, const std::string& origin);
+
 // Demangled C++ name, or the input when it is not a mangled name.
 std::string demangle(const std::string& name);
 
