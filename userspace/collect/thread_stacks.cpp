@@ -96,8 +96,12 @@ ThreadStack read_one(int pid, int tid, const std::optional<PythonRuntime>& pytho
         return t;
     }
     int status = 0;
-    if (ptrace(PTRACE_INTERRUPT, tid, nullptr, nullptr) != 0 || waitpid(tid, &status, __WALL) != tid ||
-        !WIFSTOPPED(status)) {
+    bool interrupted = ptrace(PTRACE_INTERRUPT, tid, nullptr, nullptr) == 0;
+    pid_t waited = -1;
+    // Ctrl-C must not cut this wait short: the thread is about to stop and must be detached.
+    while (interrupted && (waited = waitpid(tid, &status, __WALL)) < 0 && errno == EINTR) {
+    }
+    if (!interrupted || waited != tid || !WIFSTOPPED(status)) {
         t.error = "the thread exited while being read";
         ptrace(PTRACE_DETACH, tid, nullptr, nullptr);
         return t;
