@@ -9,6 +9,7 @@
 #include "decode/api_table.h"
 #include "decode/elf_symbols.h"
 #include "discover/proc_maps.h"
+#include "discover/proc_tree.h"
 
 namespace gtrace {
 namespace {
@@ -36,23 +37,6 @@ std::vector<std::string> split(const std::string& s, char sep) {
         pos = end + 1;
     }
     return out;
-}
-
-std::string read_env_var(int pid, const std::string& name) {
-    FILE* f = fopen(("/proc/" + std::to_string(pid) + "/environ").c_str(), "re");
-    if (!f) return {};
-    std::string entry, value;
-    for (int c; (c = fgetc(f)) != EOF;) {
-        if (c != '\0') {
-            entry.push_back(static_cast<char>(c));
-            continue;
-        }
-        if (entry.size() > name.size() && entry.compare(0, name.size(), name) == 0 && entry[name.size()] == '=')
-            value = entry.substr(name.size() + 1);
-        entry.clear();
-    }
-    fclose(f);
-    return value;
 }
 
 // Paths of libcudart/libcuda known to the loader cache (ldconfig -p).
@@ -140,7 +124,8 @@ Result<int> CudaProbes::scan_maps(int pid, const std::vector<Mapping>& maps) {
 }
 
 Result<int> CudaProbes::probe_candidates(int pid) {
-    std::vector<std::string> dirs = split(read_env_var(pid, "LD_LIBRARY_PATH"), ':');
+    auto env = read_environ(pid);
+    std::vector<std::string> dirs = split(env["LD_LIBRARY_PATH"], ':');
     // The executable's own RUNPATH/RPATH: where the loader will look for its libraries.
     std::error_code ec;
     auto exe = std::filesystem::read_symlink("/proc/" + std::to_string(pid) + "/exe", ec);
@@ -148,7 +133,7 @@ Result<int> CudaProbes::probe_candidates(int pid) {
         for (auto& dir : elf_search_paths(path_in_process_root(pid, exe.string()), exe.parent_path().string()))
             dirs.push_back(std::move(dir));
     for (const char* d : {"/usr/local/cuda/lib64", "/usr/local/cuda/lib"}) dirs.emplace_back(d);
-    std::string cuda_home = read_env_var(pid, "CUDA_HOME");
+    const std::string& cuda_home = env["CUDA_HOME"];
     if (!cuda_home.empty()) dirs.push_back(cuda_home + "/lib64");
 
     std::vector<std::string> files = loader_cache_cuda_libraries();

@@ -2,7 +2,6 @@
 
 #include <libunwind-ptrace.h>
 #include <sys/ptrace.h>
-#include <sys/uio.h>
 #include <sys/user.h>
 #include <sys/wait.h>
 
@@ -10,6 +9,7 @@
 #include <cstring>
 
 #include "discover/proc_tree.h"
+#include "discover/process_memory.h"
 #include "gtrace/events.h"
 
 namespace gtrace {
@@ -17,10 +17,7 @@ namespace {
 
 constexpr size_t kMaxNativeFrames = 128;
 
-bool read_u64(int pid, uint64_t addr, uint64_t& out) {
-    iovec local{&out, sizeof out}, remote{reinterpret_cast<void*>(addr), sizeof out};
-    return process_vm_readv(pid, &local, 1, &remote, 1, 0) == sizeof out;
-}
+bool read_u64(int pid, uint64_t addr, uint64_t& out) { return read_process_value(pid, addr, out); }
 
 // The same walk as bpf/pystack.bpf.h, from userspace, for a thread whose fs base we know.
 gt_py_stack_event walk_python(int pid, uint32_t tid, uint64_t fs_base, const gt_py_layout& l) {

@@ -4,18 +4,10 @@
 
 #include <fmt/format.h>
 
+#include "discover/process_memory.h"
+
 namespace gtrace {
 namespace {
-
-bool read_memory(uint32_t pid, uint64_t addr, void* out, size_t len) {
-    iovec local{out, len}, remote{reinterpret_cast<void*>(addr), len};
-    return process_vm_readv(static_cast<pid_t>(pid), &local, 1, &remote, 1, 0) == static_cast<ssize_t>(len);
-}
-
-template <typename T>
-bool read_value(uint32_t pid, uint64_t addr, T& out) {
-    return read_memory(pid, addr, &out, sizeof out);
-}
 
 constexpr size_t kMaxString = 4096;
 
@@ -23,19 +15,19 @@ constexpr size_t kMaxString = 4096;
 bool read_str(uint32_t pid, uint64_t obj, uint16_t data_offset, std::string& out) {
     int64_t length = 0;
     uint32_t state = 0;
-    if (!obj || !read_value(pid, obj + 16, length) || !read_value(pid, obj + 32, state)) return false;
+    if (!obj || !read_process_value(static_cast<pid_t>(pid), obj + 16, length) || !read_process_value(static_cast<pid_t>(pid), obj + 32, state)) return false;
     bool compact = state & (1u << 5), ascii = state & (1u << 6);
     if (!compact || !ascii || length < 0 || static_cast<size_t>(length) > kMaxString) return false;
     out.resize(static_cast<size_t>(length));
-    return length == 0 || read_memory(pid, obj + data_offset, out.data(), out.size());
+    return length == 0 || read_process_memory(static_cast<pid_t>(pid), obj + data_offset, out.data(), out.size());
 }
 
 // A bytes object's contents (ob_size at 16, data at 32).
 bool read_bytes(uint32_t pid, uint64_t obj, std::string& out) {
     int64_t size = 0;
-    if (!obj || !read_value(pid, obj + 16, size) || size < 0 || size > (1 << 20)) return false;
+    if (!obj || !read_process_value(static_cast<pid_t>(pid), obj + 16, size) || size < 0 || size > (1 << 20)) return false;
     out.resize(static_cast<size_t>(size));
-    return size == 0 || read_memory(pid, obj + 32, out.data(), out.size());
+    return size == 0 || read_process_memory(static_cast<pid_t>(pid), obj + 32, out.data(), out.size());
 }
 
 unsigned read_varint(const std::string& t, size_t& i) {
@@ -147,9 +139,9 @@ const PythonFrames::Code* PythonFrames::code_at(Process& p, uint32_t pid, uint64
     const PyCodeLayout& l = p.rt.code;
     Code c;
     uint64_t filename = 0, name = 0, table = 0;
-    if (!read_value(pid, addr + 8, c.code_type) || (p.rt.code_type_addr && c.code_type != p.rt.code_type_addr) ||
-        !read_value(pid, addr + l.filename, filename) || !read_value(pid, addr + (l.qualname ? l.qualname : l.name), name) ||
-        !read_value(pid, addr + l.firstlineno, c.firstlineno) || !read_value(pid, addr + l.linetable, table) ||
+    if (!read_process_value(static_cast<pid_t>(pid), addr + 8, c.code_type) || (p.rt.code_type_addr && c.code_type != p.rt.code_type_addr) ||
+        !read_process_value(static_cast<pid_t>(pid), addr + l.filename, filename) || !read_process_value(static_cast<pid_t>(pid), addr + (l.qualname ? l.qualname : l.name), name) ||
+        !read_process_value(static_cast<pid_t>(pid), addr + l.firstlineno, c.firstlineno) || !read_process_value(static_cast<pid_t>(pid), addr + l.linetable, table) ||
         !read_str(pid, filename, l.ascii_data, c.filename) || !read_str(pid, name, l.ascii_data, c.qualname) ||
         !read_bytes(pid, table, c.table))
         return nullptr;

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <unordered_map>
 
 namespace gtrace {
 namespace {
@@ -73,24 +74,28 @@ std::string read_cmdline(int pid) {
     return raw;
 }
 
-RankEnv read_rank_env(int pid) {
-    RankEnv env;
+std::unordered_map<std::string, std::string> read_environ(int pid) {
+    std::unordered_map<std::string, std::string> env;
     std::string raw = read_file("/proc/" + std::to_string(pid) + "/environ");
     size_t pos = 0;
     while (pos < raw.size()) {
         size_t end = raw.find('\0', pos);
         if (end == std::string::npos) end = raw.size();
         std::string_view kv(raw.data() + pos, end - pos);
-        auto take = [&](std::string_view name, std::optional<int>& slot) {
-            if (kv.size() > name.size() && kv.substr(0, name.size()) == name && kv[name.size()] == '=')
-                slot = parse_int(std::string(kv.substr(name.size() + 1)));
-        };
-        take("RANK", env.rank);
-        take("LOCAL_RANK", env.local_rank);
-        take("WORLD_SIZE", env.world_size);
+        if (auto eq = kv.find('='); eq != std::string_view::npos && eq > 0)
+            env.emplace(std::string(kv.substr(0, eq)), std::string(kv.substr(eq + 1)));
         pos = end + 1;
     }
     return env;
+}
+
+RankEnv read_rank_env(int pid) {
+    auto env = read_environ(pid);
+    auto number = [&](const char* name) -> std::optional<int> {
+        auto it = env.find(name);
+        return it == env.end() ? std::nullopt : parse_int(it->second);
+    };
+    return {number("RANK"), number("LOCAL_RANK"), number("WORLD_SIZE")};
 }
 
 std::vector<int> list_tree(int root) {

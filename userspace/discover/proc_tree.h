@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace gtrace {
@@ -23,7 +24,10 @@ std::optional<ProcStat> read_proc_stat(int pid, int tid = 0);
 // argv joined by spaces; empty for kernel threads and zombies.
 std::string read_cmdline(int pid);
 
-// The values of the given names in /proc/PID/environ (empty string when absent or unreadable).
+// /proc/PID/environ as name -> value (empty when unreadable).
+std::unordered_map<std::string, std::string> read_environ(int pid);
+
+// The distributed-training variables of a process's environment.
 struct RankEnv {
     std::optional<int> rank, local_rank, world_size;
 };

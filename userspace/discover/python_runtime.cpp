@@ -1,7 +1,6 @@
 #include "discover/python_runtime.h"
 
 #include <pthread.h>
-#include <sys/uio.h>
 
 #include <algorithm>
 #include <cstring>
@@ -9,6 +8,7 @@
 #include <unordered_set>
 
 #include "decode/elf_symbols.h"
+#include "discover/process_memory.h"
 
 namespace gtrace {
 namespace {
@@ -31,11 +31,6 @@ const VersionLayout kLayouts[] = {
     {13, 2160 + 4, {0, 0, 72, NO, 8, 0, 56, 70, 1, 3, 0, {}}, {112, 120, 128, 68, 136, 200, 40}},
 };
 
-bool read_memory(int pid, uint64_t addr, void* out, size_t len) {
-    iovec local{out, len}, remote{reinterpret_cast<void*>(addr), len};
-    return process_vm_readv(pid, &local, 1, &remote, 1, 0) == static_cast<ssize_t>(len);
-}
-
 // Load address of the file's first mapping (ELF vaddr 0 maps there for PIE and libraries).
 std::optional<uint64_t> load_bias(const std::vector<Mapping>& maps, const std::string& path, const ElfSymbols& syms) {
     for (const auto& m : maps) {
@@ -57,7 +52,7 @@ std::optional<uint16_t> glibc_pthread_specific_offset() {
         std::optional<uint16_t> found;
         std::vector<uint64_t> self(512);
         // Read through process_vm_readv: a fault past the end of struct pthread is an error, not a crash.
-        if (key < 32 && read_memory(getpid(), static_cast<uint64_t>(pthread_self()), self.data(), self.size() * 8)) {
+        if (key < 32 && read_process_memory(getpid(), static_cast<uint64_t>(pthread_self()), self.data(), self.size() * 8)) {
             for (size_t i = 0; i < self.size(); ++i)
                 if (self[i] == magic) {
                     size_t off = i * 8 - key * 16 - 8;
@@ -89,7 +84,7 @@ PythonDetection detect_python(int pid, const std::vector<Mapping>& maps) {
         int major = std::stoi(match[1]), minor = std::stoi(match[2]);
         if (const ElfSymbol* v = (*syms)->find("Py_Version")) { // 3.11+: the exact version
             uint32_t hex = 0;
-            if (read_memory(pid, *bias + v->vaddr, &hex, sizeof hex)) {
+            if (read_process_memory(pid, *bias + v->vaddr, &hex, sizeof hex)) {
                 major = static_cast<int>(hex >> 24);
                 minor = static_cast<int>((hex >> 16) & 0xff);
             }
@@ -113,8 +108,8 @@ PythonDetection detect_python(int pid, const std::vector<Mapping>& maps) {
         if (minor >= 13) { // _PyRuntime starts with _Py_DebugOffsets: check before trusting the table
             char cookie[8];
             uint64_t version = 0;
-            if (!read_memory(pid, rt.runtime_addr, cookie, 8) || memcmp(cookie, "xdebugpy", 8) != 0 ||
-                !read_memory(pid, rt.runtime_addr + 8, &version, 8) || ((version >> 16) & 0xffff) != (0x0300u | minor)) {
+            if (!read_process_memory(pid, rt.runtime_addr, cookie, 8) || memcmp(cookie, "xdebugpy", 8) != 0 ||
+                !read_process_memory(pid, rt.runtime_addr + 8, &version, 8) || ((version >> 16) & 0xffff) != (0x0300u | minor)) {
                 out.unsupported = "CPython " + rt.version() + "'s debug offsets do not match";
                 return out;
             }
