@@ -48,6 +48,15 @@ static __always_inline void gt_count(__u32 index)
 		*value += 1;
 }
 
+/* Ring buffer space for one event of class `cls`; a failure is counted as a loss of that class. */
+static __always_inline void *gt_reserve(__u64 size, __u32 cls)
+{
+	void *e = bpf_ringbuf_reserve(&events, size, 0);
+	if (!e)
+		gt_count(cls);
+	return e;
+}
+
 static __always_inline bool gt_is_tracked(__u32 tgid)
 {
 	return bpf_map_lookup_elem(&tracked, &tgid) != NULL;

@@ -80,11 +80,9 @@ int cuda_api_enter(struct pt_regs *ctx)
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 	struct gt_py_layout *layout = py_stack_every ? bpf_map_lookup_elem(&py_layouts, &tgid) : NULL;
 	if (layout && (tc->py_calls++ % py_stack_every) == 0) {
-		struct gt_py_stack_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-		if (!e) {
-			gt_count(GT_EV_PYSTACK);
+		struct gt_py_stack_event *e = gt_reserve(sizeof(*e), GT_EV_PYSTACK);
+		if (!e)
 			return 0;
-		}
 		e->cls = GT_EV_PYSTACK;
 		e->pid = tgid;
 		e->tid = (__u32)bpf_get_current_pid_tgid();
@@ -98,11 +96,9 @@ int cuda_api_enter(struct pt_regs *ctx)
 static __always_inline void emit_func_name(struct call_entry *entry, __u32 pid, __u32 api,
 					   __u32 caps, __u64 handle)
 {
-	struct gt_func_name_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e) {
-		gt_count(GT_EV_FUNC_NAME);
+	struct gt_func_name_event *e = gt_reserve(sizeof(*e), GT_EV_FUNC_NAME);
+	if (!e)
 		return;
-	}
 	e->cls = GT_EV_FUNC_NAME;
 	e->api = api;
 	e->pid = pid;
@@ -146,11 +142,9 @@ int cuda_api_exit(struct pt_regs *ctx)
 	    ret == 0)
 		emit_func_name(entry, pid_tgid >> 32, api, caps, out_value);
 
-	struct gt_api_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e) {
-		gt_count(GT_EV_API);
+	struct gt_api_event *e = gt_reserve(sizeof(*e), GT_EV_API);
+	if (!e)
 		return 0;
-	}
 	e->cls = GT_EV_API;
 	e->api = api;
 	e->caps = caps;

@@ -9,11 +9,9 @@
 static __always_inline void emit_proc(__u8 kind, __u32 pid, __u32 ppid, int exit_code,
 				      struct task_struct *task)
 {
-	struct gt_proc_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e) {
-		gt_count(GT_EV_PROC);
+	struct gt_proc_event *e = gt_reserve(sizeof(*e), GT_EV_PROC);
+	if (!e)
 		return;
-	}
 	e->cls = GT_EV_PROC;
 	e->kind = kind;
 	e->pid = pid;
@@ -76,11 +74,9 @@ int on_mmap(struct trace_event_raw_sys_enter *ctx)
 	long fd = (long)ctx->args[4];
 	if (!(prot & PROT_EXEC) || fd < 0 || !gt_is_tracked(tgid))
 		return 0;
-	struct gt_mmap_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e) {
-		gt_count(GT_EV_MMAP);
+	struct gt_mmap_event *e = gt_reserve(sizeof(*e), GT_EV_MMAP);
+	if (!e)
 		return 0;
-	}
 	e->cls = GT_EV_MMAP;
 	e->pid = tgid;
 	e->ts_ns = bpf_ktime_get_ns();

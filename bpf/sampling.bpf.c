@@ -12,11 +12,9 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	__u32 tgid = pid_tgid >> 32;
 	if (!tgid || !gt_is_tracked(tgid))
 		return 0;
-	struct gt_sample_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e) {
-		gt_count(GT_EV_SAMPLE);
+	struct gt_sample_event *e = gt_reserve(sizeof(*e), GT_EV_SAMPLE);
+	if (!e)
 		return 0;
-	}
 	e->cls = GT_EV_SAMPLE;
 	e->pid = tgid;
 	e->tid = (__u32)pid_tgid;

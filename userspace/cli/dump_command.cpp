@@ -15,7 +15,7 @@
 
 namespace gtrace {
 
-Result<void> run_dump(int pid, const volatile int* stop_requested) {
+Result<void> run_dump(int pid, const std::atomic<int>& stop) {
     if (auto r = check_target(pid); !r) return r.error();
     if (auto r = check_ptrace_privileges(); !r) return r.error();
 
@@ -31,14 +31,14 @@ Result<void> run_dump(int pid, const volatile int* stop_requested) {
     PythonFrames python_frames;
     std::vector<DumpedThread> threads;
     for (const auto& [p, info] : model.processes()) {
-        if (*stop_requested) break;
+        if (stop.load()) break;
         std::vector<Mapping> maps = read_maps(static_cast<int>(p));
         PythonDetection python = detect_python(static_cast<int>(p), maps);
         if (python.runtime) python_frames.set_runtime(p, *python.runtime);
         addresses.set_maps(p, maps);
         std::string owner = info.ranks.rank ? fmt::format("rank {}{}", *info.ranks.rank, info.forked_from ? " worker" : "")
                                             : fmt::format("pid {} ({})", p, short_command(info.cmdline, 40));
-        for (const ThreadStack& ts : read_thread_stacks(static_cast<int>(p), python.runtime, stop_requested)) {
+        for (const ThreadStack& ts : read_thread_stacks(static_cast<int>(p), python.runtime, stop)) {
             DumpedThread t;
             t.owner = owner;
             t.pid = p;
@@ -60,7 +60,7 @@ Result<void> run_dump(int pid, const volatile int* stop_requested) {
     std::strftime(stamp, sizeof stamp, "%Y-%m-%d %H:%M:%S", std::localtime(&now));
     std::string heading = fmt::format("gtrace dump of PID {} and its children: {} processes, {} threads ({}){}", pid,
                                       model.processes().size(), threads.size(), stamp,
-                                      *stop_requested ? " — interrupted, partial" : "");
+                                      stop.load() ? " — interrupted, partial" : "");
     fmt::print("{}", format_dump(heading, threads));
     return {};
 }

@@ -1,11 +1,13 @@
 // `gtrace dump --pid PID`: the Python and native stack of every thread of every process in the
 // tree, once, grouped across ranks — what a hung distributed job needs.
 #pragma once
+#include <atomic>
+
 #include "cli/result.h"
 
 namespace gtrace {
 
-// Writes the dump to stdout. `stop_requested` is set by the CLI's SIGINT/SIGTERM handler.
-Result<void> run_dump(int pid, const volatile int* stop_requested);
+// Writes the dump to stdout. `stop` is set by the CLI's SIGINT/SIGTERM handler.
+Result<void> run_dump(int pid, const std::atomic<int>& stop);
 
 } // namespace gtrace

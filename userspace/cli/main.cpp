@@ -44,12 +44,7 @@ void or_fail(Result<void> r) {
     if (!r) fail(r.error());
 }
 
-volatile int* g_dump_stop = nullptr;
-
-void on_stop_signal(int sig) {
-    g_stop_signal.store(sig);
-    if (g_dump_stop) *g_dump_stop = 1;
-}
+void on_stop_signal(int sig) { g_stop_signal.store(sig); }
 
 void install_signal_handlers() {
     struct sigaction sa {};
@@ -144,9 +139,7 @@ int run_dump_command(const std::vector<std::string>& args) {
     }
     if (!vm.count("pid")) fail(make_error(ExitCode::Usage, "missing --pid: give the PID of the job to dump (e.g. torchrun's)"));
     install_signal_handlers();
-    static volatile int stop = 0;
-    g_dump_stop = &stop;
-    or_fail(run_dump(vm["pid"].as<int>(), &stop));
+    or_fail(run_dump(vm["pid"].as<int>(), g_stop_signal));
     return 0;
 }
 

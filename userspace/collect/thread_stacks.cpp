@@ -117,10 +117,10 @@ ThreadStack read_one(int pid, int tid, const std::optional<PythonRuntime>& pytho
 } // namespace
 
 std::vector<ThreadStack> read_thread_stacks(int pid, const std::optional<PythonRuntime>& python,
-                                            const volatile int* stop_requested) {
+                                            const std::atomic<int>& stop) {
     std::vector<ThreadStack> out;
     for (int tid : list_threads(pid)) {
-        if (stop_requested && *stop_requested) break;
+        if (stop.load()) break;
         out.push_back(read_one(pid, tid, python));
     }
     return out;

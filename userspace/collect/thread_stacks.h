@@ -4,6 +4,7 @@
 // Threads are never left stopped: a thread is detached before the next one is touched, and
 // the kernel releases a seized thread by itself if gtrace dies.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -24,8 +25,8 @@ struct ThreadStack {
 };
 
 // Reads every thread of pid. `python` is the process's interpreter layout, if any.
-// `stop_requested` is polled between threads (Ctrl-C ends the dump cleanly).
+// `stop` is polled between threads: non-zero (a signal number) ends the dump cleanly.
 std::vector<ThreadStack> read_thread_stacks(int pid, const std::optional<PythonRuntime>& python,
-                                            const volatile int* stop_requested);
+                                            const std::atomic<int>& stop);
 
 } // namespace gtrace
