@@ -99,7 +99,9 @@ Result<void> Capture::track_tree(uint64_t root_start_ticks) {
 Result<void> Capture::scan(int pid) {
     std::vector<Mapping> maps = read_maps(pid);
     // The interpreter first: the probes' first calls then already carry Python stacks.
-    if (options_.py_stack_every && !python_frames_.has_runtime(static_cast<uint32_t>(pid))) detect_python(pid, maps);
+    if (options_.py_stack_every && !python_frames_.has_runtime(static_cast<uint32_t>(pid)) &&
+        !python_unsupported_.contains(static_cast<uint32_t>(pid)))
+        detect_python(pid, maps);
     auto added = probes_->scan_maps(pid, maps);
     addresses_.set_maps(static_cast<uint32_t>(pid), std::move(maps));
     if (!added) return added.error();
@@ -118,7 +120,7 @@ void Capture::detect_python(int pid, const std::vector<Mapping>& maps) {
             return;
         }
         python_frames_.set_runtime(static_cast<uint32_t>(pid), *d.runtime);
-    } else if (!d.unsupported.empty() && python_warned_.insert(static_cast<uint32_t>(pid)).second && !options_.quiet) {
+    } else if (!d.unsupported.empty() && python_unsupported_.insert(static_cast<uint32_t>(pid)).second && !options_.quiet) {
         fmt::print(stderr, "gtrace: warning: pid {}: {}; its CUDA calls are traced without Python frames\n", pid,
                    d.unsupported);
     }
@@ -126,6 +128,7 @@ void Capture::detect_python(int pid, const std::vector<Mapping>& maps) {
 
 void Capture::forget_python(uint32_t pid) {
     python_frames_.forget_process(pid);
+    python_unsupported_.erase(pid);
     bpf_->clear_python_layout(pid);
 }
 

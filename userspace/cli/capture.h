@@ -80,7 +80,7 @@ private:
         bool truncated = false;
     };
     std::map<std::pair<uint32_t, uint64_t>, PendingStack> pending_stacks_;
-    std::set<uint32_t> python_warned_;
+    std::set<uint32_t> python_unsupported_; // warned once, not examined again until exec
     SampleTracks samples_{writer_, options_.sample_hz};
     std::map<std::pair<uint32_t, uint32_t>, std::string> sample_track_names_;
     TraceModel model_;

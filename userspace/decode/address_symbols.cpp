@@ -52,6 +52,7 @@ std::string AddressSymbols::name_at(uint32_t pid, uint64_t addr) {
 void AddressSymbols::set_maps(uint32_t pid, std::vector<Mapping> maps) {
     if (maps.empty()) return;
     ProcessState& ps = processes_[pid];
+    if (ps.maps == maps) return; // the periodic rescan usually finds nothing new: keep the names
     ps.maps = std::move(maps);
     ps.names.clear(); // an address may now belong to another object
 }

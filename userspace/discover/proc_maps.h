@@ -13,6 +13,7 @@ struct Mapping {
     uint64_t inode = 0;
     std::string path;
     bool is_file() const { return inode != 0 && !path.empty() && path[0] == '/'; }
+    bool operator==(const Mapping&) const = default;
 };
 
 std::vector<Mapping> read_maps(int pid);
