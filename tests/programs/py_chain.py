@@ -15,6 +15,8 @@ import sys
 import threading
 import time
 
+import markers
+
 cudart = ctypes.CDLL(sys.argv[1])
 go_file = sys.argv[2]
 # GTRACE_TEST_THREADS: how many Python threads besides the main one run the chain at once.
@@ -28,11 +30,7 @@ def name(cls, fn):
 
 
 def line_of(marker):
-    with open(HERE) as f:
-        for i, text in enumerate(f, 1):
-            if text.rstrip().endswith("# " + marker):
-                return i
-    raise SystemExit(f"marker {marker} not found")
+    return markers.line_of(HERE, marker)
 
 
 class Model:

@@ -11,16 +11,15 @@ import os
 import sys
 import time
 
+import markers
+
 cudart = ctypes.CDLL(sys.argv[1])
 HERE = os.path.abspath(__file__)
 QUAL = sys.version_info >= (3, 11)
 
 
 def line_of(marker):
-    with open(HERE) as f:
-        for i, text in enumerate(f, 1):
-            if text.rstrip().endswith("# " + marker):
-                return i
+    return markers.line_of(HERE, marker)
 
 
 def at(fn, marker):
