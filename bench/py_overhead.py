@@ -56,6 +56,8 @@ def gtrace(build, *args):
         t = subprocess.Popen([os.path.join(build, "gtrace"), "attach", "--pid", str(pid), "-q", "-o",
                               os.path.join(tmp, "t.json"), *args])
         time.sleep(2.5)
+        if t.poll() is not None:
+            sys.exit(f"gtrace {' '.join(args)} exited with {t.returncode} before the measurement; fix that first")
         return t
     return start
 
@@ -92,9 +94,17 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("build")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--only", choices=["stack", "sampling"], help="run one of the two comparisons")
     args = ap.parse_args()
-    py = "/usr/bin/python3.11"
     subprocess.run(["sysctl", "-q", "kernel.bpf_stats_enabled=1"], check=True)
+    if args.only != "sampling":
+        stack_comparison(args)
+    if args.only != "stack":
+        sampling_comparison(args)
+
+
+def stack_comparison(args):
+    py = "/usr/bin/python3.11"
     med = compare("1. Python stack per CUDA call (~50 frames)", {
         "no gtrace": None,
         "gtrace --py-stacks off": gtrace(args.build, "--py-stacks", "off", "--sample-hz", "0"),
@@ -103,6 +113,8 @@ def main():
         "cuda_api_enter")
     print(f"  => stack walk adds {(med['gtrace --py-stacks all'] - med['gtrace --py-stacks off']) / 1000:.2f} us per call")
 
+
+def sampling_comparison(args):
     py310 = sorted(glob.glob("/root/.pyenv/versions/3.10*/bin/python3.10"))
     if not py310:
         sys.exit("sampling comparison needs pyenv's CPython 3.10 (austin 1.0.1 cannot read 3.11)")
