@@ -5,6 +5,7 @@
 #include "common.bpf.h"
 #include "pystack.bpf.h"
 #include "gtrace/cuda_api.h"
+#include "gtrace/agent.h"
 
 /* Record the Python stack at every Nth call of a thread (0: never). */
 const volatile __u32 py_stack_every = 1;
@@ -13,6 +14,7 @@ const volatile __u32 py_stack_every = 1;
 
 struct call_entry {
 	__u64 enter_ns;
+	__u64 slot_before; /* the thread's agent correlation slot at entry */
 	__u32 api;
 	__u32 pad;
 	__u64 args[GT_REG_ARGS];
@@ -35,6 +37,26 @@ struct {
 	__type(key, int);
 	__type(value, struct thread_calls);
 } calls SEC(".maps");
+
+/* Per process with an active agent: the address of its gtrace_agent_slots array. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, GT_MAX_TRACKED);
+	__type(key, __u32);
+	__type(value, __u64);
+} agent_slots SEC(".maps");
+
+/* The agent's CUPTI callback stores [tid << 32 | correlation id] in the thread's slot when a
+ * GPU-work API is entered, inside the call. A slot that changed between entry and return holds
+ * this call's correlation id: the exact CPU↔GPU join. */
+static __always_inline __u64 agent_slot(__u32 tgid, __u32 tid)
+{
+	__u64 *base = bpf_map_lookup_elem(&agent_slots, &tgid);
+	__u64 v = 0;
+	if (base)
+		bpf_probe_read_user(&v, sizeof(v), (void *)(*base + (tid % GT_AGENT_SLOTS) * 8));
+	return v;
+}
 
 SEC("uprobe")
 int cuda_api_enter(struct pt_regs *ctx)
@@ -78,6 +100,7 @@ int cuda_api_enter(struct pt_regs *ctx)
 	tc->depth = depth + 1;
 
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	entry->slot_before = agent_slot(tgid, (__u32)bpf_get_current_pid_tgid());
 	struct gt_py_layout *layout = py_stack_every ? bpf_map_lookup_elem(&py_layouts, &tgid) : NULL;
 	if (layout && (tc->py_calls++ % py_stack_every) == 0) {
 		struct gt_py_stack_event *e = gt_reserve(sizeof(*e), GT_EV_PYSTACK);
@@ -157,6 +180,8 @@ int cuda_api_exit(struct pt_regs *ctx)
 	__builtin_memcpy(e->stack_args, entry->stack_args, sizeof(e->stack_args));
 	__builtin_memcpy(e->config, entry->config, sizeof(e->config));
 	e->out_value = out_value;
+	__u64 slot = agent_slot(e->pid, e->tid);
+	e->correlation = (slot != entry->slot_before && (slot >> 32) == e->tid) ? (__u32)slot : 0;
 	/* The thread's name rides on its first event only: userspace keeps it. */
 	if (!tc->comm_sent) {
 		bpf_get_current_comm(e->comm, sizeof(e->comm));

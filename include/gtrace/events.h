@@ -40,7 +40,7 @@ struct gt_api_event {
 	unsigned short caps;
 	unsigned int pid; /* tgid */
 	unsigned int tid;
-	unsigned int pad;
+	unsigned int correlation; /* CUPTI correlation id when the process's agent is active, else 0 */
 	unsigned long long enter_ns; /* CLOCK_MONOTONIC */
 	unsigned long long exit_ns;
 	long long ret;

@@ -171,6 +171,14 @@ Result<void> BpfSession::set_python_layout(uint32_t pid, const gt_py_layout& lay
 
 void BpfSession::clear_python_layout(uint32_t pid) { bpf_map__delete_elem(cuda_->maps.py_layouts, &pid, sizeof(pid), 0); }
 
+Result<void> BpfSession::set_agent_slots(uint32_t pid, uint64_t address) {
+    if (bpf_map__update_elem(cuda_->maps.agent_slots, &pid, sizeof(pid), &address, sizeof(address), BPF_ANY))
+        return make_error(ExitCode::Internal, "cannot record the agent of pid " + std::to_string(pid) + ": " + strerror(errno));
+    return {};
+}
+
+void BpfSession::clear_agent_slots(uint32_t pid) { bpf_map__delete_elem(cuda_->maps.agent_slots, &pid, sizeof(pid), 0); }
+
 int BpfSession::ring_buffer_fd() const { return bpf_map__fd(proc_->maps.events); }
 
 std::array<uint64_t, GT_CNT_COUNT> BpfSession::read_counters() const {

@@ -51,6 +51,7 @@ Result<std::unique_ptr<Capture>> Capture::attach(const CaptureOptions& options) 
     auto reader = RingReader::open(c->bpf_->ring_buffer_fd(), *c);
     if (!reader) return reader.error();
     c->reader_.emplace(std::move(*reader));
+    if (auto r = c->start_gpu(); !r) return r.error();
 
     if (auto r = c->track_tree(*start_ticks); !r) return r.error();
     return c;
@@ -103,8 +104,9 @@ Result<void> Capture::scan(int pid) {
         !python_unsupported_.contains(static_cast<uint32_t>(pid)))
         detect_python(pid, maps);
     auto added = probes_->scan_maps(pid, maps);
-    addresses_.set_maps(static_cast<uint32_t>(pid), std::move(maps));
     if (!added) return added.error();
+    inject_if_cuda(pid, maps);
+    addresses_.set_maps(static_cast<uint32_t>(pid), std::move(maps));
     if (waiting_for_cuda_ && probes_->any_mapped()) {
         waiting_for_cuda_ = false;
         if (!options_.quiet) fmt::print(stderr, "\ngtrace: CUDA loaded in pid {}; tracing its calls\n", pid);
@@ -184,6 +186,7 @@ void Capture::on_api(const gt_api_event& e) {
     if (call.launch) call.kernel = kernel_names_.name_of(call);
     model_.record_call(call);
     writer_.write_call(call);
+    if (agents_) join_.add_call(call);
 }
 
 void Capture::on_func_name(const gt_func_name_event& e) { kernel_names_.on_func_name(e); }
@@ -258,6 +261,7 @@ Result<CaptureResult> Capture::run() {
     auto last_full_rescan = started_;
     while (reason.empty()) {
         reader_->poll(kPollMs);
+        if (agents_) agents_->poll(*this);
         if (deferred_error_) return *deferred_error_;
         rescan_pending();
         double elapsed = seconds_since(started_);
@@ -278,12 +282,16 @@ Result<CaptureResult> Capture::run() {
     }
     if (live_status) fmt::print(stderr, "\r\033[K");
     reader_->drain();
+    finish_gpu();
+    reader_->drain();
     model_.counters = bpf_->read_counters();
     double elapsed = seconds_since(started_);
     samples_.finish();
     if (!options_.folded.empty())
         if (auto r = samples_.write_folded(options_.folded, model_); !r) return r.error();
-    if (auto r = writer_.finish(model_, other_data(reason, elapsed), sample_track_names_); !r) return r.error();
+    auto extra_tracks = sample_track_names_;
+    extra_tracks.insert(gpu_tracks_.track_names().begin(), gpu_tracks_.track_names().end());
+    if (auto r = writer_.finish(model_, other_data(reason, elapsed), extra_tracks); !r) return r.error();
     CaptureResult result{reason, writer_.path(), model_.lost_events()};
     if (!options_.quiet) print_summary(result, elapsed);
     return result;
@@ -313,7 +321,8 @@ nlohmann::json Capture::other_data(const std::string& stop_reason, double elapse
             {"python_stacks_dropped_torn", python_frames_.torn_stacks()},
             {"counters", counters},
             {"calls", calls},
-            {"probed_objects", objects}};
+            {"probed_objects", objects},
+            {"gpu", gpu_facts()}};
 }
 
 void Capture::print_summary(const CaptureResult& r, double elapsed_s) const {
@@ -337,6 +346,7 @@ void Capture::print_summary(const CaptureResult& r, double elapsed_s) const {
         fmt::print(stderr, "  lost events: 0\n");
     if (options_.sample_hz) fmt::print(stderr, "  samples: {} at {} Hz{}\n", samples_.samples(), options_.sample_hz,
                                        options_.folded.empty() ? "" : fmt::format(", folded stacks in {}", options_.folded));
+    print_gpu_summary();
     if (uint64_t inflight = model_.counters[GT_CNT_RETURN_WITHOUT_ENTRY])
         fmt::print(stderr, "  calls already in flight at attach (not traced): {}\n", inflight);
     fmt::print(stderr, "  trace: {} — open it in Perfetto UI (ui.perfetto.dev) or chrome://tracing\n", r.output);

@@ -11,12 +11,15 @@
 #include "attach/bpf_session.h"
 #include "attach/cuda_probes.h"
 #include "cli/result.h"
+#include "collect/agent_channel.h"
 #include "collect/ring_reader.h"
 #include "decode/kernel_names.h"
 #include "decode/python_frames.h"
 #include "discover/python_runtime.h"
 #include "model/trace_model.h"
+#include "model/gpu_join.h"
 #include "output/chrome_trace.h"
+#include "output/gpu_tracks.h"
 #include "output/sample_tracks.h"
 
 namespace gtrace {
@@ -31,6 +34,9 @@ struct CaptureOptions {
     uint32_t py_stack_every = 1;
     uint32_t sample_hz = 100;
     std::string folded; // write folded stacks here when set
+    bool gpu = true;     // load the agent (CUPTI) into processes that use CUDA
+    bool launched = false; // gtrace record: agents arrive through CUDA_INJECTION64_PATH
+    std::string cupti;   // --cupti: libcupti path(s) to try first
 };
 
 struct CaptureResult {
@@ -42,10 +48,16 @@ struct CaptureResult {
 // Set by the CLI's SIGINT/SIGTERM handler; the capture loop stops at the next wakeup.
 extern std::atomic<int> g_stop_signal;
 
-class Capture final : public EventSink {
+class Capture final : public EventSink, public AgentSink {
 public:
     static Result<std::unique_ptr<Capture>> attach(const CaptureOptions& options);
     Result<CaptureResult> run();
+    // The config launched processes pass to their agent (GTRACE_AGENT_CONFIG).
+    std::string agent_config() const;
+    const std::string& agent_library_path() const { return agent_path_; }
+
+    void on_gpu_record(uint32_t pid, const gt_gpu_header& h, int64_t clock_offset_ns) override;
+    void on_agent_state(uint32_t pid, const gt_agent_ring& ring) override;
 
     void on_api(const gt_api_event& e) override;
     void on_func_name(const gt_func_name_event& e) override;
@@ -65,6 +77,12 @@ private:
     void print_status(double elapsed_s);
     nlohmann::json other_data(const std::string& stop_reason, double elapsed_s) const;
     void print_summary(const CaptureResult& r, double elapsed_s) const;
+    // GPU side (capture_gpu.cpp)
+    Result<void> start_gpu();
+    void inject_if_cuda(int pid, const std::vector<Mapping>& maps);
+    void finish_gpu();
+    nlohmann::json gpu_facts() const;
+    void print_gpu_summary() const;
 
     CaptureOptions options_;
     ChromeTraceWriter writer_;
@@ -83,6 +101,12 @@ private:
     std::set<uint32_t> python_unsupported_; // warned once, not examined again until exec
     SampleTracks samples_{writer_, options_.sample_hz};
     std::map<std::pair<uint32_t, uint32_t>, std::string> sample_track_names_;
+    std::optional<AgentChannel> agents_;
+    std::string agent_path_;
+    GpuTracks gpu_tracks_{writer_};
+    GpuJoin join_{[this](const CallRef& call, const GpuOp& op) { gpu_tracks_.write_flow(call, op); }};
+    std::map<uint32_t, int> injection_tries_; // pid -> attempts; -1 once loaded
+    std::map<uint32_t, std::string> gpu_warnings_;
     TraceModel model_;
     std::set<int> pending_scan_;
     bool waiting_for_cuda_ = false;

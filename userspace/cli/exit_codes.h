@@ -14,6 +14,7 @@ enum class ExitCode : int {
     KernelUnsupported = 7,  // no BTF, or BPF/uprobes refused by the kernel
     OutputUnwritable = 8,   // output directory missing or not writable
     OutputExists = 9,       // output file exists and --force was not given
+    CommandFailed = 10,     // gtrace record: the command could not be started
 };
 
 inline int to_int(ExitCode c) { return static_cast<int>(c); }
@@ -29,6 +30,7 @@ constexpr const char* kExitCodeHelp =
     "  6  missing privileges (run as root, or grant CAP_BPF and CAP_PERFMON)\n"
     "  7  the kernel lacks BTF or refused BPF/uprobes\n"
     "  8  output directory does not exist or is not writable\n"
-    "  9  output file exists (use --force to overwrite)\n";
+    "  9  output file exists (use --force to overwrite)\n"
+    "  10 gtrace record: the command could not be started (not found, not executable)\n";
 
 } // namespace gtrace

@@ -2,6 +2,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <iostream>
@@ -11,6 +12,7 @@
 
 #include "cli/capture.h"
 #include "cli/dump_command.h"
+#include "cli/record_command.h"
 #include "cli/exit_codes.h"
 #include "cli/preflight.h"
 
@@ -23,10 +25,12 @@ constexpr const char* kUsage =
     "gtrace — trace the CUDA calls of a running PyTorch/CUDA job, with no restart and no code change.\n\n"
     "Usage:\n"
     "  gtrace attach --pid PID [--duration SECONDS] [-o FILE] [--force] [-q] [options]\n"
+    "  gtrace record [options] -- COMMAND [ARGS...]\n"
     "  gtrace dump --pid PID\n"
     "  gtrace <command> --help\n\n"
     "Commands:\n"
     "  attach   attach to a running process tree (e.g. torchrun and its ranks) and write a trace\n"
+    "  record   start a command with the GPU agent loaded from its start, and trace it like attach\n"
     "  dump     print the Python and native stack of every thread in the tree once, grouped across ranks\n\n";
 
 [[noreturn]] void fail(const Error& e) {
@@ -81,8 +85,37 @@ po::options_description attach_options() {
          "Python stack of each CUDA call: all, N (every Nth call of a thread), or off")
         ("sample-hz", po::value<std::string>()->default_value("100"),
          "timer samples per second of the tree's on-CPU threads, with Python and native stacks; 0: off")
-        ("folded", po::value<std::string>(), "also write the samples as folded stacks per rank (flamegraph.pl, speedscope)");
+        ("folded", po::value<std::string>(), "also write the samples as folded stacks per rank (flamegraph.pl, speedscope)")
+        ("no-gpu", "CPU side only: do not load the CUPTI agent into the processes")
+        ("cupti", po::value<std::string>(), "libcupti to use (colon-separated paths tried first); default: the one matching "
+                                            "each process's libcudart");
     return o;
+}
+
+// Options common to attach and record; --pid is attach's own.
+void read_capture_options(const po::variables_map& vm, CaptureOptions& options) {
+    if (vm.count("duration")) options.duration_s = or_fail(parse_duration(vm["duration"].as<std::string>(), "--duration"));
+    options.ring_buffer_bytes = or_fail(parse_size_mib(vm["buffer-size"].as<std::string>(), "--buffer-size"));
+    options.py_stack_every = or_fail(parse_py_stacks(vm["py-stacks"].as<std::string>()));
+    options.sample_hz = or_fail(parse_rate(vm["sample-hz"].as<std::string>(), "--sample-hz"));
+    if (vm.count("folded")) {
+        options.folded = vm["folded"].as<std::string>();
+        if (!options.sample_hz) fail(make_error(ExitCode::Usage, "--folded needs sampling; drop --sample-hz 0"));
+    }
+    options.force = vm.count("force") > 0;
+    options.quiet = vm.count("quiet") > 0;
+    options.gpu = vm.count("no-gpu") == 0;
+    if (vm.count("cupti")) {
+        options.cupti = vm["cupti"].as<std::string>();
+        if (!options.gpu) fail(make_error(ExitCode::Usage, "--cupti and --no-gpu contradict each other; drop one"));
+        for (size_t p = 0; p <= options.cupti.size();) {
+            size_t colon = std::min(options.cupti.find(':', p), options.cupti.size());
+            std::string path = options.cupti.substr(p, colon - p);
+            if (!path.empty() && access(path.c_str(), R_OK) != 0)
+                fail(make_error(ExitCode::Usage, fmt::format("--cupti {}: no such readable file; give the path of a libcupti.so", path)));
+            p = colon + 1;
+        }
+    }
 }
 
 int run_attach(const std::vector<std::string>& args) {
@@ -102,17 +135,8 @@ int run_attach(const std::vector<std::string>& args) {
     if (!vm.count("pid")) fail(make_error(ExitCode::Usage, "missing --pid: give the PID of the job to trace (e.g. torchrun's)"));
     CaptureOptions options;
     options.pid = vm["pid"].as<int>();
-    if (vm.count("duration")) options.duration_s = or_fail(parse_duration(vm["duration"].as<std::string>(), "--duration"));
-    options.ring_buffer_bytes = or_fail(parse_size_mib(vm["buffer-size"].as<std::string>(), "--buffer-size"));
-    options.py_stack_every = or_fail(parse_py_stacks(vm["py-stacks"].as<std::string>()));
-    options.sample_hz = or_fail(parse_rate(vm["sample-hz"].as<std::string>(), "--sample-hz"));
-    if (vm.count("folded")) {
-        options.folded = vm["folded"].as<std::string>();
-        if (!options.sample_hz) fail(make_error(ExitCode::Usage, "--folded needs sampling; drop --sample-hz 0"));
-    }
+    read_capture_options(vm, options);
     options.output = vm.count("output") ? vm["output"].as<std::string>() : default_output(options.pid);
-    options.force = vm.count("force") > 0;
-    options.quiet = vm.count("quiet") > 0;
 
     install_signal_handlers();
     auto capture = or_fail(Capture::attach(options));
@@ -121,6 +145,32 @@ int run_attach(const std::vector<std::string>& args) {
                    options.duration_s ? fmt::format(" for {:g} s", *options.duration_s) : " until Ctrl-C");
     or_fail(capture->run());
     return 0;
+}
+
+int run_record(std::vector<std::string> args) {
+    auto sep = std::find(args.begin(), args.end(), "--");
+    std::vector<std::string> command(sep == args.end() ? sep : sep + 1, args.end());
+    args.erase(sep, args.end());
+    auto desc = attach_options();
+    po::variables_map vm;
+    po::store(po::command_line_parser(args).options(desc).run(), vm);
+    po::notify(vm);
+    if (vm.count("help")) {
+        std::cout << "Usage: gtrace record [options] -- COMMAND [ARGS...]\n\n"
+                  << "Starts COMMAND with the CUPTI agent loaded by CUDA itself (CUDA_INJECTION64_PATH) and traces\n"
+                  << "it and every process it starts exactly as attach does. Stops when they have all exited,\n"
+                  << "at --duration, or on Ctrl-C.\n\n"
+                  << desc << "\n" << kExitCodeHelp;
+        return 0;
+    }
+    if (vm.count("pid")) fail(make_error(ExitCode::Usage, "record starts its own command; use gtrace attach --pid for a running one"));
+    if (command.empty()) fail(make_error(ExitCode::Usage, "missing command: gtrace record [options] -- COMMAND [ARGS...]"));
+    CaptureOptions options;
+    read_capture_options(vm, options);
+    options.launched = true;
+    options.output = vm.count("output") ? vm["output"].as<std::string>() : default_output(0);
+    install_signal_handlers();
+    return or_fail(record_command(options, command));
 }
 
 int run_dump_command(const std::vector<std::string>& args) {
@@ -158,6 +208,7 @@ int main(int argc, char** argv) {
         args.erase(args.begin());
         if (command == "attach") return run_attach(args);
         if (command == "dump") return run_dump_command(args);
+        if (command == "record") return run_record(args);
         fail(make_error(ExitCode::Usage, fmt::format("unknown command '{}'; see gtrace --help", command)));
     } catch (const po::error& e) {
         fail(make_error(ExitCode::Usage, fmt::format("{}; see gtrace {} --help", e.what(), command_name)));

@@ -25,6 +25,7 @@ ApiCall decode_api_call(const gt_api_event& e) {
     c.start_ns = e.enter_ns;
     c.end_ns = e.exit_ns;
     c.ret = e.ret;
+    c.correlation = e.correlation;
     c.thread_name.assign(e.comm, strnlen(e.comm, sizeof e.comm));
     const auto* a = e.args;
     const auto* s = e.stack_args;

@@ -117,7 +117,7 @@ uint64_t TraceModel::lost_events() const {
     // A call whose entry could not be remembered is lost as surely as one the ring refused.
     uint64_t n = counters[GT_CNT_ENTRY_STATE_FULL];
     for (unsigned i = 0; i < GT_EV_CLASS_COUNT; ++i) n += counters[i];
-    return n;
+    return n + gpu_records_lost;
 }
 
 const char* counter_name(unsigned index) {

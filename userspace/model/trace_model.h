@@ -60,6 +60,7 @@ public:
 
     // Losses and the other BPF counters (enum gt_counter), plus records the agent would drop.
     std::array<uint64_t, GT_CNT_COUNT> counters{};
+    uint64_t gpu_records_lost = 0; // dropped by the agents (their ring full, CUPTI out of buffers)
     uint64_t lost_events() const;
 
 private:

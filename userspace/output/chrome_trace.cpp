@@ -99,6 +99,7 @@ void ChromeTraceWriter::write_call(const ApiCall& c) {
     buf_ += ",\"dur\":";
     append_ts_us(buf_, c.end_ns >= c.start_ns ? c.end_ns - c.start_ns : 0);
     fmt::format_to(out, ",\"args\":{{\"ret\":{}", c.ret);
+    if (c.correlation) fmt::format_to(out, ",\"correlation\":{}", c.correlation);
     if (c.launch) {
         const LaunchArgs& l = *c.launch;
         buf_ += ",\"kernel\":\"";
@@ -125,6 +126,13 @@ void ChromeTraceWriter::write_call(const ApiCall& c) {
         buf_ += ']';
     }
     buf_ += "}}";
+    fwrite(buf_.data(), 1, buf_.size(), out_);
+}
+
+void ChromeTraceWriter::write_event(std::string_view json) {
+    buf_.clear();
+    begin_event();
+    buf_ += json;
     fwrite(buf_.data(), 1, buf_.size(), out_);
 }
 

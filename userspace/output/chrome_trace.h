@@ -25,6 +25,7 @@ public:
     ~ChromeTraceWriter(); // an unfinished writer removes its temporary file
 
     void write_call(const ApiCall& call);
+    void write_event(std::string_view json); // one complete event object
     void write_slice(const std::string& name, const char* category, uint32_t pid, uint32_t tid, uint64_t start_ns,
                      uint64_t dur_ns);
     // `extra_threads` names tracks that are not threads of their own (sample tracks).

@@ -1,0 +1,135 @@
+/* The channel between the agent inside a traced process (libgtrace_agent.so, CUPTI side) and
+ * gtrace: a shared-memory file per process holding this header and a single-producer ring of
+ * variable-size GPU records. Fixed-size fields only; both sides are x86-64. */
+#ifndef GTRACE_AGENT_H
+#define GTRACE_AGENT_H
+
+#define GT_AGENT_MAGIC 0x31524147u /* "GAR1" */
+#define GT_AGENT_VERSION 1u
+#define GT_AGENT_DATA_OFFSET 4096u           /* records start one page after the header */
+#define GT_AGENT_DEFAULT_RING (8u << 20)     /* bytes of records, a power of two */
+#define GT_AGENT_NAME_MAX 1024u              /* kernel names longer than this are cut */
+#define GT_AGENT_SLOTS 4096u             /* correlation slots, indexed by tid % GT_AGENT_SLOTS */
+#define GT_AGENT_SLOTS_SYMBOL "gtrace_agent_slots"
+#define GT_AGENT_ENV_CONFIG "GTRACE_AGENT_CONFIG" /* launch mode: the config string */
+
+#ifndef __bpf__ /* BPF reads only the correlation slots: the constants above */
+#include <stdint.h>
+
+/* What the agent is doing, written by the agent. */
+enum gt_agent_state {
+	GT_AGENT_STARTING = 1, /* loading CUPTI */
+	GT_AGENT_ACTIVE = 2,   /* CUPTI enabled, records flowing */
+	GT_AGENT_FAILED = 3,   /* could not start: see message; the process keeps its CPU trace */
+	GT_AGENT_DETACHED = 4, /* flushed, CUPTI disabled and finalized, ring complete */
+};
+
+/* What gtrace asks, written by gtrace. */
+enum gt_agent_control {
+	GT_AGENT_RUN = 0,
+	GT_AGENT_DETACH = 1, /* flush, disable CUPTI, finalize, set DETACHED */
+};
+
+enum gt_agent_flags {
+	GT_AGENT_CALLBACKS = 1 << 0,   /* the CUPTI callback API is ours: correlation ids reach BPF */
+	GT_AGENT_LATE_ATTACH = 1 << 1, /* started in a process whose CUDA was already initialized */
+};
+
+struct gt_agent_ring {
+	uint32_t magic;
+	uint32_t version;
+	uint32_t pid;
+	volatile uint32_t state;   /* enum gt_agent_state */
+	volatile uint32_t control; /* enum gt_agent_control */
+	volatile uint32_t flags;   /* enum gt_agent_flags */
+	uint64_t data_bytes;       /* ring capacity, a power of two */
+	uint64_t head;             /* bytes produced (agent; release store) */
+	uint64_t tail;             /* bytes consumed (gtrace; release store) */
+	uint64_t ring_dropped;     /* records the agent dropped because the ring was full */
+	uint64_t cupti_dropped;    /* records CUPTI dropped (cuptiActivityGetNumDroppedRecords) */
+	uint64_t buffers_refused;  /* CUPTI buffers refused to keep the agent's memory bounded */
+	int64_t clock_offset_ns;   /* CUPTI timestamp minus CLOCK_MONOTONIC, tightest of many reads */
+	uint64_t clock_error_ns;   /* half the width of the read window that gave the offset */
+	char cupti_path[256];      /* the libcupti in use */
+	char message[512];         /* the reason for FAILED, or a warning (callback API taken, ...) */
+};
+
+/* Every record starts with this; sizes are multiples of 8. */
+enum gt_gpu_record_type {
+	GT_GPU_KERNEL = 1,
+	GT_GPU_MEMCPY = 2,
+	GT_GPU_MEMSET = 3,
+	GT_GPU_SYNC = 4,
+	GT_GPU_MEMORY = 5, /* device memory allocated or freed */
+	GT_GPU_API = 6,    /* a CUPTI runtime/driver API record (joins when callbacks are not ours) */
+	GT_GPU_PAD = 0xffff, /* skip to the ring's end */
+};
+
+struct gt_gpu_header {
+	uint16_t type;
+	uint16_t size;
+	uint32_t correlation; /* CUPTI correlation id of the API call that caused it */
+};
+
+/* Kernel, copy and set records share their first fields. Times are CUPTI timestamps. */
+struct gt_gpu_op {
+	struct gt_gpu_header h;
+	uint64_t start;
+	uint64_t end;
+	uint32_t device;
+	uint32_t context;
+	uint32_t stream;
+	uint32_t pad;
+};
+
+struct gt_gpu_kernel {
+	struct gt_gpu_op op;
+	int32_t grid[3];
+	int32_t block[3];
+	uint32_t registers;
+	uint32_t static_shared;
+	uint32_t dynamic_shared;
+	uint16_t name_len;
+	uint16_t graph; /* nonzero when launched by a CUDA graph */
+	char name[];    /* name_len bytes, not terminated */
+};
+
+struct gt_gpu_copy { /* GT_GPU_MEMCPY and GT_GPU_MEMSET */
+	struct gt_gpu_op op;
+	uint64_t bytes;
+	uint8_t copy_kind; /* CUpti_ActivityMemcpyKind (memcpy) */
+	uint8_t src_kind;  /* CUpti_ActivityMemoryKind */
+	uint8_t dst_kind;
+	uint8_t pad[5];
+	uint32_t value; /* memset */
+	uint32_t pad2;
+};
+
+struct gt_gpu_sync {
+	struct gt_gpu_op op; /* device/context/stream of what was waited for */
+	uint32_t sync_type;  /* CUpti_ActivitySynchronizationType */
+	uint32_t pad;
+};
+
+struct gt_gpu_memory {
+	struct gt_gpu_header h;
+	uint64_t ts;
+	uint64_t address;
+	uint64_t bytes;
+	uint32_t device;
+	uint8_t freed; /* 0: allocated, 1: freed */
+	uint8_t pad[3];
+};
+
+struct gt_gpu_api {
+	struct gt_gpu_header h;
+	uint64_t start;
+	uint64_t end;
+	uint32_t tid;
+	uint32_t cbid;
+	uint8_t driver; /* 1: driver API, 0: runtime API */
+	uint8_t pad[7];
+};
+
+#endif /* __bpf__ */
+#endif

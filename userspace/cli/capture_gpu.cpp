@@ -1,0 +1,156 @@
+// The GPU side of a capture: loading the agent into processes that use CUDA (ptrace, or CUDA's
+// injection hook in launch mode), reading their rings, writing GPU tracks, and joining each GPU
+// record to its CPU call. Part of class Capture (capture.h).
+#include <limits.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "attach/agent_injector.h"
+#include "cli/capture.h"
+
+namespace gtrace {
+namespace {
+
+constexpr int kInjectPatienceMs = 300; // per try; the capture loop must keep draining BPF events
+constexpr int kMaxInjectTries = 10;    // one try per rescan (about a second apart)
+constexpr int kDetachTimeoutMs = 3000;
+
+std::string agent_library() {
+    if (const char* p = getenv("GTRACE_AGENT")) return p;
+    char exe[PATH_MAX] = {};
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    std::string dir = n > 0 ? std::string(exe, static_cast<size_t>(n)) : std::string(".");
+    dir = dir.substr(0, dir.rfind('/'));
+    for (const char* rel : {"/libgtrace_agent.so", "/../lib/gtrace/libgtrace_agent.so"})
+        if (access((dir + rel).c_str(), R_OK) == 0) return dir + rel;
+    return dir + "/libgtrace_agent.so";
+}
+
+} // namespace
+
+Result<void> Capture::start_gpu() {
+    if (!options_.gpu) return {};
+    agent_path_ = agent_library();
+    if (access(agent_path_.c_str(), R_OK) != 0)
+        return make_error(ExitCode::Internal, fmt::format("the agent library {} is missing; rebuild gtrace or pass --no-gpu", agent_path_));
+    auto channel = AgentChannel::create();
+    if (!channel) return channel.error();
+    agents_.emplace(std::move(*channel));
+    return {};
+}
+
+std::string Capture::agent_config() const { return agents_ ? agents_->config(options_.cupti) : std::string(); }
+
+void Capture::inject_if_cuda(int pid, const std::vector<Mapping>& maps) {
+    if (!agents_ || options_.launched) return;
+    uint32_t upid = static_cast<uint32_t>(pid);
+    int& tries = injection_tries_[upid];
+    if (tries < 0 || tries >= kMaxInjectTries || agents_->has_agent(upid)) return;
+    const ProcessInfo* p = model_.find(upid);
+    // A child forked after its parent initialized CUDA cannot use CUDA; CUPTI must stay out.
+    if (!p || p->forked_from) return;
+    bool uses_cuda = false;
+    for (const auto& m : maps)
+        if (m.executable && probes_->objects().contains({m.dev, m.inode}) && probes_->objects().at({m.dev, m.inode}).mapped)
+            uses_cuda = true;
+    if (!uses_cuda) return;
+    ++tries;
+    auto r = inject_agent(pid, agent_path_, agents_->config(options_.cupti), kInjectPatienceMs);
+    if (r) {
+        tries = -1;
+        return;
+    }
+    if (r.error().code == ExitCode::ProcessExited) {
+        tries = -1;
+        return;
+    }
+    if (tries >= kMaxInjectTries || r.error().message.find("no safe point") == std::string::npos) {
+        tries = kMaxInjectTries;
+        gpu_warnings_[upid] = r.error().message;
+        if (!options_.quiet)
+            fmt::print(stderr, "gtrace: warning: no GPU data from pid {}: {}; its CPU side is traced\n", pid, r.error().message);
+    }
+}
+
+void Capture::on_gpu_record(uint32_t pid, const gt_gpu_header& h, int64_t clock_offset_ns) {
+    if (h.type == GT_GPU_API) {
+        if (auto a = decode_gpu_api(pid, h, clock_offset_ns)) join_.add_api_record(*a);
+        return;
+    }
+    auto op = decode_gpu_op(pid, h, clock_offset_ns);
+    if (!op || op->kind == GpuOpKind::Sync) return; // waits are CPU-side facts: the API slices show them
+    gpu_tracks_.write_op(*op);
+    join_.add_op(*op);
+}
+
+void Capture::on_agent_state(uint32_t pid, const gt_agent_ring& ring) {
+    std::string message(ring.message, strnlen(ring.message, sizeof ring.message));
+    if (ring.state == GT_AGENT_ACTIVE) {
+        // Where this process's agent publishes correlation ids, for the BPF return probe.
+        struct stat st {};
+        std::vector<Mapping> maps = read_maps(static_cast<int>(pid));
+        for (const auto& m : maps)
+            if (stat(agent_path_.c_str(), &st) == 0 && m.inode == st.st_ino && m.dev == st.st_dev) {
+                if (uint64_t a = mapped_symbol_address(maps, m.path, GT_AGENT_SLOTS_SYMBOL))
+                    if (auto r = bpf_->set_agent_slots(pid, a); !r && !deferred_error_) deferred_error_ = r.error();
+                break;
+            }
+        if (!message.empty()) {
+            gpu_warnings_[pid] = message;
+            if (!options_.quiet) fmt::print(stderr, "gtrace: pid {}: {}\n", pid, message);
+        }
+    } else if (ring.state == GT_AGENT_FAILED) {
+        gpu_warnings_[pid] = message;
+        if (!options_.quiet) fmt::print(stderr, "gtrace: warning: no GPU data from pid {}: {}; its CPU side is traced\n", pid, message);
+    } else if (ring.state == GT_AGENT_DETACHED) {
+        bpf_->clear_agent_slots(pid);
+    }
+}
+
+void Capture::finish_gpu() {
+    if (!agents_) return;
+    agents_->detach_all(*this, kDetachTimeoutMs);
+    AgentTotals t = agents_->totals();
+    model_.gpu_records_lost = t.ring_dropped + t.cupti_dropped;
+}
+
+nlohmann::json Capture::gpu_facts() const {
+    if (!agents_) return {{"enabled", false}};
+    AgentTotals t = agents_->totals();
+    const JoinStats& j = join_.stats();
+    nlohmann::json warnings = nlohmann::json::object();
+    for (const auto& [pid, w] : gpu_warnings_) warnings[std::to_string(pid)] = w;
+    return {{"enabled", true},
+            {"agents", t.agents},
+            {"agents_active", t.active},
+            {"agents_failed", t.failed},
+            {"records", t.records},
+            {"gpu_ops", j.gpu_ops},
+            {"joined_to_call", j.joined},
+            {"joined_by_cupti_api_record", j.joined_by_api_record},
+            {"calls_with_correlation", j.calls_with_correlation},
+            {"lost_ring_full", t.ring_dropped},
+            {"lost_by_cupti", t.cupti_dropped},
+            {"cupti_buffers_refused", t.buffers_refused},
+            {"warnings", warnings}};
+}
+
+void Capture::print_gpu_summary() const {
+    if (!agents_) {
+        fmt::print(stderr, "  GPU: off (--no-gpu)\n");
+        return;
+    }
+    AgentTotals t = agents_->totals();
+    const JoinStats& j = join_.stats();
+    fmt::print(stderr, "  GPU: {} agents ({} active, {} failed), {} kernels/copies/sets, {} linked to their CPU call\n",
+               t.agents, t.active, t.failed, j.gpu_ops, j.joined);
+    if (t.ring_dropped || t.cupti_dropped)
+        fmt::print(stderr, "  WARNING: {} GPU records were LOST ({} agent ring full, {} by CUPTI)\n", t.ring_dropped + t.cupti_dropped,
+                   t.ring_dropped, t.cupti_dropped);
+}
+
+} // namespace gtrace

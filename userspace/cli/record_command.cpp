@@ -1,0 +1,101 @@
+#include "cli/record_command.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "gtrace/agent.h"
+
+namespace gtrace {
+namespace {
+
+// The child: waits until gtrace tracks it and sends the agent's settings, then execs. The
+// settings arrive as "AGENT_PATH\nCONFIG" (empty: GPU off); EOF without them: gtrace failed.
+[[noreturn]] void run_child(int settings_fd, int error_fd, const std::vector<std::string>& command) {
+    std::string settings;
+    char buf[4096];
+    ssize_t n;
+    while ((n = read(settings_fd, buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR))
+        if (n > 0) settings.append(buf, static_cast<size_t>(n));
+    close(settings_fd);
+    if (settings.empty()) _exit(127);
+    size_t nl = settings.find('\n');
+    if (nl != std::string::npos && nl > 0) {
+        setenv("CUDA_INJECTION64_PATH", settings.substr(0, nl).c_str(), 1);
+        setenv(GT_AGENT_ENV_CONFIG, settings.substr(nl + 1).c_str(), 1);
+    }
+    signal(SIGPIPE, SIG_DFL); // gtrace ignores it; the command must not inherit that
+    std::vector<char*> argv;
+    for (const auto& a : command) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execvp(argv[0], argv.data());
+    int err = errno;
+    (void)!write(error_fd, &err, sizeof err);
+    _exit(127);
+}
+
+} // namespace
+
+Result<int> record_command(CaptureOptions options, const std::vector<std::string>& command) {
+    int settings[2], errors[2];
+    if (pipe2(settings, O_CLOEXEC) != 0 || pipe2(errors, O_CLOEXEC) != 0)
+        return make_error(ExitCode::Internal, fmt::format("pipe: {}", strerror(errno)));
+    pid_t child = fork();
+    if (child < 0) return make_error(ExitCode::Internal, fmt::format("fork: {}", strerror(errno)));
+    if (child == 0) {
+        close(settings[1]);
+        close(errors[0]);
+        run_child(settings[0], errors[1], command);
+    }
+    close(settings[0]);
+    close(errors[1]);
+    auto reap = [&] {
+        int status = 0;
+        while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+        }
+        return status;
+    };
+
+    options.pid = child;
+    auto capture = Capture::attach(options);
+    if (!capture) {
+        close(settings[1]); // EOF: the child exits without running the command
+        close(errors[0]);
+        reap();
+        return capture.error();
+    }
+    std::string text = options.gpu ? (*capture)->agent_library_path() + "\n" + (*capture)->agent_config() : std::string("\n");
+    (void)!write(settings[1], text.data(), text.size());
+    close(settings[1]);
+    int exec_errno = 0;
+    ssize_t got;
+    while ((got = read(errors[0], &exec_errno, sizeof exec_errno)) < 0 && errno == EINTR) {
+    }
+    close(errors[0]);
+    if (got == sizeof exec_errno) {
+        reap();
+        return make_error(ExitCode::CommandFailed,
+                          fmt::format("cannot run {}: {}; check the command and its PATH", command[0], strerror(exec_errno)));
+    }
+    if (!options.quiet) fmt::print(stderr, "gtrace: recording {} (pid {}); writing {}\n", command[0], child, options.output);
+    auto result = (*capture)->run();
+    if (!result) {
+        kill(child, SIGTERM);
+        reap();
+        return result.error();
+    }
+    int status = reap();
+    if (!options.quiet) {
+        if (WIFEXITED(status)) fmt::print(stderr, "gtrace: {} exited with status {}\n", command[0], WEXITSTATUS(status));
+        else if (WIFSIGNALED(status)) fmt::print(stderr, "gtrace: {} was killed by signal {}\n", command[0], WTERMSIG(status));
+    }
+    return 0;
+}
+
+} // namespace gtrace

@@ -1,0 +1,242 @@
+// libgtrace_agent.so: loaded into a traced process by gtrace (ptrace: dlopen + gtrace_agent_start)
+// or by CUDA at initialization (CUDA_INJECTION64_PATH → InitializeInjection, launch mode).
+// It runs CUPTI and ships GPU records to gtrace through a shared-memory ring, and never blocks
+// the application: a control thread flushes, watches gtrace, and detaches on request — or
+// within a second of gtrace dying, after which the agent is dormant until the next start.
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+
+#include "collect/agent/cupti_session.h"
+#include "collect/agent_ring.h"
+
+namespace gtrace::agent {
+namespace {
+
+constexpr int kWatchMs = 200;        // how often the control thread wakes
+constexpr int kFlushEveryMs = 500;   // records reach gtrace within about this
+constexpr int kClockEveryMs = 5000;  // re-measure the clock offset
+
+struct Config {
+    std::string dir;
+    int owner = 0;
+    uint64_t ring_bytes = GT_AGENT_DEFAULT_RING;
+    SessionConfig session;
+};
+
+Config parse(const char* text) {
+    Config c;
+    std::string s = text ? text : "";
+    size_t pos = 0;
+    while (pos <= s.size()) {
+        size_t end = s.find(';', pos);
+        if (end == std::string::npos) end = s.size();
+        std::string item = s.substr(pos, end - pos);
+        pos = end + 1;
+        size_t eq = item.find('=');
+        if (eq == std::string::npos) continue;
+        std::string key = item.substr(0, eq), value = item.substr(eq + 1);
+        if (key == "dir") c.dir = value;
+        else if (key == "owner") c.owner = atoi(value.c_str());
+        else if (key == "ring") c.ring_bytes = strtoull(value.c_str(), nullptr, 10);
+        else if (key == "callbacks") c.session.callbacks = value != "0";
+        else if (key == "cupti") {
+            for (size_t p = 0; p <= value.size();) {
+                size_t colon = value.find(':', p);
+                if (colon == std::string::npos) colon = value.size();
+                if (colon > p) c.session.cupti_candidates.push_back(value.substr(p, colon - p));
+                p = colon + 1;
+            }
+        }
+    }
+    if (c.ring_bytes < 65536 || (c.ring_bytes & (c.ring_bytes - 1))) c.ring_bytes = GT_AGENT_DEFAULT_RING;
+    return c;
+}
+
+struct Agent {
+    std::mutex mutex;
+    bool running = false; // a control thread is alive
+    pthread_t thread{};
+    Config config;
+    gt_agent_ring* ring = nullptr;
+    size_t ring_size = 0;
+    std::string ring_path;
+    int owner_fd = -1; // pidfd of gtrace: readable once gtrace has exited
+};
+
+Agent g_agent;
+
+gt_agent_ring* create_ring(const Config& c, std::string* path) {
+    *path = c.dir + "/agent-" + std::to_string(getpid()) + ".ring";
+    std::string temp = *path + ".new";
+    int fd = open(temp.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) return nullptr;
+    size_t size = agent_ring_file_size(c.ring_bytes);
+    void* p = MAP_FAILED;
+    if (ftruncate(fd, static_cast<off_t>(size)) == 0) p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (p == MAP_FAILED) {
+        unlink(temp.c_str());
+        return nullptr;
+    }
+    auto* r = static_cast<gt_agent_ring*>(p);
+    r->magic = GT_AGENT_MAGIC;
+    r->version = GT_AGENT_VERSION;
+    r->pid = static_cast<uint32_t>(getpid());
+    r->data_bytes = c.ring_bytes;
+    r->state = GT_AGENT_STARTING;
+    rename(temp.c_str(), path->c_str()); // gtrace only ever sees an initialized header
+    return r;
+}
+
+bool owner_gone(Agent& a) {
+    if (a.owner_fd >= 0) {
+        pollfd p{a.owner_fd, POLLIN, 0};
+        return poll(&p, 1, 0) > 0;
+    }
+    return kill(a.config.owner, 0) != 0 && errno == ESRCH;
+}
+
+void finish(Agent& a, bool owner_died) {
+    stop_session();
+    __atomic_store_n(&a.ring->state, GT_AGENT_DETACHED, __ATOMIC_RELEASE);
+    munmap(a.ring, a.ring_size);
+    a.ring = nullptr;
+    if (owner_died) unlink(a.ring_path.c_str()); // nobody will read it
+    if (a.owner_fd >= 0) close(a.owner_fd);
+    a.owner_fd = -1;
+}
+
+// Starts CUPTI; on failure leaves the reason in the ring, marks it FAILED and lets go of it.
+bool begin_session(Agent& a) {
+    std::string error = start_session(a.ring, a.config.session);
+    if (error.empty()) {
+        __atomic_store_n(&a.ring->state, GT_AGENT_ACTIVE, __ATOMIC_RELEASE);
+        return true;
+    }
+    snprintf(a.ring->message, sizeof a.ring->message, "%s", error.c_str());
+    __atomic_store_n(&a.ring->state, GT_AGENT_FAILED, __ATOMIC_RELEASE);
+    munmap(a.ring, a.ring_size);
+    a.ring = nullptr;
+    if (a.owner_fd >= 0) close(a.owner_fd);
+    a.owner_fd = -1;
+    return false;
+}
+
+void* control_loop(void*) {
+    Agent& a = g_agent;
+    if (a.ring->state == GT_AGENT_STARTING) {
+        std::lock_guard lock(a.mutex);
+        if (!begin_session(a)) {
+            a.running = false;
+            return nullptr;
+        }
+    }
+    bool owner_died = false;
+    int since_flush = 0, since_clock = 0;
+    for (;;) {
+        if (a.owner_fd >= 0) {
+            pollfd p{a.owner_fd, POLLIN, 0};
+            poll(&p, 1, kWatchMs);
+        } else {
+            usleep(kWatchMs * 1000);
+        }
+        if (owner_gone(a)) {
+            owner_died = true;
+            break;
+        }
+        if (__atomic_load_n(&a.ring->control, __ATOMIC_ACQUIRE) == GT_AGENT_DETACH) break;
+        if ((since_flush += kWatchMs) >= kFlushEveryMs) {
+            since_flush = 0;
+            flush_session(false);
+        }
+        if ((since_clock += kWatchMs) >= kClockEveryMs) {
+            since_clock = 0;
+            measure_clock();
+        }
+    }
+    std::lock_guard lock(a.mutex);
+    finish(a, owner_died);
+    a.running = false;
+    return nullptr;
+}
+
+void in_forked_child() {
+    Agent& a = g_agent;
+    forget_ring_in_child();
+    a.running = false; // the control thread was not copied
+    a.thread = {};
+    a.ring = nullptr;
+    if (a.owner_fd >= 0) close(a.owner_fd);
+    a.owner_fd = -1;
+}
+
+// 0: started; 1: already running for this owner; negative: failed (the ring says why when it exists).
+int start(const char* config_text, bool from_injection) {
+    Agent& a = g_agent;
+    static std::once_flag fork_handler;
+    std::call_once(fork_handler, [] { pthread_atfork(nullptr, nullptr, in_forked_child); });
+    std::lock_guard lock(a.mutex);
+    Config c = parse(config_text);
+    if (c.dir.empty() || c.owner <= 0) return -EINVAL;
+    if (a.running) {
+        if (a.config.owner == c.owner) return 1;
+        return -EBUSY; // another gtrace: it notices this one's ring is missing and says so
+    }
+    if (a.thread) pthread_join(a.thread, nullptr); // the previous, dormant control thread
+    a.thread = {};
+    a.config = c;
+    a.ring = create_ring(c, &a.ring_path);
+    if (!a.ring) return -errno;
+    a.ring_size = agent_ring_file_size(c.ring_bytes);
+    a.owner_fd = static_cast<int>(syscall(SYS_pidfd_open, c.owner, 0));
+    if (!from_injection) __atomic_or_fetch(&a.ring->flags, GT_AGENT_LATE_ATTACH, __ATOMIC_RELEASE);
+
+    // At CUDA initialization CUPTI must be on before the first kernel: start it here. In a
+    // running process this thread is one gtrace stopped: keep that short, start it in the thread.
+    if (from_injection && !begin_session(a)) return -ENOENT;
+    // The control thread must not take the application's signals.
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int rc = pthread_create(&a.thread, nullptr, control_loop, nullptr);
+    pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    if (rc != 0) {
+        finish(a, false);
+        return -rc;
+    }
+    pthread_setname_np(a.thread, "gtrace-agent");
+    a.running = true;
+    return 0;
+}
+
+} // namespace
+} // namespace gtrace::agent
+
+extern "C" {
+
+// Called by gtrace through ptrace in a stopped thread of a running process.
+__attribute__((visibility("default"))) int gtrace_agent_start(const char* config) {
+    return gtrace::agent::start(config, false);
+}
+
+// Called by CUDA at initialization when CUDA_INJECTION64_PATH names this library.
+__attribute__((visibility("default"))) int InitializeInjection(void) {
+    const char* config = getenv(GT_AGENT_ENV_CONFIG);
+    if (!config) return 0;
+    int rc = gtrace::agent::start(config, true);
+    if (rc < 0) fprintf(stderr, "gtrace agent: could not start in pid %d (%s)\n", getpid(), strerror(-rc));
+    return 1; // CUDA goes on whatever happened here
+}
+}

@@ -1,0 +1,347 @@
+#include "collect/agent/cupti_session.h"
+
+#include <dlfcn.h>
+#include <time.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+#include <cupti.h>
+
+#include "collect/agent/cupti_locate.h"
+#include "collect/agent_ring.h"
+
+extern "C" __attribute__((visibility("default"))) uint64_t gtrace_agent_slots[GT_AGENT_SLOTS];
+uint64_t gtrace_agent_slots[GT_AGENT_SLOTS];
+
+namespace gtrace::agent {
+namespace {
+
+constexpr size_t kBufferBytes = 1 << 20;
+constexpr int kMaxBuffers = 16; // the agent never holds more than 16 MiB of CUPTI buffers
+
+// The CUPTI functions the agent calls, resolved from the library gtrace chose.
+struct Cupti {
+    void* handle = nullptr;
+#define GT_CUPTI_FN(name) decltype(&::name) name = nullptr;
+#define GT_CUPTI_FUNCTIONS(X)                                                                                      \
+    X(cuptiGetResultString) X(cuptiGetTimestamp) X(cuptiActivityEnable) X(cuptiActivityDisable)                   \
+    X(cuptiActivityRegisterCallbacks) X(cuptiActivityFlushAll) X(cuptiActivityGetNextRecord)                      \
+    X(cuptiActivityGetNumDroppedRecords) X(cuptiSubscribe) X(cuptiUnsubscribe) X(cuptiEnableCallback)             \
+    X(cuptiFinalize)
+    GT_CUPTI_FUNCTIONS(GT_CUPTI_FN)
+#undef GT_CUPTI_FN
+};
+
+struct Session {
+    Cupti cupti;
+    gt_agent_ring* ring = nullptr;
+    std::mutex ring_mutex; // CUPTI may complete buffers on more than one thread
+    std::atomic<int> buffers{0};
+    CUpti_SubscriberHandle subscriber = nullptr;
+    std::vector<CUpti_ActivityKind> enabled;
+};
+
+Session g_session;
+
+// Which runtime API call is in progress on this thread: a driver call made inside it (the
+// runtime's own cuLaunchKernel) must not overwrite the runtime call's correlation id.
+thread_local int t_runtime_depth = 0;
+
+const CUpti_CallbackId kRuntimeWork[] = {
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_ptds_v7000, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_ptsz_v7000, CUPTI_RUNTIME_TRACE_CBID_cudaMemset_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemset_ptds_v7000, CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_ptsz_v7000, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000,
+};
+const CUpti_CallbackId kDriverWork[] = {
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
+};
+
+uint32_t current_tid() { return static_cast<uint32_t>(gettid()); }
+
+void CUPTIAPI on_api_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId, const void* data) {
+    const auto* cb = static_cast<const CUpti_CallbackData*>(data);
+    bool enter = cb->callbackSite == CUPTI_API_ENTER;
+    if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
+        t_runtime_depth += enter ? 1 : -1;
+        if (!enter || t_runtime_depth != 1) return;
+    } else if (!enter || t_runtime_depth > 0) {
+        return;
+    }
+    uint32_t tid = current_tid();
+    __atomic_store_n(&gtrace_agent_slots[tid % GT_AGENT_SLOTS], (uint64_t{tid} << 32) | cb->correlationId,
+                     __ATOMIC_RELEASE);
+}
+
+template <typename T>
+T* reserve(gt_agent_ring* ring, size_t bytes, uint16_t type, uint32_t correlation, uint64_t* position) {
+    uint16_t size = agent_record_size(bytes);
+    auto* p = agent_ring_reserve(ring, size, position);
+    if (!p) {
+        ++ring->ring_dropped;
+        return nullptr;
+    }
+    std::memset(p, 0, size);
+    auto* h = reinterpret_cast<gt_gpu_header*>(p);
+    h->type = type;
+    h->size = size;
+    h->correlation = correlation;
+    return reinterpret_cast<T*>(p);
+}
+
+template <typename R>
+void fill_op(gt_gpu_op& op, const R& r) {
+    op.start = r.start;
+    op.end = r.end;
+    op.device = r.deviceId;
+    op.context = r.contextId;
+    op.stream = r.streamId;
+}
+
+void write_record(gt_agent_ring* ring, const CUpti_Activity* a) {
+    uint64_t pos = 0;
+    switch (a->kind) {
+    case CUPTI_ACTIVITY_KIND_KERNEL:
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
+        const auto& k = *reinterpret_cast<const CUpti_ActivityKernel10*>(a);
+        size_t len = k.name ? std::min<size_t>(strlen(k.name), GT_AGENT_NAME_MAX) : 0;
+        auto* r = reserve<gt_gpu_kernel>(ring, sizeof(gt_gpu_kernel) + len, GT_GPU_KERNEL, k.correlationId, &pos);
+        if (!r) return;
+        fill_op(r->op, k);
+        r->grid[0] = k.gridX, r->grid[1] = k.gridY, r->grid[2] = k.gridZ;
+        r->block[0] = k.blockX, r->block[1] = k.blockY, r->block[2] = k.blockZ;
+        r->registers = k.registersPerThread;
+        r->static_shared = k.staticSharedMemory;
+        r->dynamic_shared = k.dynamicSharedMemory;
+        r->graph = k.graphId != 0;
+        r->name_len = static_cast<uint16_t>(len);
+        std::memcpy(r->name, k.name, len);
+        agent_ring_commit(ring, pos, r->op.h.size);
+        return;
+    }
+    case CUPTI_ACTIVITY_KIND_MEMCPY: {
+        const auto& m = *reinterpret_cast<const CUpti_ActivityMemcpy6*>(a);
+        auto* r = reserve<gt_gpu_copy>(ring, sizeof(gt_gpu_copy), GT_GPU_MEMCPY, m.correlationId, &pos);
+        if (!r) return;
+        fill_op(r->op, m);
+        r->bytes = m.bytes;
+        r->copy_kind = m.copyKind, r->src_kind = m.srcKind, r->dst_kind = m.dstKind;
+        agent_ring_commit(ring, pos, r->op.h.size);
+        return;
+    }
+    case CUPTI_ACTIVITY_KIND_MEMSET: {
+        const auto& m = *reinterpret_cast<const CUpti_ActivityMemset4*>(a);
+        auto* r = reserve<gt_gpu_copy>(ring, sizeof(gt_gpu_copy), GT_GPU_MEMSET, m.correlationId, &pos);
+        if (!r) return;
+        fill_op(r->op, m);
+        r->bytes = m.bytes;
+        r->value = m.value;
+        r->dst_kind = static_cast<uint8_t>(m.memoryKind);
+        agent_ring_commit(ring, pos, r->op.h.size);
+        return;
+    }
+    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
+        const auto& s = *reinterpret_cast<const CUpti_ActivitySynchronization2*>(a);
+        auto* r = reserve<gt_gpu_sync>(ring, sizeof(gt_gpu_sync), GT_GPU_SYNC, s.correlationId, &pos);
+        if (!r) return;
+        r->op.start = s.start, r->op.end = s.end;
+        r->op.context = s.contextId, r->op.stream = s.streamId;
+        r->sync_type = s.type;
+        agent_ring_commit(ring, pos, r->op.h.size);
+        return;
+    }
+    case CUPTI_ACTIVITY_KIND_MEMORY2: {
+        const auto& m = *reinterpret_cast<const CUpti_ActivityMemory4*>(a);
+        auto* r = reserve<gt_gpu_memory>(ring, sizeof(gt_gpu_memory), GT_GPU_MEMORY, m.correlationId, &pos);
+        if (!r) return;
+        r->ts = m.timestamp;
+        r->address = m.address;
+        r->bytes = m.bytes;
+        r->device = m.deviceId;
+        r->freed = m.memoryOperationType == CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE;
+        agent_ring_commit(ring, pos, r->h.size);
+        return;
+    }
+    case CUPTI_ACTIVITY_KIND_RUNTIME:
+    case CUPTI_ACTIVITY_KIND_DRIVER: {
+        const auto& api = *reinterpret_cast<const CUpti_ActivityAPI*>(a);
+        auto* r = reserve<gt_gpu_api>(ring, sizeof(gt_gpu_api), GT_GPU_API, api.correlationId, &pos);
+        if (!r) return;
+        r->start = api.start, r->end = api.end;
+        r->tid = api.threadId;
+        r->cbid = api.cbid;
+        r->driver = a->kind == CUPTI_ACTIVITY_KIND_DRIVER;
+        agent_ring_commit(ring, pos, r->h.size);
+        return;
+    }
+    default:
+        return;
+    }
+}
+
+void CUPTIAPI on_buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
+    *max_records = 0;
+    if (g_session.buffers.fetch_add(1) >= kMaxBuffers) { // CUPTI drops and counts what has no buffer
+        g_session.buffers.fetch_sub(1);
+        *buffer = nullptr;
+        *size = 0;
+        std::lock_guard lock(g_session.ring_mutex);
+        if (g_session.ring) ++g_session.ring->buffers_refused;
+        return;
+    }
+    *buffer = static_cast<uint8_t*>(aligned_alloc(8, kBufferBytes));
+    *size = *buffer ? kBufferBytes : 0;
+}
+
+void CUPTIAPI on_buffer_completed(CUcontext context, uint32_t stream, uint8_t* buffer, size_t, size_t valid) {
+    Session& s = g_session;
+    {
+        std::lock_guard lock(s.ring_mutex);
+        if (s.ring) {
+            CUpti_Activity* record = nullptr;
+            while (s.cupti.cuptiActivityGetNextRecord(buffer, valid, &record) == CUPTI_SUCCESS)
+                write_record(s.ring, record);
+            size_t dropped = 0;
+            if (s.cupti.cuptiActivityGetNumDroppedRecords(context, stream, &dropped) == CUPTI_SUCCESS)
+                s.ring->cupti_dropped += dropped;
+        }
+    }
+    free(buffer);
+    s.buffers.fetch_sub(1);
+}
+
+std::string result_text(CUptiResult r) {
+    const char* text = nullptr;
+    if (g_session.cupti.cuptiGetResultString && g_session.cupti.cuptiGetResultString(r, &text) == CUPTI_SUCCESS && text)
+        return text;
+    return "CUPTI error " + std::to_string(static_cast<int>(r));
+}
+
+std::string load_cupti(const std::vector<std::string>& candidates) {
+    std::string tried;
+    for (const auto& path : candidates) {
+        void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+        if (!h) {
+            tried += (tried.empty() ? "" : "; ") + path + ": " + dlerror();
+            continue;
+        }
+        Cupti c;
+        c.handle = h;
+        bool complete = true;
+#define GT_CUPTI_RESOLVE(name)                                                       \
+    c.name = reinterpret_cast<decltype(c.name)>(dlsym(h, #name));                    \
+    if (!c.name) {                                                                   \
+        tried += (tried.empty() ? "" : "; ") + path + ": no symbol " #name;          \
+        complete = false;                                                            \
+    }
+        GT_CUPTI_FUNCTIONS(GT_CUPTI_RESOLVE)
+#undef GT_CUPTI_RESOLVE
+        if (!complete) continue; // left loaded: unloading a CUPTI that initialized is unsafe
+        g_session.cupti = c;
+        return {};
+    }
+    return "no usable libcupti (tried " + (tried.empty() ? std::string("nothing") : tried) + ")";
+}
+
+void set_message(gt_agent_ring* ring, const std::string& text) {
+    snprintf(ring->message, sizeof ring->message, "%s", text.c_str());
+}
+
+} // namespace
+
+std::string start_session(gt_agent_ring* ring, const SessionConfig& config) {
+    Session& s = g_session;
+    if (!s.cupti.handle)
+        if (std::string e = load_cupti(cupti_candidates(config.cupti_candidates)); !e.empty()) return e;
+    Dl_info info{};
+    if (dladdr(reinterpret_cast<void*>(s.cupti.cuptiActivityEnable), &info) && info.dli_fname)
+        snprintf(ring->cupti_path, sizeof ring->cupti_path, "%s", info.dli_fname);
+    {
+        std::lock_guard lock(s.ring_mutex);
+        s.ring = ring;
+    }
+    measure_clock();
+    if (CUptiResult r = s.cupti.cuptiActivityRegisterCallbacks(on_buffer_requested, on_buffer_completed); r != CUPTI_SUCCESS)
+        return "cuptiActivityRegisterCallbacks: " + result_text(r);
+
+    if (config.callbacks) {
+        CUptiResult r = s.cupti.cuptiSubscribe(&s.subscriber, on_api_callback, nullptr);
+        if (r == CUPTI_SUCCESS) {
+            for (auto cbid : kRuntimeWork) s.cupti.cuptiEnableCallback(1, s.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, cbid);
+            for (auto cbid : kDriverWork) s.cupti.cuptiEnableCallback(1, s.subscriber, CUPTI_CB_DOMAIN_DRIVER_API, cbid);
+            __atomic_or_fetch(&ring->flags, GT_AGENT_CALLBACKS, __ATOMIC_RELEASE);
+        } else {
+            s.subscriber = nullptr;
+            set_message(ring, r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED
+                                  ? "another tool (Kineto, nsys, a debugger) holds CUPTI's callback API; GPU work is "
+                                    "joined to CPU calls through CUPTI's API records instead"
+                                  : "cuptiSubscribe: " + result_text(r) + "; joining through CUPTI's API records");
+        }
+    }
+    std::vector<CUpti_ActivityKind> kinds = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+                                             CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
+                                             CUPTI_ACTIVITY_KIND_MEMORY2};
+    if (!(ring->flags & GT_AGENT_CALLBACKS)) kinds.push_back(CUPTI_ACTIVITY_KIND_RUNTIME);
+    for (auto kind : kinds) {
+        CUptiResult r = s.cupti.cuptiActivityEnable(kind);
+        if (r == CUPTI_SUCCESS) s.enabled.push_back(kind);
+        else if (kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) return "cuptiActivityEnable(CONCURRENT_KERNEL): " + result_text(r);
+    }
+    return {};
+}
+
+void flush_session(bool forced) {
+    if (g_session.cupti.cuptiActivityFlushAll) g_session.cupti.cuptiActivityFlushAll(forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
+}
+
+void measure_clock() {
+    Session& s = g_session;
+    if (!s.ring || !s.cupti.cuptiGetTimestamp) return;
+    uint64_t best_width = UINT64_MAX;
+    int64_t best_offset = 0;
+    for (int i = 0; i < 64; ++i) {
+        timespec a{}, b{};
+        uint64_t cupti_ts = 0;
+        clock_gettime(CLOCK_MONOTONIC, &a);
+        s.cupti.cuptiGetTimestamp(&cupti_ts);
+        clock_gettime(CLOCK_MONOTONIC, &b);
+        uint64_t ta = a.tv_sec * 1000000000ull + a.tv_nsec, tb = b.tv_sec * 1000000000ull + b.tv_nsec;
+        if (tb - ta < best_width) {
+            best_width = tb - ta;
+            best_offset = static_cast<int64_t>(cupti_ts) - static_cast<int64_t>(ta + (tb - ta) / 2);
+        }
+    }
+    s.ring->clock_error_ns = best_width / 2;
+    __atomic_store_n(&s.ring->clock_offset_ns, best_offset, __ATOMIC_RELEASE);
+}
+
+void forget_ring_in_child() { g_session.ring = nullptr; } // one thread in the child: no lock needed
+
+void stop_session() {
+    Session& s = g_session;
+    if (!s.cupti.handle) return;
+    if (s.subscriber) {
+        s.cupti.cuptiUnsubscribe(s.subscriber);
+        s.subscriber = nullptr;
+    }
+    for (auto kind : s.enabled) s.cupti.cuptiActivityDisable(kind);
+    s.enabled.clear();
+    s.cupti.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    s.cupti.cuptiFinalize();
+    std::lock_guard lock(s.ring_mutex);
+    s.ring = nullptr;
+}
+
+} // namespace gtrace::agent

@@ -1,0 +1,36 @@
+// The agent's use of CUPTI: load the library gtrace chose, enable activity records, translate
+// completed buffers into ring records, and publish each GPU-work API call's correlation id in a
+// per-thread slot that gtrace's BPF return probe reads (the exact CPU↔GPU join).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gtrace/agent.h"
+
+namespace gtrace::agent {
+
+struct SessionConfig {
+    std::vector<std::string> cupti_candidates; // tried in order
+    bool callbacks = true;                      // try to subscribe to the callback API
+};
+
+// Starts CUPTI and sends records into `ring`. Returns an empty string on success, else why not
+// (the text names every library tried). One session per process at a time.
+std::string start_session(gt_agent_ring* ring, const SessionConfig& config);
+// Completes buffers whose records are done (periodic) or all of them (`forced`).
+void flush_session(bool forced);
+// Measures the CUPTI clock against CLOCK_MONOTONIC and stores the offset in the ring header.
+void measure_clock();
+// Flushes everything, disables CUPTI, finalizes it and stops writing to the ring.
+void stop_session();
+// In a forked child: the ring is the parent's; the child must never write to it.
+void forget_ring_in_child();
+
+} // namespace gtrace::agent
+
+extern "C" {
+// [tid << 32 | correlation id] of the latest GPU-work API call on each thread, indexed by
+// tid % GT_AGENT_SLOTS. Read by BPF at the return of a probed call.
+extern uint64_t gtrace_agent_slots[GT_AGENT_SLOTS];
+}

@@ -1,0 +1,58 @@
+// Joins GPU work to the CPU call that issued it, by CUPTI correlation id: the BPF return probe
+// reads the id the agent published during the call, and every GPU record carries it. Both
+// sides arrive in any order (GPU records come in batches, later); each waits for the other in
+// a bounded table. When another tool holds CUPTI's callback API, CUPTI's own API records (same
+// thread, inside the call's entry/return interval) supply the id instead.
+#pragma once
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <unordered_map>
+#include <vector>
+
+#include "decode/api_call.h"
+#include "decode/gpu_activity.h"
+
+namespace gtrace {
+
+struct CallRef {
+    uint32_t pid = 0, tid = 0;
+    uint64_t start_ns = 0, end_ns = 0;
+    gt_cuda_api api{};
+    bool via_api_record = false; // the id came from a CUPTI API record, not from BPF
+};
+
+struct JoinStats {
+    uint64_t gpu_ops = 0;         // kernels, copies and sets seen
+    uint64_t joined = 0;          // ... linked to their CPU call
+    uint64_t joined_by_api_record = 0;
+    uint64_t calls_with_correlation = 0;
+};
+
+class GpuJoin {
+public:
+    using Emit = std::function<void(const CallRef&, const GpuOp&)>;
+    explicit GpuJoin(Emit emit) : emit_(std::move(emit)) {}
+
+    void add_call(const ApiCall& call); // any call; those with a correlation id join
+    void add_op(const GpuOp& op);
+    void add_api_record(const GpuApiRecord& r);
+    const JoinStats& stats() const { return stats_; }
+
+private:
+    using Key = uint64_t; // pid << 32 | correlation
+    static Key key(uint32_t pid, uint32_t corr) { return (uint64_t{pid} << 32) | corr; }
+    void link(Key k, const CallRef& call);
+
+    Emit emit_;
+    JoinStats stats_;
+    std::unordered_map<Key, CallRef> calls_;
+    std::deque<Key> call_order_;
+    std::unordered_map<Key, std::vector<GpuOp>> waiting_ops_;
+    std::deque<Key> op_order_;
+    // Recent calls per thread without a correlation id, for the API-record fallback.
+    std::map<std::pair<uint32_t, uint32_t>, std::deque<CallRef>> recent_;
+};
+
+} // namespace gtrace
