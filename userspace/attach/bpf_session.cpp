@@ -171,10 +171,10 @@ Result<void> BpfSession::set_python_layout(uint32_t pid, const gt_py_layout& lay
 
 void BpfSession::clear_python_layout(uint32_t pid) { bpf_map__delete_elem(cuda_->maps.py_layouts, &pid, sizeof(pid), 0); }
 
-Result<void> BpfSession::set_agent_slots(uint32_t pid, uint64_t address) {
-    if (bpf_map__update_elem(cuda_->maps.agent_slots, &pid, sizeof(pid), &address, sizeof(address), BPF_ANY))
-        return make_error(ExitCode::Internal, "cannot record the agent of pid " + std::to_string(pid) + ": " + strerror(errno));
-    return {};
+Result<UprobeLink> BpfSession::attach_agent_probe(const std::string& path, uint64_t offset) {
+    bpf_link* link = bpf_program__attach_uprobe(cuda_->progs.agent_announce, false, -1, path.c_str(), offset);
+    if (!link) return bpf_error(("attaching a uprobe to the agent " + path).c_str(), errno);
+    return UprobeLink(link);
 }
 
 void BpfSession::clear_agent_slots(uint32_t pid) { bpf_map__delete_elem(cuda_->maps.agent_slots, &pid, sizeof(pid), 0); }

@@ -49,8 +49,9 @@ public:
     // Where a process's CPython keeps its frames; its CUDA calls then carry Python stacks.
     Result<void> set_python_layout(uint32_t pid, const gt_py_layout& layout);
     void clear_python_layout(uint32_t pid);
-    // Where a process's agent publishes correlation ids; its calls then carry them.
-    Result<void> set_agent_slots(uint32_t pid, uint64_t address);
+    // Probe the agent's announce function: each process's agent then tells BPF where it
+    // publishes correlation ids, and that process's calls carry them.
+    Result<UprobeLink> attach_agent_probe(const std::string& path, uint64_t offset);
     void clear_agent_slots(uint32_t pid);
 
     // Entry or return uprobe on (file, offset) for every process; BPF keeps the tracked ones.

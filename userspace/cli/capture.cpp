@@ -205,6 +205,7 @@ void Capture::on_proc(const gt_proc_event& e) {
         kernel_names_.forget_process(e.pid);
         addresses_.forget_process(e.pid);
         forget_python(e.pid);
+        bpf_->clear_agent_slots(e.pid);
         // Scan at once: the new image may call CUDA and exit before the next poll.
         if (auto r = probes_->probe_candidates(static_cast<int>(e.pid)); !r && !deferred_error_) deferred_error_ = r.error();
         if (auto r = scan(static_cast<int>(e.pid)); !r && !deferred_error_) deferred_error_ = r.error();
@@ -214,6 +215,7 @@ void Capture::on_proc(const gt_proc_event& e) {
         kernel_names_.forget_process(e.pid);
         addresses_.forget_process(e.pid);
         forget_python(e.pid);
+        bpf_->clear_agent_slots(e.pid);
         pending_scan_.erase(static_cast<int>(e.pid));
         break;
     default:

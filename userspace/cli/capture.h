@@ -103,6 +103,7 @@ private:
     std::map<std::pair<uint32_t, uint32_t>, std::string> sample_track_names_;
     std::optional<AgentChannel> agents_;
     std::string agent_path_;
+    std::optional<UprobeLink> agent_link_;
     GpuTracks gpu_tracks_{writer_};
     GpuJoin join_{[this](const CallRef& call, const GpuOp& op) { gpu_tracks_.write_flow(call, op); }};
     std::map<uint32_t, int> injection_tries_; // pid -> attempts; -1 once loaded

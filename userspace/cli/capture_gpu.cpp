@@ -2,7 +2,6 @@
 // injection hook in launch mode), reading their rings, writing GPU tracks, and joining each GPU
 // record to its CPU call. Part of class Capture (capture.h).
 #include <limits.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -11,6 +10,7 @@
 
 #include "attach/agent_injector.h"
 #include "cli/capture.h"
+#include "decode/elf_symbols.h"
 
 namespace gtrace {
 namespace {
@@ -37,6 +37,14 @@ Result<void> Capture::start_gpu() {
     agent_path_ = agent_library();
     if (access(agent_path_.c_str(), R_OK) != 0)
         return make_error(ExitCode::Internal, fmt::format("the agent library {} is missing; rebuild gtrace or pass --no-gpu", agent_path_));
+    std::unordered_set<std::string_view> only = {GT_AGENT_ANNOUNCE_SYMBOL};
+    auto syms = ElfSymbols::load(agent_path_, &only);
+    const ElfSymbol* announce = syms ? (*syms)->find(GT_AGENT_ANNOUNCE_SYMBOL) : nullptr;
+    auto offset = announce ? (*syms)->vaddr_to_offset(announce->vaddr) : std::nullopt;
+    if (!offset) return make_error(ExitCode::Internal, fmt::format("{} lacks {}; rebuild gtrace", agent_path_, GT_AGENT_ANNOUNCE_SYMBOL));
+    auto link = bpf_->attach_agent_probe(agent_path_, *offset);
+    if (!link) return link.error();
+    agent_link_.emplace(std::move(*link));
     auto channel = AgentChannel::create();
     if (!channel) return channel.error();
     agents_.emplace(std::move(*channel));
@@ -90,15 +98,6 @@ void Capture::on_gpu_record(uint32_t pid, const gt_gpu_header& h, int64_t clock_
 void Capture::on_agent_state(uint32_t pid, const gt_agent_ring& ring) {
     std::string message(ring.message, strnlen(ring.message, sizeof ring.message));
     if (ring.state == GT_AGENT_ACTIVE) {
-        // Where this process's agent publishes correlation ids, for the BPF return probe.
-        struct stat st {};
-        std::vector<Mapping> maps = read_maps(static_cast<int>(pid));
-        for (const auto& m : maps)
-            if (stat(agent_path_.c_str(), &st) == 0 && m.inode == st.st_ino && m.dev == st.st_dev) {
-                if (uint64_t a = mapped_symbol_address(maps, m.path, GT_AGENT_SLOTS_SYMBOL))
-                    if (auto r = bpf_->set_agent_slots(pid, a); !r && !deferred_error_) deferred_error_ = r.error();
-                break;
-            }
         if (!message.empty()) {
             gpu_warnings_[pid] = message;
             if (!options_.quiet) fmt::print(stderr, "gtrace: pid {}: {}\n", pid, message);

@@ -221,6 +221,12 @@ int start(const char* config_text, bool from_injection) {
     return 0;
 }
 
+// At exit the records still in CUPTI's buffers would die with the process: hand them over.
+__attribute__((destructor)) void flush_at_exit() {
+    Agent& a = g_agent;
+    if (a.running && a.ring) flush_session(true);
+}
+
 } // namespace
 } // namespace gtrace::agent
 

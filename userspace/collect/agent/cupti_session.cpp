@@ -15,8 +15,12 @@
 #include "collect/agent/cupti_locate.h"
 #include "collect/agent_ring.h"
 
-extern "C" __attribute__((visibility("default"))) uint64_t gtrace_agent_slots[GT_AGENT_SLOTS];
 uint64_t gtrace_agent_slots[GT_AGENT_SLOTS];
+
+// gtrace's uprobe on this function learns where the slots are; it must stay a real call.
+extern "C" __attribute__((visibility("default"), noinline)) void gtrace_agent_announce(uint64_t* slots) {
+    __asm__ volatile("" : : "r"(slots) : "memory");
+}
 
 namespace gtrace::agent {
 namespace {
@@ -32,7 +36,7 @@ struct Cupti {
     X(cuptiGetResultString) X(cuptiGetTimestamp) X(cuptiActivityEnable) X(cuptiActivityDisable)                   \
     X(cuptiActivityRegisterCallbacks) X(cuptiActivityFlushAll) X(cuptiActivityGetNextRecord)                      \
     X(cuptiActivityGetNumDroppedRecords) X(cuptiSubscribe) X(cuptiUnsubscribe) X(cuptiEnableCallback)             \
-    X(cuptiFinalize)
+    X(cuptiFinalize) X(cuptiSetThreadIdType)
     GT_CUPTI_FUNCTIONS(GT_CUPTI_FN)
 #undef GT_CUPTI_FN
 };
@@ -273,6 +277,9 @@ std::string start_session(gt_agent_ring* ring, const SessionConfig& config) {
         s.ring = ring;
     }
     measure_clock();
+    gtrace_agent_announce(gtrace_agent_slots);
+    // API records must name threads by their kernel tid (the default is pthread_self()).
+    s.cupti.cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
     if (CUptiResult r = s.cupti.cuptiActivityRegisterCallbacks(on_buffer_requested, on_buffer_completed); r != CUPTI_SUCCESS)
         return "cuptiActivityRegisterCallbacks: " + result_text(r);
 
@@ -336,6 +343,7 @@ void stop_session() {
         s.cupti.cuptiUnsubscribe(s.subscriber);
         s.subscriber = nullptr;
     }
+    gtrace_agent_announce(nullptr);
     for (auto kind : s.enabled) s.cupti.cuptiActivityDisable(kind);
     s.enabled.clear();
     s.cupti.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);

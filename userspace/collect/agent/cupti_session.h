@@ -33,4 +33,5 @@ extern "C" {
 // [tid << 32 | correlation id] of the latest GPU-work API call on each thread, indexed by
 // tid % GT_AGENT_SLOTS. Read by BPF at the return of a probed call.
 extern uint64_t gtrace_agent_slots[GT_AGENT_SLOTS];
+void gtrace_agent_announce(uint64_t* slots);
 }

@@ -1,0 +1,136 @@
+// Exported CUPTI activity API: kinds, buffer callbacks, flushing, record iteration, attributes.
+#include <cstring>
+#include <map>
+
+#include "state.h"
+
+using namespace gtsim::cupti;
+
+namespace {
+
+bool valid_kind(CUpti_ActivityKind kind) {
+    return kind > CUPTI_ACTIVITY_KIND_INVALID && kind < CUPTI_ACTIVITY_KIND_COUNT;
+}
+
+// Size of every record kind the simulator writes; anything else in a buffer is garbage. The kind
+// is read as a plain integer: garbage need not be a valid CUpti_ActivityKind.
+size_t record_size(const void* record) {
+    uint32_t kind;
+    memcpy(&kind, record, sizeof kind);
+    switch (kind) {
+    case CUPTI_ACTIVITY_KIND_KERNEL:
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: return sizeof(CUpti_ActivityKernel10);
+    case CUPTI_ACTIVITY_KIND_MEMCPY: return sizeof(CUpti_ActivityMemcpy6);
+    case CUPTI_ACTIVITY_KIND_MEMSET: return sizeof(CUpti_ActivityMemset4);
+    case CUPTI_ACTIVITY_KIND_RUNTIME: return sizeof(CUpti_ActivityAPI);
+    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: return sizeof(CUpti_ActivitySynchronization2);
+    case CUPTI_ACTIVITY_KIND_MEMORY2: return sizeof(CUpti_ActivityMemory4);
+    default: return 0;
+    }
+}
+
+std::mutex g_attr_mu;
+std::map<int, uint64_t> g_attrs; // values set by the client; they change nothing here
+
+} // namespace
+
+GTSIM_EXPORT CUptiResult cuptiActivityEnable(CUpti_ActivityKind kind) {
+    attach();
+    if (!valid_kind(kind)) return ret(CUPTI_ERROR_INVALID_KIND);
+    set_kind(kind, true); // kinds the simulator never produces are accepted and stay silent
+    return CUPTI_SUCCESS;
+}
+
+GTSIM_EXPORT CUptiResult cuptiActivityEnableAndDump(CUpti_ActivityKind kind) { return cuptiActivityEnable(kind); }
+
+GTSIM_EXPORT CUptiResult cuptiActivityDisable(CUpti_ActivityKind kind) {
+    attach();
+    if (!valid_kind(kind)) return ret(CUPTI_ERROR_INVALID_KIND);
+    set_kind(kind, false);
+    return CUPTI_SUCCESS;
+}
+
+GTSIM_EXPORT CUptiResult cuptiActivityEnableContext(CUcontext, CUpti_ActivityKind kind) {
+    return cuptiActivityEnable(kind);
+}
+
+GTSIM_EXPORT CUptiResult cuptiActivityDisableContext(CUcontext, CUpti_ActivityKind kind) {
+    return cuptiActivityDisable(kind);
+}
+
+GTSIM_EXPORT CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc funcBufferRequested,
+                                                        CUpti_BuffersCallbackCompleteFunc funcBufferCompleted) {
+    attach();
+    if (!funcBufferRequested || !funcBufferCompleted) return ret(CUPTI_ERROR_INVALID_PARAMETER);
+    Buffers::get().set_callbacks(funcBufferRequested, funcBufferCompleted);
+    return CUPTI_SUCCESS;
+}
+
+GTSIM_EXPORT CUptiResult cuptiActivityFlushAll(uint32_t flag) {
+    attach();
+    if (!Buffers::get().has_callbacks()) return ret(CUPTI_ERROR_INVALID_OPERATION);
+    Buffers::get().flush((flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) != 0);
+    return CUPTI_SUCCESS;
+}
+
+GTSIM_EXPORT CUptiResult cuptiActivityFlush(CUcontext, uint32_t, uint32_t flag) { return cuptiActivityFlushAll(flag); }
+
+GTSIM_EXPORT CUptiResult cuptiActivityFlushPeriod(uint32_t time) {
+    attach();
+    Buffers::get().set_period_ms(time);
+    return CUPTI_SUCCESS;
+}
+
+GTSIM_EXPORT CUptiResult cuptiActivityGetNumDroppedRecords(CUcontext, uint32_t, size_t* dropped) {
+    if (!dropped) return ret(CUPTI_ERROR_INVALID_PARAMETER);
+    *dropped = Buffers::get().take_dropped();
+    return CUPTI_SUCCESS;
+}
+
+GTSIM_EXPORT CUptiResult cuptiActivityGetNextRecord(uint8_t* buffer, size_t validBufferSizeBytes,
+                                                    CUpti_Activity** record) {
+    if (!buffer || !record) return ret(CUPTI_ERROR_INVALID_PARAMETER);
+    size_t offset = 0;
+    if (*record) {
+        auto* cur = reinterpret_cast<uint8_t*>(*record);
+        if (cur < buffer || cur >= buffer + validBufferSizeBytes) return ret(CUPTI_ERROR_INVALID_PARAMETER);
+        size_t size = record_size(*record);
+        if (size == 0) return ret(CUPTI_ERROR_INVALID_KIND);
+        offset = size_t(cur - buffer) + ((size + ACTIVITY_RECORD_ALIGNMENT - 1) & ~size_t{ACTIVITY_RECORD_ALIGNMENT - 1});
+    }
+    if (offset + sizeof(CUpti_Activity) > validBufferSizeBytes) return ret(CUPTI_ERROR_MAX_LIMIT_REACHED);
+    auto* next = reinterpret_cast<CUpti_Activity*>(buffer + offset);
+    size_t size = record_size(next);
+    if (size == 0 || offset + size > validBufferSizeBytes) return ret(CUPTI_ERROR_INVALID_KIND);
+    *record = next;
+    return CUPTI_SUCCESS;
+}
+
+GTSIM_EXPORT CUptiResult cuptiActivityEnableLatencyTimestamps(uint8_t enable) {
+    g_latency_timestamps.store(enable != 0);
+    return CUPTI_SUCCESS;
+}
+
+GTSIM_EXPORT CUptiResult cuptiActivitySetAttribute(CUpti_ActivityAttribute attr, size_t* valueSize, void* value) {
+    if (!valueSize || !value || *valueSize == 0 || *valueSize > sizeof(uint64_t))
+        return ret(CUPTI_ERROR_INVALID_PARAMETER);
+    uint64_t v = 0;
+    memcpy(&v, value, *valueSize);
+    std::lock_guard lk(g_attr_mu);
+    g_attrs[int(attr)] = v;
+    return CUPTI_SUCCESS;
+}
+
+GTSIM_EXPORT CUptiResult cuptiActivityGetAttribute(CUpti_ActivityAttribute attr, size_t* valueSize, void* value) {
+    if (!valueSize || !value || *valueSize == 0) return ret(CUPTI_ERROR_INVALID_PARAMETER);
+    uint64_t v = 0;
+    {
+        std::lock_guard lk(g_attr_mu);
+        auto it = g_attrs.find(int(attr));
+        if (it != g_attrs.end()) v = it->second;
+    }
+    size_t n = std::min(*valueSize, sizeof v);
+    memcpy(value, &v, n);
+    *valueSize = n;
+    return CUPTI_SUCCESS;
+}

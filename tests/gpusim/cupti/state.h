@@ -1,0 +1,97 @@
+// Internal state of the CUPTI simulator, shared by its translation units.
+#pragma once
+
+#include <cupti.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "gpusim.h"
+
+#define GTSIM_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace gtsim::cupti {
+
+// Activity buffers supplied by the client. Records are appended under one mutex; buffers are
+// completed by the worker thread or by flushes, always with no lock held, since the client's
+// callbacks may call back into CUPTI or take locks of their own.
+class Buffers {
+public:
+    static Buffers& get();
+    void set_callbacks(CUpti_BuffersCallbackRequestFunc req, CUpti_BuffersCallbackCompleteFunc done);
+    bool has_callbacks();
+    // Copies one record; complete_at: realtime when its simulated work has ended.
+    void append(const void* record, size_t size, uint64_t complete_at);
+    // Completes non-empty buffers; unless forced, only those whose records have all ended.
+    void flush(bool forced);
+    size_t take_dropped();
+    void set_period_ms(uint32_t ms);
+    // cuptiFinalize: forced flush, hand back every buffer (empty ones too), forget callbacks.
+    void detach();
+
+private:
+    struct Buf {
+        uint8_t* data;
+        size_t size;
+        size_t used;
+        size_t max_records; // 0: as many as fit
+        size_t records;
+        uint64_t complete_at;
+    };
+    Buffers() = default;
+    void worker();
+    void stop_worker();
+    // Moves deliverable buffers out; caller holds mu_.
+    std::vector<Buf> take_locked(bool forced, bool include_empty_current);
+    void deliver(const std::vector<Buf>& bufs, CUpti_BuffersCallbackCompleteFunc done);
+
+    std::mutex mu_;
+    std::condition_variable wake_;
+    std::condition_variable idle_;
+    CUpti_BuffersCallbackRequestFunc req_ = nullptr;
+    CUpti_BuffersCallbackCompleteFunc done_ = nullptr;
+    std::optional<Buf> cur_;
+    std::vector<Buf> full_;
+    std::vector<Buf> spare_;
+    size_t dropped_ = 0;
+    int inflight_ = 0; // deliveries in progress on the worker
+    bool worker_started_ = false;
+    bool stopping_ = false;
+    uint32_t period_ms_ = 200;
+    std::thread::id worker_id_;
+};
+
+// Records r as the thread's last error (cuptiGetLastError) unless it is CUPTI_SUCCESS.
+CUptiResult ret(CUptiResult r);
+
+// Registers the simulator as the cudart observer (once; every CUPTI entry point calls it).
+void attach();
+
+bool kind_enabled(CUpti_ActivityKind kind);
+void set_kind(CUpti_ActivityKind kind, bool on);
+void disable_all_kinds();
+extern std::atomic<bool> g_latency_timestamps;
+extern std::atomic<int> g_thread_id_type; // CUpti_ActivityThreadIdType
+
+// Fake contexts: one per device, contextId = contextUid = device + 1.
+CUcontext context_of(int device);
+int device_of(CUcontext ctx); // -1 if not ours
+uint32_t gettid_u32();
+
+// The single callback subscriber.
+struct Subscriber {
+    std::mutex mu;
+    std::atomic<bool> active{false};
+    CUpti_CallbackFunc fn = nullptr;
+    void* user = nullptr;
+    std::atomic<bool> runtime[CUPTI_RUNTIME_TRACE_CBID_SIZE] = {};
+};
+Subscriber& subscriber();
+void unsubscribe_all();
+
+} // namespace gtsim::cupti
