@@ -58,6 +58,22 @@ static __always_inline __u64 agent_slot(__u32 tgid, __u32 tid)
 	return v;
 }
 
+/* The agent announces its slots (or NULL when it stops) by calling gtrace_agent_announce() in
+ * the process, before CUPTI's callbacks start: no call is made before BPF knows where to look. */
+SEC("uprobe")
+int agent_announce(struct pt_regs *ctx)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	if (!gt_is_tracked(tgid))
+		return 0;
+	__u64 slots = PT_REGS_PARM1(ctx);
+	if (slots)
+		bpf_map_update_elem(&agent_slots, &tgid, &slots, BPF_ANY);
+	else
+		bpf_map_delete_elem(&agent_slots, &tgid);
+	return 0;
+}
+
 SEC("uprobe")
 int cuda_api_enter(struct pt_regs *ctx)
 {

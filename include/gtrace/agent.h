@@ -10,7 +10,7 @@
 #define GT_AGENT_DEFAULT_RING (8u << 20)     /* bytes of records, a power of two */
 #define GT_AGENT_NAME_MAX 1024u              /* kernel names longer than this are cut */
 #define GT_AGENT_SLOTS 4096u             /* correlation slots, indexed by tid % GT_AGENT_SLOTS */
-#define GT_AGENT_SLOTS_SYMBOL "gtrace_agent_slots"
+#define GT_AGENT_ANNOUNCE_SYMBOL "gtrace_agent_announce" /* (uint64_t *slots), probed by gtrace */
 #define GT_AGENT_ENV_CONFIG "GTRACE_AGENT_CONFIG" /* launch mode: the config string */
 
 #ifndef __bpf__ /* BPF reads only the correlation slots: the constants above */
