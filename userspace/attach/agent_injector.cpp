@@ -11,7 +11,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
+#include <cinttypes>
 #include <cerrno>
 #include <cstring>
 
@@ -20,12 +22,12 @@
 
 #include "decode/elf_symbols.h"
 #include "discover/proc_tree.h"
+#include "attach/sigreturn_frame.h"
 #include "discover/process_memory.h"
 
 namespace gtrace {
 namespace {
 
-constexpr int kCallTimeoutMs = 10000;
 constexpr size_t kXstateMax = 32 << 10; // AMX-capable CPUs have ~11 KiB of extended state
 
 bool is_libc(const std::string& path) {
@@ -77,12 +79,14 @@ std::string unsafe_reason(int tid, const std::vector<Mapping>& maps) {
     return reason;
 }
 
-// A thread held stopped by gtrace; released (exactly as found) when this goes away.
+// A thread held stopped by gtrace. Released untouched unless handed a borrowed call.
 class StoppedThread {
 public:
     explicit StoppedThread(int tid) : tid_(tid) {}
     StoppedThread(const StoppedThread&) = delete;
-    ~StoppedThread() { release(); }
+    ~StoppedThread() {
+        if (seized_) ptrace(PTRACE_DETACH, tid_, nullptr, nullptr);
+    }
 
     bool stop() {
         if (ptrace(PTRACE_SEIZE, tid_, nullptr, nullptr) != 0) return false;
@@ -98,82 +102,58 @@ public:
         iovec iov{xstate_.data(), xstate_.size()};
         if (ptrace(PTRACE_GETREGSET, tid_, NT_X86_XSTATE, &iov) != 0) return false;
         xstate_.resize(iov.iov_len);
-        saved_valid_ = true;
         return true;
     }
 
-    // Calls fn(args...) in the thread and returns rax. `stack_data` (a C string) is copied
-    // below the red zone first and passed as the first argument.
-    Result<uint64_t> call(uint64_t fn, std::array<uint64_t, 3> args, const std::string& stack_data = {}) {
-        user_regs_struct r = saved_;
-        uint64_t sp = (saved_.rsp - 256 - stack_data.size()) & ~uint64_t{15}; // 128-byte red zone, then ours
-        if (!stack_data.empty()) {
-            iovec local{const_cast<char*>(stack_data.data()), stack_data.size()}, remote{reinterpret_cast<void*>(sp), stack_data.size()};
-            if (process_vm_writev(tid_, &local, 1, &remote, 1, 0) != static_cast<ssize_t>(stack_data.size()))
-                return make_error(ExitCode::Internal, fmt::format("cannot write to the stack of thread {}: {}", tid_, strerror(errno)));
-            args[0] = sp;
-        }
-        sp -= 16;
-        uint64_t zero = 0; // the return address: returning faults at 0, which we catch
-        iovec local{&zero, 8}, remote{reinterpret_cast<void*>(sp + 8), 8};
-        if (process_vm_writev(tid_, &local, 1, &remote, 1, 0) != 8)
-            return make_error(ExitCode::Internal, fmt::format("cannot write to the stack of thread {}", tid_));
-        r.rsp = sp + 8; // as after a call: rsp % 16 == 8 at the function's first instruction
-        r.rip = fn;
-        r.rdi = args[0], r.rsi = args[1], r.rdx = args[2];
-        r.rax = 0;
-        r.orig_rax = static_cast<uint64_t>(-1); // not in a system call: no restart on resume
-        if (ptrace(PTRACE_SETREGS, tid_, nullptr, &r) != 0)
-            return make_error(ExitCode::Internal, fmt::format("cannot set registers of thread {}", tid_));
-        int deliver = 0;
-        timespec start{};
-        clock_gettime(CLOCK_MONOTONIC, &start);
-        for (;;) {
-            if (ptrace(PTRACE_CONT, tid_, nullptr, reinterpret_cast<void*>(static_cast<uintptr_t>(deliver))) != 0)
-                return make_error(ExitCode::Internal, fmt::format("thread {} vanished during the call", tid_));
-            deliver = 0;
-            int status = 0;
-            pid_t w = 0;
-            while ((w = waitpid(tid_, &status, __WALL | WNOHANG)) == 0) {
-                timespec now{};
-                clock_gettime(CLOCK_MONOTONIC, &now);
-                if ((now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000 > kCallTimeoutMs) {
-                    abandoned_ = true; // it may hold locks now: leave it running rather than rewind it
-                    return make_error(ExitCode::Internal, fmt::format("the call in thread {} did not return", tid_));
-                }
-                usleep(200);
-            }
-            if (w < 0 || WIFEXITED(status) || WIFSIGNALED(status)) {
-                gone_ = true;
-                return make_error(ExitCode::ProcessExited, fmt::format("thread {} exited during the call", tid_));
-            }
-            int sig = WSTOPSIG(status);
-            if (status >> 16) continue; // a ptrace event stop (group stop, …): resume it
-            user_regs_struct now{};
-            ptrace(PTRACE_GETREGS, tid_, nullptr, &now);
-            if (sig == SIGSEGV && now.rip == 0) return now.rax;
-            deliver = sig; // the application's own signal: its handler runs, then our call goes on
-        }
+    // Starts `call` in the thread and lets go of it: the call returns into the sigreturn
+    // frame, which resumes the thread's own work, with or without gtrace.
+    Result<void> hand_off(const BorrowedCall& call) {
+        iovec local{const_cast<uint8_t*>(call.stack.data()), call.stack.size()};
+        iovec remote{reinterpret_cast<void*>(call.stack_base), call.stack.size()};
+        if (process_vm_writev(tid_, &local, 1, &remote, 1, 0) != static_cast<ssize_t>(call.stack.size()))
+            return make_error(ExitCode::Internal, fmt::format("cannot write to the stack of thread {}: {}", tid_, strerror(errno)));
+        if (ptrace(PTRACE_SETREGS, tid_, nullptr, &call.regs) != 0)
+            return make_error(ExitCode::Internal, fmt::format("cannot set the registers of thread {}: {}", tid_, strerror(errno)));
+        return {};
     }
 
     const user_regs_struct& saved() const { return saved_; }
+    const std::vector<uint8_t>& xstate() const { return xstate_; }
 
 private:
-    void release() {
-        if (!seized_ || gone_) return;
-        if (saved_valid_ && !abandoned_) {
-            ptrace(PTRACE_SETREGS, tid_, nullptr, &saved_); // orig_rax/rax intact: an interrupted call restarts
-            iovec iov{xstate_.data(), xstate_.size()};
-            ptrace(PTRACE_SETREGSET, tid_, NT_X86_XSTATE, &iov);
-        }
-        ptrace(PTRACE_DETACH, tid_, nullptr, nullptr);
-    }
-
     int tid_;
-    bool seized_ = false, saved_valid_ = false, abandoned_ = false, gone_ = false;
+    bool seized_ = false;
     user_regs_struct saved_{};
     std::vector<uint8_t> xstate_;
 };
+
+// The thread's blocked signals (/proc/PID/task/TID/status, SigBlk).
+uint64_t blocked_signals(int pid, int tid) {
+    FILE* f = fopen(fmt::format("/proc/{}/task/{}/status", pid, tid).c_str(), "r");
+    uint64_t mask = 0;
+    char line[256];
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "SigBlk: %" SCNx64, &mask) == 1) break;
+    if (f) fclose(f);
+    return mask;
+}
+
+// glibc's rt_sigreturn trampoline (__restore_rt: mov $15,%rax; syscall), found by its bytes in
+// libc's code: it is not an exported symbol.
+uint64_t sigreturn_trampoline(int pid, const std::vector<Mapping>& maps) {
+    static const uint8_t kCode[] = {0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05};
+    for (const auto& m : maps) {
+        if (!m.executable || !m.is_file() || !is_libc(m.path)) continue;
+        FILE* f = fopen(path_in_process_root(pid, m.path).c_str(), "rb");
+        if (!f) continue;
+        std::vector<uint8_t> code(m.end - m.start);
+        size_t n = fseek(f, static_cast<long>(m.offset), SEEK_SET) == 0 ? fread(code.data(), 1, code.size(), f) : 0;
+        fclose(f);
+        auto it = std::search(code.begin(), code.begin() + static_cast<long>(n), std::begin(kCode), std::end(kCode));
+        if (it != code.begin() + static_cast<long>(n)) return m.start + static_cast<uint64_t>(it - code.begin());
+    }
+    return 0;
+}
 
 uint64_t libc_symbol(const std::vector<Mapping>& maps, const char* name) {
     for (const auto& m : maps)
@@ -183,16 +163,6 @@ uint64_t libc_symbol(const std::vector<Mapping>& maps, const char* name) {
 }
 
 bool same_file(const Mapping& m, const struct stat& st) { return m.inode == st.st_ino && m.dev == st.st_dev; }
-
-std::string read_remote_string(int pid, uint64_t addr) {
-    char buf[512] = {};
-    if (!addr || !read_process_memory(pid, addr, buf, sizeof buf - 1)) {
-        // The string may end within the last page: read it byte by byte.
-        size_t n = 0;
-        while (addr && n < sizeof buf - 1 && read_process_memory(pid, addr + n, buf + n, 1) && buf[n]) ++n;
-    }
-    return std::string(buf, strnlen(buf, sizeof buf));
-}
 
 } // namespace
 
@@ -210,49 +180,36 @@ uint64_t mapped_symbol_address(const std::vector<Mapping>& maps, const std::stri
     return 0;
 }
 
-Result<InjectionResult> inject_agent(int pid, const std::string& agent_path, const std::string& config, int patience_ms) {
+Result<InjectionResult> load_agent(int pid, const std::string& agent_path, int patience_ms) {
     struct stat agent_st {};
     if (stat(agent_path.c_str(), &agent_st) != 0)
         return make_error(ExitCode::Internal, fmt::format("agent library {} is missing; rebuild gtrace", agent_path));
     InjectionResult result;
+    std::vector<Mapping> maps = read_maps(pid);
+    for (const auto& m : maps)
+        if (same_file(m, agent_st)) return result; // loaded earlier: its thread picks up the request
+    uint64_t dlopen_fn = libc_symbol(maps, "dlopen");
+    uint64_t trampoline = sigreturn_trampoline(pid, maps);
+    if (!dlopen_fn || !trampoline)
+        return make_error(ExitCode::Internal, fmt::format("pid {}: its C library lacks {} (glibc 2.34+ on x86-64 is needed)", pid,
+                                                          dlopen_fn ? "the sigreturn trampoline" : "dlopen"));
     std::string last_reason = "no thread could be stopped";
     timespec begin{};
     clock_gettime(CLOCK_MONOTONIC, &begin);
     for (;;) {
         for (int tid : list_threads(pid)) {
             ++result.attempts;
-            std::vector<Mapping> maps = read_maps(pid);
             StoppedThread t(tid);
             if (!t.stop()) continue;
+            maps = read_maps(pid);
             if (std::string why = unsafe_reason(tid, maps); !why.empty()) {
                 last_reason = fmt::format("thread {} {}", tid, why);
-                continue; // released by the destructor, untouched
+                continue; // released untouched
             }
-            std::string mapped_agent;
-            for (const auto& m : maps)
-                if (same_file(m, agent_st)) mapped_agent = m.path;
-            if (mapped_agent.empty()) {
-                uint64_t dlopen_fn = libc_symbol(maps, "dlopen");
-                if (!dlopen_fn)
-                    return make_error(ExitCode::Internal, fmt::format("pid {}: no dlopen in its libc (glibc 2.34+ needed)", pid));
-                auto handle = t.call(dlopen_fn, {0, RTLD_NOW, 0}, agent_path + '\0');
-                if (!handle) return handle.error();
-                if (*handle == 0) {
-                    std::string why;
-                    if (uint64_t dlerror_fn = libc_symbol(maps, "dlerror"))
-                        if (auto msg = t.call(dlerror_fn, {0, 0, 0}); msg) why = read_remote_string(pid, *msg);
-                    return make_error(ExitCode::Internal, fmt::format("pid {}: dlopen of the agent failed: {}", pid, why));
-                }
-                result.loaded_now = true;
-                maps = read_maps(pid);
-                for (const auto& m : maps)
-                    if (same_file(m, agent_st)) mapped_agent = m.path;
-            }
-            uint64_t start_fn = mapped_symbol_address(maps, mapped_agent, "gtrace_agent_start");
-            if (!start_fn) return make_error(ExitCode::Internal, fmt::format("pid {}: the agent's start function is not mapped", pid));
-            auto rc = t.call(start_fn, {0, 0, 0}, config + '\0');
-            if (!rc) return rc.error();
-            result.start_rc = static_cast<int>(static_cast<int32_t>(*rc));
+            BorrowedCall call = prepare_borrowed_call(t.saved(), t.xstate(), blocked_signals(pid, tid), dlopen_fn, RTLD_NOW,
+                                                      agent_path, trampoline);
+            if (auto r = t.hand_off(call); !r) return r.error();
+            result.loaded_now = true;
             result.tid = static_cast<uint32_t>(tid);
             return result;
         }

@@ -263,7 +263,7 @@ Result<CaptureResult> Capture::run() {
     auto last_full_rescan = started_;
     while (reason.empty()) {
         reader_->poll(kPollMs);
-        if (agents_) agents_->poll(*this);
+        poll_gpu();
         if (deferred_error_) return *deferred_error_;
         rescan_pending();
         double elapsed = seconds_since(started_);

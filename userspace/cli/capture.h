@@ -80,6 +80,7 @@ private:
     // GPU side (capture_gpu.cpp)
     Result<void> start_gpu();
     void inject_if_cuda(int pid, const std::vector<Mapping>& maps);
+    void poll_gpu();
     void finish_gpu();
     nlohmann::json gpu_facts() const;
     void print_gpu_summary() const;

@@ -18,6 +18,7 @@ namespace {
 constexpr int kInjectPatienceMs = 300; // per try; the capture loop must keep draining BPF events
 constexpr int kMaxInjectTries = 10;    // one try per rescan (about a second apart)
 constexpr int kDetachTimeoutMs = 3000;
+constexpr int kAgentStartTimeoutMs = 5000; // a dormant agent answers within 0.5 s, a new one at once
 
 std::string agent_library() {
     if (const char* p = getenv("GTRACE_AGENT")) return p;
@@ -67,7 +68,12 @@ void Capture::inject_if_cuda(int pid, const std::vector<Mapping>& maps) {
             uses_cuda = true;
     if (!uses_cuda) return;
     ++tries;
-    auto r = inject_agent(pid, agent_path_, agents_->config(options_.cupti), kInjectPatienceMs);
+    if (auto r = agents_->request(upid, agents_->config(options_.cupti)); !r) {
+        tries = kMaxInjectTries;
+        gpu_warnings_[upid] = r.error().message;
+        return;
+    }
+    auto r = load_agent(pid, agent_path_, kInjectPatienceMs);
     if (r) {
         tries = -1;
         return;
@@ -107,6 +113,18 @@ void Capture::on_agent_state(uint32_t pid, const gt_agent_ring& ring) {
         if (!options_.quiet) fmt::print(stderr, "gtrace: warning: no GPU data from pid {}: {}; its CPU side is traced\n", pid, message);
     } else if (ring.state == GT_AGENT_DETACHED) {
         bpf_->clear_agent_slots(pid);
+    }
+}
+
+void Capture::poll_gpu() {
+    if (!agents_) return;
+    agents_->poll(*this);
+    for (uint32_t pid : agents_->unanswered_requests(kAgentStartTimeoutMs)) {
+        if (!model_.find(pid) || model_.find(pid)->exited) continue;
+        gpu_warnings_[pid] = "the agent did not start";
+        if (!options_.quiet)
+            fmt::print(stderr, "gtrace: warning: no GPU data from pid {}: the agent did not start within {} s; its CPU side is traced\n",
+                       pid, kAgentStartTimeoutMs / 1000);
     }
 }
 

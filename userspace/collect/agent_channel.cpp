@@ -67,6 +67,33 @@ std::string AgentChannel::config(const std::string& cupti_override) const {
     return c;
 }
 
+Result<void> AgentChannel::request(uint32_t pid, const std::string& config) {
+    std::string path = fmt::format("{}/request-{}", dir_, pid), temp = path + ".new";
+    FILE* f = fopen(temp.c_str(), "w");
+    if (!f) return make_error(ExitCode::Internal, fmt::format("cannot write {}: {}", temp, strerror(errno)));
+    fputs(config.c_str(), f);
+    fchmod(fileno(f), 0644); // the agent runs as the target's user
+    bool ok = fclose(f) == 0 && rename(temp.c_str(), path.c_str()) == 0;
+    if (!ok) return make_error(ExitCode::Internal, fmt::format("cannot write {}: {}", path, strerror(errno)));
+    requests_[pid] = std::chrono::steady_clock::now();
+    return {};
+}
+
+std::vector<uint32_t> AgentChannel::unanswered_requests(int ms) {
+    std::vector<uint32_t> late;
+    auto now = std::chrono::steady_clock::now();
+    for (auto it = requests_.begin(); it != requests_.end();) {
+        if (now - it->second > std::chrono::milliseconds(ms)) {
+            late.push_back(it->first);
+            unlink(fmt::format("{}/request-{}", dir_, it->first).c_str());
+            it = requests_.erase(it);
+        } else {
+            ++it;
+        }
+    }
+    return late;
+}
+
 void AgentChannel::open_new_rings() {
     DIR* d = opendir(dir_.c_str());
     if (!d) return;
@@ -91,6 +118,7 @@ void AgentChannel::open_new_rings() {
             continue;
         }
         rings_[pid] = Ring{h, static_cast<size_t>(st.st_size), 0, 0};
+        if (requests_.erase(pid)) unlink(fmt::format("{}/request-{}", dir_, pid).c_str()); // answered
     }
     closedir(d);
 }

@@ -3,7 +3,9 @@
 // records handed to the sink, state changes (started, failed, detached) reported once each.
 #pragma once
 #include <cstdint>
+#include <chrono>
 #include <map>
+#include <vector>
 #include <string>
 
 #include "cli/result.h"
@@ -37,6 +39,11 @@ public:
     std::string config(const std::string& cupti_override) const;
     const std::string& dir() const { return dir_; }
 
+    // Asks pid's agent to start (the file its constructor, or its dormant thread, looks for).
+    Result<void> request(uint32_t pid, const std::string& config);
+    // Requests older than `ms` that no agent answered (pids), each reported once.
+    std::vector<uint32_t> unanswered_requests(int ms);
+
     void poll(AgentSink& sink);
     // Asks every active agent to flush and detach, and reads until all did or `timeout_ms`.
     void detach_all(AgentSink& sink, int timeout_ms);
@@ -56,6 +63,7 @@ private:
 
     std::string dir_;
     std::map<uint32_t, Ring> rings_;
+    std::map<uint32_t, std::chrono::steady_clock::time_point> requests_;
 };
 
 } // namespace gtrace

@@ -1,8 +1,9 @@
-// libgtrace_agent.so: loaded into a traced process by gtrace (ptrace: dlopen + gtrace_agent_start)
-// or by CUDA at initialization (CUDA_INJECTION64_PATH → InitializeInjection, launch mode).
-// It runs CUPTI and ships GPU records to gtrace through a shared-memory ring, and never blocks
-// the application: a control thread flushes, watches gtrace, and detaches on request — or
-// within a second of gtrace dying, after which the agent is dormant until the next start.
+// libgtrace_agent.so: loaded into a traced process by gtrace (a borrowed thread's dlopen; the
+// constructor then finds gtrace's request file) or by CUDA at initialization
+// (CUDA_INJECTION64_PATH → InitializeInjection, launch mode). It runs CUPTI and ships GPU
+// records to gtrace through a shared-memory ring, and never blocks the application. Its own
+// thread flushes, watches gtrace, and detaches on request — or within a second of gtrace dying
+// — and then stays dormant, looking for the next gtrace's request four times a second.
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
@@ -10,6 +11,9 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+
+#include <dirent.h>
+#include <sys/stat.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -27,6 +31,7 @@ namespace {
 constexpr int kWatchMs = 200;        // how often the control thread wakes
 constexpr int kFlushEveryMs = 500;   // records reach gtrace within about this
 constexpr int kClockEveryMs = 5000;  // re-measure the clock offset
+constexpr int kDormantPollMs = 250;  // how often a dormant agent looks for a request
 
 struct Config {
     std::string dir;
@@ -66,16 +71,23 @@ Config parse(const char* text) {
 
 struct Agent {
     std::mutex mutex;
-    bool running = false; // a control thread is alive
+    bool active = false;          // a session is running (or starting) for an owner
+    bool thread_started = false;
     pthread_t thread{};
     Config config;
     gt_agent_ring* ring = nullptr;
     size_t ring_size = 0;
     std::string ring_path;
-    int owner_fd = -1; // pidfd of gtrace: readable once gtrace has exited
+    int owner_fd = -1;            // pidfd of gtrace: readable once gtrace has exited
+    std::string last_request;     // identity of the request file acted on last
 };
 
-Agent g_agent;
+// Constructed on first use: the load-time constructor below may run before this file's static
+// initializers would.
+Agent& the_agent() {
+    static Agent a;
+    return a;
+}
 
 gt_agent_ring* create_ring(const Config& c, std::string* path) {
     *path = c.dir + "/agent-" + std::to_string(getpid()) + ".ring";
@@ -100,6 +112,29 @@ gt_agent_ring* create_ring(const Config& c, std::string* path) {
     return r;
 }
 
+// Lets go of the ring and the owner (under the mutex).
+void release(Agent& a, uint32_t final_state, bool unlink_ring) {
+    __atomic_store_n(&a.ring->state, final_state, __ATOMIC_RELEASE);
+    munmap(a.ring, a.ring_size);
+    a.ring = nullptr;
+    if (unlink_ring) unlink(a.ring_path.c_str()); // nobody will read it
+    if (a.owner_fd >= 0) close(a.owner_fd);
+    a.owner_fd = -1;
+    a.active = false;
+}
+
+// Starts CUPTI; on failure leaves the reason in the ring and lets go of it (under the mutex).
+bool begin_session(Agent& a) {
+    std::string error = start_session(a.ring, a.config.session);
+    if (error.empty()) {
+        __atomic_store_n(&a.ring->state, GT_AGENT_ACTIVE, __ATOMIC_RELEASE);
+        return true;
+    }
+    snprintf(a.ring->message, sizeof a.ring->message, "%s", error.c_str());
+    release(a, GT_AGENT_FAILED, false);
+    return false;
+}
+
 bool owner_gone(Agent& a) {
     if (a.owner_fd >= 0) {
         pollfd p{a.owner_fd, POLLIN, 0};
@@ -108,40 +143,42 @@ bool owner_gone(Agent& a) {
     return kill(a.config.owner, 0) != 0 && errno == ESRCH;
 }
 
-void finish(Agent& a, bool owner_died) {
-    stop_session();
-    __atomic_store_n(&a.ring->state, GT_AGENT_DETACHED, __ATOMIC_RELEASE);
-    munmap(a.ring, a.ring_size);
-    a.ring = nullptr;
-    if (owner_died) unlink(a.ring_path.c_str()); // nobody will read it
-    if (a.owner_fd >= 0) close(a.owner_fd);
-    a.owner_fd = -1;
-}
+int start(const std::string& config_text, bool from_injection);
 
-// Starts CUPTI; on failure leaves the reason in the ring, marks it FAILED and lets go of it.
-bool begin_session(Agent& a) {
-    std::string error = start_session(a.ring, a.config.session);
-    if (error.empty()) {
-        __atomic_store_n(&a.ring->state, GT_AGENT_ACTIVE, __ATOMIC_RELEASE);
-        return true;
+// A request is /dev/shm/gtrace-OWNER/request-PID holding the config; each file is acted on once.
+void check_requests() {
+    std::string mine = "/request-" + std::to_string(getpid());
+    DIR* d = opendir("/dev/shm");
+    if (!d) return;
+    std::string found, identity;
+    while (dirent* e = readdir(d)) {
+        if (strncmp(e->d_name, "gtrace-", 7) != 0) continue;
+        std::string path = std::string("/dev/shm/") + e->d_name + mine;
+        struct stat st {};
+        if (stat(path.c_str(), &st) != 0) continue;
+        identity = path + ":" + std::to_string(st.st_ino) + ":" + std::to_string(st.st_mtim.tv_nsec);
+        if (identity != the_agent().last_request) found = path;
+        break;
     }
-    snprintf(a.ring->message, sizeof a.ring->message, "%s", error.c_str());
-    __atomic_store_n(&a.ring->state, GT_AGENT_FAILED, __ATOMIC_RELEASE);
-    munmap(a.ring, a.ring_size);
-    a.ring = nullptr;
-    if (a.owner_fd >= 0) close(a.owner_fd);
-    a.owner_fd = -1;
-    return false;
+    closedir(d);
+    if (found.empty()) return;
+    FILE* f = fopen(found.c_str(), "r");
+    if (!f) return;
+    char buf[4096] = {};
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    {
+        std::lock_guard lock(the_agent().mutex);
+        the_agent().last_request = identity;
+    }
+    start(std::string(buf, n), false);
 }
 
-void* control_loop(void*) {
-    Agent& a = g_agent;
-    if (a.ring->state == GT_AGENT_STARTING) {
+// Runs one active session until gtrace asks to detach or dies.
+void serve(Agent& a) {
+    {
         std::lock_guard lock(a.mutex);
-        if (!begin_session(a)) {
-            a.running = false;
-            return nullptr;
-        }
+        if (a.ring->state == GT_AGENT_STARTING && !begin_session(a)) return;
     }
     bool owner_died = false;
     int since_flush = 0, since_clock = 0;
@@ -166,65 +203,85 @@ void* control_loop(void*) {
             measure_clock();
         }
     }
+    stop_session();
     std::lock_guard lock(a.mutex);
-    finish(a, owner_died);
-    a.running = false;
+    release(a, GT_AGENT_DETACHED, owner_died);
+}
+
+void* agent_loop(void*) {
+    Agent& a = the_agent();
+    for (;;) {
+        bool active;
+        {
+            std::lock_guard lock(a.mutex);
+            active = a.active;
+        }
+        if (active) serve(a);
+        else {
+            usleep(kDormantPollMs * 1000);
+            check_requests();
+        }
+    }
     return nullptr;
 }
 
+void ensure_thread(Agent& a) {
+    if (a.thread_started) return;
+    sigset_t all, old;
+    sigfillset(&all); // the agent's thread must not take the application's signals
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    if (pthread_create(&a.thread, nullptr, agent_loop, nullptr) == 0) {
+        pthread_detach(a.thread);
+        pthread_setname_np(a.thread, "gtrace-agent");
+        a.thread_started = true;
+    }
+    pthread_sigmask(SIG_SETMASK, &old, nullptr);
+}
+
 void in_forked_child() {
-    Agent& a = g_agent;
+    Agent& a = the_agent();
     forget_ring_in_child();
-    a.running = false; // the control thread was not copied
-    a.thread = {};
+    a.thread_started = false; // the agent's thread was not copied
+    a.active = false;
     a.ring = nullptr;
     if (a.owner_fd >= 0) close(a.owner_fd);
     a.owner_fd = -1;
 }
 
 // 0: started; 1: already running for this owner; negative: failed (the ring says why when it exists).
-int start(const char* config_text, bool from_injection) {
-    Agent& a = g_agent;
-    static std::once_flag fork_handler;
-    std::call_once(fork_handler, [] { pthread_atfork(nullptr, nullptr, in_forked_child); });
+int start(const std::string& config_text, bool from_injection) {
+    Agent& a = the_agent();
     std::lock_guard lock(a.mutex);
-    Config c = parse(config_text);
+    Config c = parse(config_text.c_str());
     if (c.dir.empty() || c.owner <= 0) return -EINVAL;
-    if (a.running) {
-        if (a.config.owner == c.owner) return 1;
-        return -EBUSY; // another gtrace: it notices this one's ring is missing and says so
-    }
-    if (a.thread) pthread_join(a.thread, nullptr); // the previous, dormant control thread
-    a.thread = {};
+    if (a.active) return a.config.owner == c.owner ? 1 : -EBUSY;
     a.config = c;
     a.ring = create_ring(c, &a.ring_path);
     if (!a.ring) return -errno;
     a.ring_size = agent_ring_file_size(c.ring_bytes);
     a.owner_fd = static_cast<int>(syscall(SYS_pidfd_open, c.owner, 0));
     if (!from_injection) __atomic_or_fetch(&a.ring->flags, GT_AGENT_LATE_ATTACH, __ATOMIC_RELEASE);
-
+    a.active = true;
     // At CUDA initialization CUPTI must be on before the first kernel: start it here. In a
-    // running process this thread is one gtrace stopped: keep that short, start it in the thread.
+    // running process this is a borrowed thread: keep it short, the agent's thread starts CUPTI.
     if (from_injection && !begin_session(a)) return -ENOENT;
-    // The control thread must not take the application's signals.
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    int rc = pthread_create(&a.thread, nullptr, control_loop, nullptr);
-    pthread_sigmask(SIG_SETMASK, &old, nullptr);
-    if (rc != 0) {
-        finish(a, false);
-        return -rc;
-    }
-    pthread_setname_np(a.thread, "gtrace-agent");
-    a.running = true;
+    ensure_thread(a);
     return 0;
+}
+
+__attribute__((constructor)) void on_load() {
+    pthread_atfork(nullptr, nullptr, in_forked_child);
+    {
+        std::lock_guard lock(the_agent().mutex);
+        ensure_thread(the_agent());
+    }
+    check_requests(); // loaded by gtrace: its request is waiting
 }
 
 // At exit the records still in CUPTI's buffers would die with the process: hand them over.
 __attribute__((destructor)) void flush_at_exit() {
-    Agent& a = g_agent;
-    if (a.running && a.ring) flush_session(true);
+    Agent& a = the_agent();
+    if (a.active && a.ring) flush_session(true);
 }
 
 } // namespace
@@ -232,15 +289,10 @@ __attribute__((destructor)) void flush_at_exit() {
 
 extern "C" {
 
-// Called by gtrace through ptrace in a stopped thread of a running process.
-__attribute__((visibility("default"))) int gtrace_agent_start(const char* config) {
-    return gtrace::agent::start(config, false);
-}
-
 // Called by CUDA at initialization when CUDA_INJECTION64_PATH names this library.
 __attribute__((visibility("default"))) int InitializeInjection(void) {
     const char* config = getenv(GT_AGENT_ENV_CONFIG);
-    if (!config) return 0;
+    if (!config) return 1;
     int rc = gtrace::agent::start(config, true);
     if (rc < 0) fprintf(stderr, "gtrace agent: could not start in pid %d (%s)\n", getpid(), strerror(-rc));
     return 1; // CUDA goes on whatever happened here

@@ -1,5 +1,6 @@
 #include "collect/agent/cupti_locate.h"
 
+#include <limits.h>
 #include <link.h>
 #include <unistd.h>
 
@@ -14,8 +15,10 @@ std::vector<std::string> loaded_objects() {
     std::vector<std::string> names;
     dl_iterate_phdr(
         [](dl_phdr_info* info, size_t, void* data) {
-            if (info->dlpi_name && info->dlpi_name[0] == '/')
-                static_cast<std::vector<std::string>*>(data)->push_back(info->dlpi_name);
+            // Relative when found through a relative LD_LIBRARY_PATH entry.
+            char resolved[PATH_MAX];
+            if (info->dlpi_name && info->dlpi_name[0] && realpath(info->dlpi_name, resolved))
+                static_cast<std::vector<std::string>*>(data)->push_back(resolved);
             return 0;
         },
         &names);

@@ -50,7 +50,10 @@ struct Session {
     std::vector<CUpti_ActivityKind> enabled;
 };
 
-Session g_session;
+Session& the_session() { // constructed on first use, whatever the order of load-time constructors
+    static Session s;
+    return s;
+}
 
 // Which runtime API call is in progress on this thread: a driver call made inside it (the
 // runtime's own cuLaunchKernel) must not overwrite the runtime call's correlation id.
@@ -197,12 +200,12 @@ void write_record(gt_agent_ring* ring, const CUpti_Activity* a) {
 
 void CUPTIAPI on_buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
     *max_records = 0;
-    if (g_session.buffers.fetch_add(1) >= kMaxBuffers) { // CUPTI drops and counts what has no buffer
-        g_session.buffers.fetch_sub(1);
+    if (the_session().buffers.fetch_add(1) >= kMaxBuffers) { // CUPTI drops and counts what has no buffer
+        the_session().buffers.fetch_sub(1);
         *buffer = nullptr;
         *size = 0;
-        std::lock_guard lock(g_session.ring_mutex);
-        if (g_session.ring) ++g_session.ring->buffers_refused;
+        std::lock_guard lock(the_session().ring_mutex);
+        if (the_session().ring) ++the_session().ring->buffers_refused;
         return;
     }
     *buffer = static_cast<uint8_t*>(aligned_alloc(8, kBufferBytes));
@@ -210,7 +213,7 @@ void CUPTIAPI on_buffer_requested(uint8_t** buffer, size_t* size, size_t* max_re
 }
 
 void CUPTIAPI on_buffer_completed(CUcontext context, uint32_t stream, uint8_t* buffer, size_t, size_t valid) {
-    Session& s = g_session;
+    Session& s = the_session();
     {
         std::lock_guard lock(s.ring_mutex);
         if (s.ring) {
@@ -228,7 +231,7 @@ void CUPTIAPI on_buffer_completed(CUcontext context, uint32_t stream, uint8_t* b
 
 std::string result_text(CUptiResult r) {
     const char* text = nullptr;
-    if (g_session.cupti.cuptiGetResultString && g_session.cupti.cuptiGetResultString(r, &text) == CUPTI_SUCCESS && text)
+    if (the_session().cupti.cuptiGetResultString && the_session().cupti.cuptiGetResultString(r, &text) == CUPTI_SUCCESS && text)
         return text;
     return "CUPTI error " + std::to_string(static_cast<int>(r));
 }
@@ -253,7 +256,7 @@ std::string load_cupti(const std::vector<std::string>& candidates) {
         GT_CUPTI_FUNCTIONS(GT_CUPTI_RESOLVE)
 #undef GT_CUPTI_RESOLVE
         if (!complete) continue; // left loaded: unloading a CUPTI that initialized is unsafe
-        g_session.cupti = c;
+        the_session().cupti = c;
         return {};
     }
     return "no usable libcupti (tried " + (tried.empty() ? std::string("nothing") : tried) + ")";
@@ -266,7 +269,7 @@ void set_message(gt_agent_ring* ring, const std::string& text) {
 } // namespace
 
 std::string start_session(gt_agent_ring* ring, const SessionConfig& config) {
-    Session& s = g_session;
+    Session& s = the_session();
     if (!s.cupti.handle)
         if (std::string e = load_cupti(cupti_candidates(config.cupti_candidates)); !e.empty()) return e;
     Dl_info info{};
@@ -310,11 +313,11 @@ std::string start_session(gt_agent_ring* ring, const SessionConfig& config) {
 }
 
 void flush_session(bool forced) {
-    if (g_session.cupti.cuptiActivityFlushAll) g_session.cupti.cuptiActivityFlushAll(forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
+    if (the_session().cupti.cuptiActivityFlushAll) the_session().cupti.cuptiActivityFlushAll(forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
 }
 
 void measure_clock() {
-    Session& s = g_session;
+    Session& s = the_session();
     if (!s.ring || !s.cupti.cuptiGetTimestamp) return;
     uint64_t best_width = UINT64_MAX;
     int64_t best_offset = 0;
@@ -334,10 +337,10 @@ void measure_clock() {
     __atomic_store_n(&s.ring->clock_offset_ns, best_offset, __ATOMIC_RELEASE);
 }
 
-void forget_ring_in_child() { g_session.ring = nullptr; } // one thread in the child: no lock needed
+void forget_ring_in_child() { the_session().ring = nullptr; } // one thread in the child: no lock needed
 
 void stop_session() {
-    Session& s = g_session;
+    Session& s = the_session();
     if (!s.cupti.handle) return;
     if (s.subscriber) {
         s.cupti.cuptiUnsubscribe(s.subscriber);
