@@ -16,8 +16,10 @@ import threading
 import time
 import tomllib
 
-GTRACE_PROG_NAMES = {"cuda_api_enter", "cuda_api_exit", "on_fork", "on_exec", "on_exit", "on_mmap"}
-GTRACE_MAP_NAMES = {"tracked", "events", "counters", "calls"}
+import gpu_checks
+
+GTRACE_PROG_NAMES = {"cuda_api_enter", "cuda_api_exit", "agent_announce", "on_fork", "on_exec", "on_exit", "on_mmap"}
+GTRACE_MAP_NAMES = {"tracked", "events", "counters", "calls", "agent_slots"}
 
 
 class Stream:
@@ -106,6 +108,8 @@ def leftover_bpf_objects():
         left = sorted(p.get("name", "") for p in progs if p.get("name") in GTRACE_PROG_NAMES)
         left += sorted("map " + m.get("name", "") for m in maps if m.get("name") in GTRACE_MAP_NAMES)
         left += sorted("uprobe " + p.get("filename", "") for p in perf if "cuda" in p.get("filename", ""))
+        left += sorted(f"/dev/shm/{d}" for d in os.listdir("/dev/shm")
+                       if d.startswith("gtrace-") and not os.path.exists(f"/proc/{d[7:]}"))
         if not left:
             return left
         time.sleep(0.1)
@@ -243,9 +247,12 @@ def check_trace(trace, expect, program_lines):
         if not any(e["name"] == name and all(e["args"].get(k) == v for k, v in args.items()) for e in calls):
             fail(f"no {name} call with args {args}")
     other = trace.get("otherData", {})
-    for key, value in expect.get("other_data", {}).items():
-        if other.get(key) != value:
-            fail(f"otherData.{key} is {other.get(key)!r}, expected {value!r}")
+    for key, value in expect.get("other_data", {}).items():  # "a.b" looks inside otherData.a
+        got = other
+        for part in key.split("."):
+            got = got.get(part) if isinstance(got, dict) else None
+        if got != value:
+            fail(f"otherData.{key} is {got!r}, expected {value!r}")
     if "stop_reason" in expect and not re.search(expect["stop_reason"], other.get("stop_reason", "")):
         fail(f"stop_reason {other.get('stop_reason')!r} does not match /{expect['stop_reason']}/")
     if "lost_events" not in other or "counters" not in other:
@@ -259,6 +266,7 @@ def main():
     ap.add_argument("--programs", required=True)
     ap.add_argument("--stubs", required=True)
     ap.add_argument("--source", required=True)
+    ap.add_argument("--gpusim", required=True)
     opts = ap.parse_args()
     with open(opts.case, "rb") as f:
         case = tomllib.load(f)
@@ -274,7 +282,7 @@ def main():
             sys.exit(77)
     tmp = tempfile.mkdtemp(prefix="gtrace-case-")
     ctx = {"tmp": tmp, "programs": opts.programs, "stubs": opts.stubs, "source": opts.source,
-           "gtrace": opts.gtrace, "python": "/usr/bin/python3"}
+           "gtrace": opts.gtrace, "python": "/usr/bin/python3", "gpusim": opts.gpusim}
     if "interpreter" in case:
         ctx["interpreter"] = found[-1]
     for d in case.get("make_dirs", []):
@@ -315,9 +323,10 @@ def main():
         gerr = Stream(gp.stderr, "[gtrace] ")
         gout = Stream(gp.stdout, "[gtrace:out] ")
         if g.get("on_attached"):
-            if not gerr.wait_for(r"attached to PID", g.get("timeout", 120)):
+            pattern = g.get("attached_pattern", r"attached to PID")
+            if not gerr.wait_for(pattern, g.get("timeout", 120)):
                 gp.kill()
-                fail("gtrace never reported that it attached")
+                fail(f"gtrace never printed /{pattern}/")
             for action in substitute(g["on_attached"], ctx):
                 run_action(action)
         if "signal_after" in g:
@@ -377,6 +386,8 @@ def main():
                 fail(f"{d} holds {present}, expected {sorted(allowed)} (no half-written files)")
         if "trace" in expect:
             check_trace(load_trace(expect["trace"]), expect, program_lines)
+        if "gpu_truth" in expect:
+            gpu_checks.check_gpu(load_trace(expect["trace"]), expect)
         if expect.get("dump_blocks"):
             for line in program_lines:
                 if "GTRACE_BLOCK " in line:

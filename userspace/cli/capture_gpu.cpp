@@ -104,6 +104,9 @@ void Capture::on_gpu_record(uint32_t pid, const gt_gpu_header& h, int64_t clock_
 void Capture::on_agent_state(uint32_t pid, const gt_agent_ring& ring) {
     std::string message(ring.message, strnlen(ring.message, sizeof ring.message));
     if (ring.state == GT_AGENT_ACTIVE) {
+        if (!options_.quiet)
+            fmt::print(stderr, "gtrace: GPU agent active in pid {} ({})\n", pid,
+                       std::string(ring.cupti_path, strnlen(ring.cupti_path, sizeof ring.cupti_path)));
         if (!message.empty()) {
             gpu_warnings_[pid] = message;
             if (!options_.quiet) fmt::print(stderr, "gtrace: pid {}: {}\n", pid, message);
