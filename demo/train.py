@@ -1,9 +1,17 @@
 """Demo training job for gtrace: a small model trained with CPU torch under torchrun (gloo),
-whose steps also make real CUDA runtime calls (libcudart through ctypes, straight from the
-training loop; on a machine without a GPU they fail fast with "insufficient driver", which is
-all a uprobe needs).
+whose steps also make CUDA runtime calls (libcudart through ctypes, straight from the training
+loop). With the real libcudart and no GPU they fail fast ("insufficient driver"), which is all
+a uprobe needs; with the GPU simulator's libcudart (--cudart build/gpusim/libcudart.so.13) they
+run on modelled streams, and --scenario shapes the step like a real bottleneck:
 
-  torchrun --nproc_per_node 2 demo/train.py [--steps N] [--go-file F] [--kernels LIB]
+  balanced      copies, kernels, data loading and CPU work in proportion
+  slow_loader   the DataLoader's items take long to make (data-loading bound)
+  big_h2d       a large host-to-device copy every step (PCIe/copy bound)
+  tiny_kernels  hundreds of tiny kernels per step (kernel-launch bound)
+  long_kernels  long kernels and a synchronize each step (GPU bound)
+  straggler     as balanced; the simulator makes one rank's kernels slower (GTSIM_SLOW_RANK)
+
+  torchrun --nproc_per_node 2 demo/train.py [--steps N] [--go-file F] [--kernels LIB] [--scenario S]
 
 --go-file makes every rank wait (after set-up, before training) until the file exists, so a
 test can attach first. Each rank prints "GTRACE_COUNTS {json}" with the CUDA calls it made and
@@ -38,11 +46,28 @@ def load_cuda(cudart_path, kernels_path):
     return rt, [kernels.demo_kernel_address(i) for i in range(4)]
 
 
+# Per scenario: bytes copied to the device per step, kernels per step, blocks per kernel (the
+# simulator's kernel time grows with the grid), and seconds the loader spends per item.
+SCENARIOS = {
+    "balanced": dict(h2d_bytes=4 << 20, kernels=4, blocks=20000, loader_delay=0.0),
+    "slow_loader": dict(h2d_bytes=4 << 20, kernels=4, blocks=20000, loader_delay=0.002),
+    "big_h2d": dict(h2d_bytes=192 << 20, kernels=4, blocks=20000, loader_delay=0.0),
+    "tiny_kernels": dict(h2d_bytes=1 << 20, kernels=400, blocks=1, loader_delay=0.0),
+    "long_kernels": dict(h2d_bytes=4 << 20, kernels=4, blocks=1500000, loader_delay=0.0),
+    "straggler": dict(h2d_bytes=4 << 20, kernels=4, blocks=400000, loader_delay=0.0),
+}
+
+
 class RandomData(Dataset):
+    def __init__(self, delay=0.0):
+        self.delay = delay
+
     def __len__(self):
         return 1 << 20
 
     def __getitem__(self, i):
+        if self.delay:
+            time.sleep(self.delay)
         g = torch.Generator().manual_seed(i)
         return torch.randn(64, generator=g), torch.randint(0, 10, (), generator=g)
 
@@ -54,7 +79,10 @@ def main():
     p.add_argument("--cudart", default="/usr/local/cuda/lib64/libcudart.so")
     p.add_argument("--kernels", required=True)
     p.add_argument("--step-sleep", type=float, default=0.0)
+    p.add_argument("--scenario", choices=sorted(SCENARIOS))
     args = p.parse_args()
+    if args.scenario:
+        return train_scenario(args, SCENARIOS[args.scenario])
 
     dist.init_process_group("gloo")
     rank = dist.get_rank()
@@ -109,6 +137,41 @@ def main():
     del batches
     print("GTRACE_COUNTS " + json.dumps({"pid": os.getpid(), "rank": rank, "calls": calls}), flush=True)
     print("GTRACE_SOURCES " + json.dumps({"pid": os.getpid(), "sources": sources}), flush=True)
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+def train_scenario(args, sc):
+    """The scenario loop: copy the batch in, run the step's kernels next to the CPU model, sync."""
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    torch.manual_seed(rank)
+    rt, kernels = load_cuda(args.cudart, args.kernels)
+    device = ctypes.c_void_p()
+    if rt.cudaMalloc(ctypes.byref(device), sc["h2d_bytes"]) != 0:
+        device = ctypes.c_void_p(0x7F0000000000)  # the real libcudart without a GPU: calls fail fast
+    host = ctypes.create_string_buffer(sc["h2d_bytes"])
+    model = torch.nn.parallel.DistributedDataParallel(
+        torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.Linear(128, 10)))
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    loader = DataLoader(RandomData(sc["loader_delay"]), batch_size=32, num_workers=1)
+    print(f"ready rank {rank} pid {os.getpid()}", flush=True)
+    while args.go_file and not os.path.exists(args.go_file):
+        time.sleep(0.02)
+    batches = iter(loader)
+    for step in range(args.steps):
+        x, y = next(batches)
+        rt.cudaMemcpy(device, host, sc["h2d_bytes"], 1)  # cudaMemcpyHostToDevice
+        for k in range(sc["kernels"]):  # the simulator times a kernel by its grid
+            rt.cudaLaunchKernel(kernels[k % 4], Dim3(sc["blocks"], 1, 1), Dim3(128, 1, 1), None, 0, None)
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        rt.cudaDeviceSynchronize()
+        if args.step_sleep:
+            time.sleep(args.step_sleep)
+    del batches
     dist.barrier()
     dist.destroy_process_group()
 

@@ -1,20 +1,38 @@
 #!/usr/bin/env bash
 # Sets everything up, starts the bundled demo training job (torchrun, 2 ranks, CPU torch whose
-# steps also make CUDA calls), attaches gtrace to the running job for 10 seconds, and writes
-# demo-out/trace.json. Open it in Perfetto UI (ui.perfetto.dev) or chrome://tracing.
+# steps also run CUDA work on gtrace's GPU simulator), attaches gtrace to the running job for
+# 10 seconds — no restart, no code change — and writes demo-out/trace.json with CPU calls,
+# Python stacks, GPU kernels and copies per stream, and launch→kernel arrows. Open it in
+# Perfetto UI (ui.perfetto.dev) or chrome://tracing.
+#
+#   scripts/demo.sh [--scenario balanced|slow_loader|big_h2d|tiny_kernels|long_kernels|straggler]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
+SCENARIO=balanced
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --scenario) SCENARIO=${2:-}; shift 2 ;;
+    --scenario=*) SCENARIO=${1#*=}; shift ;;
+    -h|--help) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "demo: unknown argument $1; see scripts/demo.sh --help" >&2; exit 2 ;;
+  esac
+done
+case "$SCENARIO" in
+  balanced|slow_loader|big_h2d|tiny_kernels|long_kernels) SIM_ENV=() ;;
+  straggler) SIM_ENV=(GTSIM_SLOW_RANK=1 GTSIM_SLOW_FACTOR=3) ;;
+  *) echo "demo: unknown scenario '$SCENARIO'; pick one of balanced, slow_loader, big_h2d, tiny_kernels, long_kernels, straggler" >&2; exit 2 ;;
+esac
+
 bash scripts/build.sh
 OUT=$ROOT/demo-out
 mkdir -p "$OUT"
-rm -f "$OUT/go"
 
-echo "demo: starting the training job (torchrun, 2 ranks)…"
+echo "demo: starting the training job (torchrun, 2 ranks, scenario $SCENARIO, GPU simulator)…"
 # Python 3.11 needs --redirects/--tee with torch 1.13's torchrun (an enum bug otherwise).
-setsid /usr/bin/python3 -m torch.distributed.run --nproc_per_node 2 --redirects 1 --tee 1 --master_port 29517 \
-  demo/train.py --kernels "$ROOT/build/programs/libdemo_kernels.so" --steps 1000000 --step-sleep 0.02 \
-  >"$OUT/job.log" 2>&1 &
+setsid env "${SIM_ENV[@]}" /usr/bin/python3 -m torch.distributed.run --nproc_per_node 2 --redirects 1 --tee 1 \
+  --master_port 29517 demo/train.py --scenario "$SCENARIO" --cudart "$ROOT/build/gpusim/libcudart.so.13" \
+  --kernels "$ROOT/build/programs/libdemo_kernels.so" --steps 1000000 >"$OUT/job.log" 2>&1 &
 JOB=$!
 trap 'kill -TERM -- -$JOB 2>/dev/null || true; wait $JOB 2>/dev/null || true' EXIT
 

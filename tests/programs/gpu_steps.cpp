@@ -95,33 +95,47 @@ void run_steps(const Cuda& c, int steps, int kernels, size_t bytes, int sleep_ms
     }
 }
 
-// Deterministic work with blocking system calls in it: sleeps, and bytes through a pipe.
-unsigned long busy_work(int index, const std::string& until) {
+// Deterministic work with blocking system calls in it: sleeps, and bytes through a pipe, in
+// rounds of 200 bytes until `until` exists (10 rounds without it). Every round must hash to the
+// same value; a register or a system call that an injection failed to restore shows up as a
+// round that does not (counted in *bad).
+unsigned long busy_work(int index, const std::string& until, long* bad) {
+    constexpr int kRound = 200;
     int fds[2];
     if (pipe(fds) != 0) return 0;
-    unsigned long h = 1469598103934665603ul ^ static_cast<unsigned long>(index);
+    std::atomic<bool> stop{false};
     std::thread writer([&] {
-        for (int i = 0; i < 2000 && !exists(until); ++i) {
+        for (int i = 0; !stop; i = (i + 1) % kRound) {
             unsigned char b = static_cast<unsigned char>(i * 7 + index);
             if (write(fds[1], &b, 1) != 1) break;
-            timespec ts{0, 1000000};
+            timespec ts{0, 500000};
             nanosleep(&ts, nullptr);
         }
         close(fds[1]);
     });
-    unsigned char b;
-    ssize_t r;
-    while ((r = read(fds[0], &b, 1)) != 0) {
-        if (r < 0) {
-            fprintf(stderr, "busy thread %d: read failed: %s\n", index, strerror(errno)); // a bad restart shows here
-            h = 0;
-            break;
+    unsigned long first = 0;
+    for (int round = 0; until.empty() ? round < 10 : !exists(until); ++round) {
+        unsigned long h = 1469598103934665603ul ^ static_cast<unsigned long>(index);
+        for (int i = 0; i < kRound; ++i) {
+            unsigned char b;
+            ssize_t r = read(fds[0], &b, 1);
+            if (r != 1) {
+                fprintf(stderr, "busy thread %d: read returned %zd: %s\n", index, r, strerror(errno)); // a bad restart
+                ++*bad;
+                break;
+            }
+            for (int k = 0; k < 1000; ++k) h = (h ^ b) * 1099511628211ul;
         }
-        for (int k = 0; k < 1000; ++k) h = (h ^ b) * 1099511628211ul;
+        if (round == 0) first = h;
+        else if (h != first) ++*bad;
+    }
+    stop = true;
+    unsigned char drain;
+    while (read(fds[0], &drain, 1) > 0) {
     }
     writer.join();
     close(fds[0]);
-    return h;
+    return first;
 }
 
 } // namespace
@@ -153,7 +167,9 @@ int main(int argc, char** argv) {
     fflush(stdout);
     std::vector<std::thread> busy_threads;
     std::vector<unsigned long> sums(static_cast<size_t>(busy));
-    for (int i = 0; i < busy; ++i) busy_threads.emplace_back([&, i] { sums[static_cast<size_t>(i)] = busy_work(i, until); });
+    std::vector<long> bad(static_cast<size_t>(busy));
+    for (int i = 0; i < busy; ++i)
+        busy_threads.emplace_back([&, i] { sums[static_cast<size_t>(i)] = busy_work(i, until, &bad[static_cast<size_t>(i)]); });
 
     wait_for(load_after);
     Cuda c = load_cuda();
@@ -176,7 +192,11 @@ int main(int argc, char** argv) {
     for (auto& b : busy_threads) b.join();
     printf("GTRACE_GPU {\"kernels\": %ld, \"copies\": %ld, \"failed\": %ld, \"busy\": [", n.kernels.load(), n.copies.load(),
            n.failed.load());
-    for (size_t i = 0; i < sums.size(); ++i) printf("%s\"%lx\"", i ? ", " : "", sums[i]);
-    printf("]}\n");
-    return n.failed ? 1 : 0;
+    long bad_rounds = 0;
+    for (size_t i = 0; i < sums.size(); ++i) {
+        printf("%s\"%lx\"", i ? ", " : "", sums[i]);
+        bad_rounds += bad[i];
+    }
+    printf("], \"bad_rounds\": %ld}\n", bad_rounds);
+    return n.failed || bad_rounds ? 1 : 0;
 }

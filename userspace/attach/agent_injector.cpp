@@ -180,14 +180,14 @@ uint64_t mapped_symbol_address(const std::vector<Mapping>& maps, const std::stri
     return 0;
 }
 
-Result<InjectionResult> load_agent(int pid, const std::string& agent_path, int patience_ms) {
+Result<InjectionResult> load_agent(int pid, const std::string& agent_path, int patience_ms, bool again) {
     struct stat agent_st {};
     if (stat(agent_path.c_str(), &agent_st) != 0)
         return make_error(ExitCode::Internal, fmt::format("agent library {} is missing; rebuild gtrace", agent_path));
     InjectionResult result;
     std::vector<Mapping> maps = read_maps(pid);
     for (const auto& m : maps)
-        if (same_file(m, agent_st)) return result; // loaded earlier: its thread picks up the request
+        if (same_file(m, agent_st) && !again) return result; // loaded earlier: its thread picks up the request
     uint64_t dlopen_fn = libc_symbol(maps, "dlopen");
     uint64_t trampoline = sigreturn_trampoline(pid, maps);
     if (!dlopen_fn || !trampoline)
@@ -209,6 +209,8 @@ Result<InjectionResult> load_agent(int pid, const std::string& agent_path, int p
             BorrowedCall call = prepare_borrowed_call(t.saved(), t.xstate(), blocked_signals(pid, tid), dlopen_fn, RTLD_NOW,
                                                       agent_path, trampoline);
             if (auto r = t.hand_off(call); !r) return r.error();
+            // Tests kill gtrace here, with the thread stopped in the borrowed call's registers.
+            if (const char* hold = getenv("GTRACE_TEST_HOLD_BORROWED_MS")) usleep(static_cast<useconds_t>(atoi(hold)) * 1000);
             result.loaded_now = true;
             result.tid = static_cast<uint32_t>(tid);
             return result;

@@ -23,8 +23,9 @@ struct InjectionResult {
 // The runtime address of symbol `name` of the mapped file `path` in `maps`, or 0.
 uint64_t mapped_symbol_address(const std::vector<Mapping>& maps, const std::string& path, const std::string& name);
 
-// Makes pid dlopen `agent_path` unless it has already. Gives up (error, process untouched) when
-// no thread reaches a safe point within `patience_ms`.
-Result<InjectionResult> load_agent(int pid, const std::string& agent_path, int patience_ms = 2000);
+// Makes pid dlopen `agent_path` unless it has already (`again`: even then — a no-op dlopen, for
+// tests of the borrowed call). Gives up (error, process untouched) when no thread reaches a
+// safe point within `patience_ms`.
+Result<InjectionResult> load_agent(int pid, const std::string& agent_path, int patience_ms = 2000, bool again = false);
 
 } // namespace gtrace

@@ -135,12 +135,29 @@ bool begin_session(Agent& a) {
     return false;
 }
 
+// gtrace has exited, or is exiting: a killed gtrace takes seconds to finish exiting (the kernel
+// removes its uprobes one by one), and the agent must not wait for that.
 bool owner_gone(Agent& a) {
     if (a.owner_fd >= 0) {
         pollfd p{a.owner_fd, POLLIN, 0};
-        return poll(&p, 1, 0) > 0;
+        if (poll(&p, 1, 0) > 0) return true;
+    } else if (kill(a.config.owner, 0) != 0 && errno == ESRCH) {
+        return true;
     }
-    return kill(a.config.owner, 0) != 0 && errno == ESRCH;
+    constexpr unsigned long kPfExiting = 0x4; // linux/sched.h
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", a.config.owner);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return false; // another PID namespace: the pidfd decides
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) return true;
+    buf[n] = 0;
+    const char* p = strrchr(buf, ')'); // fields after the command name: state ppid pgrp session tty tpgid flags
+    unsigned long flags = 0;
+    char state = 0;
+    if (!p || sscanf(p + 1, " %c %*d %*d %*d %*d %*d %lu", &state, &flags) != 2) return false;
+    return state == 'Z' || state == 'X' || (flags & kPfExiting);
 }
 
 int start(const std::string& config_text, bool from_injection);
