@@ -4,13 +4,17 @@
   cycles  100 load/start/detach cycles of the agent into a busy 8-thread process: no hang, no
           crash, and the process's own output (deterministic hashes, no failed call, no bad
           round of blocking system calls) is what it is without gtrace.
+  record  `gtrace record -- CMD` and `gtrace attach` at the start of the same program give the
+          same trace content: the same calls, the same GPU work (names, grids, sizes, streams,
+          durations), every piece of it linked.
   kill9   gtrace killed with SIGKILL mid-capture and mid-injection (a thread stopped inside
           the borrowed dlopen call): the target keeps running, its agent goes dormant within
           a second, nothing stays attached or stopped, and a later attach reuses the agent.
 
-Usage: gpu_agent_lifecycle.py cycles|kill9 --build BUILD_DIR"""
+Usage: gpu_agent_lifecycle.py cycles|record|kill9 --build BUILD_DIR"""
 import argparse
 import atexit
+import collections
 import glob
 import json
 import os
@@ -200,15 +204,53 @@ def kill9(build):
         print("ok: both targets finished with unchanged output")
 
 
+def trace_content(path):
+    """What a trace says, without pids, tids and times."""
+    events = json.load(open(path))["traceEvents"]
+    calls = collections.Counter(e["name"] for e in events if e.get("cat") == "cuda_api")
+    gpu = collections.Counter((e["cat"], e["name"], str(e["args"].get("grid")), e["args"].get("bytes"), e["args"]["stream"],
+                               round(e["dur"])) for e in events if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset"))
+    flows = sum(1 for e in events if e.get("cat") == "ac2g" and e["ph"] == "f")
+    return calls, gpu, flows
+
+
+def record_vs_attach(build):
+    # One thread: which thread gets which grid and stream must not depend on scheduling.
+    program = [os.path.join(build, "programs", "gpu_steps"), "--steps", "40", "--kernels", "5", "--threads", "1"]
+    env = dict(os.environ, LD_LIBRARY_PATH=os.path.join(build, "gpusim"))
+    gtrace = os.path.join(build, "gtrace")
+    with tempfile.TemporaryDirectory() as tmp:
+        r = subprocess.run([gtrace, "record", "-q", "-o", f"{tmp}/record.json", "--sample-hz", "0", "--"] + program,
+                           env=env, timeout=300)
+        if r.returncode != 0:
+            fail(f"gtrace record exited {r.returncode}")
+        go = f"{tmp}/go"
+        w = started(subprocess.Popen(program + ["--go-file", go], stdout=subprocess.PIPE, text=True, env=env))
+        if not w.stdout.readline().startswith("ready"):
+            fail("gpu_steps did not start")
+        g = start_gtrace(build, w.pid, tmp, "attach")
+        if not wait_for_line(g, "GPU agent active"):
+            fail("the agent never became active")
+        open(go, "w").close()  # the program's CUDA work starts now
+        g.communicate(timeout=300)
+        w.wait(timeout=60)
+        rec, att = trace_content(f"{tmp}/record.json"), trace_content(f"{tmp}/attach.json")
+    for what, a, b in zip(("CUDA calls", "GPU work", "flows"), rec, att):
+        if a != b:
+            only = lambda x, y: x if not isinstance(x, dict) else sorted((x - y).items())[:5]
+            fail(f"{what} differ between record and attach: only in record {only(a, b)}, only in attach {only(b, a)}")
+    print(f"ok: record and attach-at-start agree: {sum(rec[0].values())} calls, {sum(rec[1].values())} GPU ops, {rec[2]} flows")
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("test", choices=["cycles", "kill9"])
+    ap.add_argument("test", choices=["cycles", "record", "kill9"])
     ap.add_argument("--build", required=True)
     a = ap.parse_args()
     if os.geteuid() != 0:
         print("cannot run: needs root (ptrace and BPF)", flush=True)
         sys.exit(77 if os.environ.get("GTRACE_ALLOW_SKIP") == "1" else 1)
-    {"cycles": cycles, "kill9": kill9}[a.test](a.build)
+    {"cycles": cycles, "record": record_vs_attach, "kill9": kill9}[a.test](a.build)
     print("PASS")
 
 
