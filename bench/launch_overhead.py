@@ -5,7 +5,13 @@
   bpftrace-entry+exit count-only bpftrace uprobe + uretprobe (the floor of any entry/exit tracer)
   gtrace              gtrace attach (entry + return probe, full event to the ring buffer)
 Modes are interleaved over several rounds; the median per mode is reported, and the ratios of
-added cost (mode minus untraced) to the floors'. Usage: launch_overhead.py BUILD_DIR [--calls N] [--rounds R]
+added cost (mode minus untraced) to the floors'.
+
+With --agent the loop runs on the GPU simulator (its libcudart and libcupti) instead, and the
+modes are: untraced, gtrace --no-gpu (BPF probes only) and gtrace (BPF probes + the CUPTI agent
+loaded into the loop): the agent's added cost per launch is the difference of the last two.
+
+Usage: launch_overhead.py BUILD_DIR [--calls N] [--rounds R] [--agent]
 """
 import argparse
 import os
@@ -13,17 +19,18 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 CUDART = "/usr/local/cuda/lib64/libcudart.so.13"
 
 
-def run_loop(build, calls, tracer=None):
+def run_loop(build, calls, tracer=None, env=None):
     """Start the loop, attach the tracer (a function taking the pid), run it, return ns/call."""
     with tempfile.TemporaryDirectory() as tmp:
         go = os.path.join(tmp, "go")
         p = subprocess.Popen([os.path.join(build, "bench", "launch_loop"), "--calls", str(calls), "--go-file", go],
-                             stdout=subprocess.PIPE, text=True)
+                             stdout=subprocess.PIPE, text=True, env=dict(os.environ, **(env or {})))
         assert p.stdout.readline().startswith("ready")
         t = tracer(p.pid, tmp) if tracer else None
         open(go, "w").close()
@@ -48,13 +55,35 @@ def bpftrace(program):
     return start
 
 
-def gtrace(build):
+def gtrace(build, *extra):
     def start(pid, tmp):
-        t = subprocess.Popen([os.path.join(build, "gtrace"), "attach", "--pid", str(pid), "-q", "-o",
-                              os.path.join(tmp, "trace.json")])
-        time.sleep(2.0)  # BPF load and attach; gtrace exits by itself when the loop ends
-        return t
+        t = subprocess.Popen([os.path.join(build, "gtrace"), "attach", "--pid", str(pid), "-o",
+                              os.path.join(tmp, "trace.json"), "--sample-hz", "0", *extra],
+                             stderr=subprocess.PIPE, text=True)
+        want = "GPU agent active" if "--no-gpu" not in extra else "attached to PID"
+        for line in t.stderr:  # gtrace exits by itself when the loop ends
+            if want in line:
+                time.sleep(0.5)
+                threading.Thread(target=t.stderr.read, daemon=True).start()
+                return t
+        sys.exit(f"gtrace {' '.join(extra)} failed before the measurement")
     return start
+
+
+def agent_main(args):
+    env = {"LD_LIBRARY_PATH": os.path.join(args.build, "gpusim")}
+    modes = {"untraced": None, "gtrace --no-gpu": gtrace(args.build, "--no-gpu"), "gtrace (agent)": gtrace(args.build)}
+    results = {m: [] for m in modes}
+    for r in range(args.rounds):
+        for name, tracer in modes.items():
+            results[name].append(run_loop(args.build, args.calls, tracer, env))
+        print(f"round {r + 1}: " + "  ".join(f"{m}={v[-1]:.0f}ns" for m, v in results.items()), flush=True)
+    med = {m: statistics.median(v) for m, v in results.items()}
+    print(f"\nmedian ns per cudaLaunchKernel (GPU simulator) over {args.rounds} rounds of {args.calls} calls:")
+    for m in modes:
+        print(f"  {m:18s} {med[m]:8.0f} ns")
+    agent = med["gtrace (agent)"] - med["gtrace --no-gpu"]
+    print(f"\nthe agent adds {agent:.0f} ns per launch on top of the BPF probes (target: <= 1000 ns)")
 
 
 def main():
@@ -62,7 +91,10 @@ def main():
     ap.add_argument("build")
     ap.add_argument("--calls", type=int, default=300000)
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--agent", action="store_true", help="measure the CUPTI agent on the GPU simulator")
     args = ap.parse_args()
+    if args.agent:
+        return agent_main(args)
     modes = {
         "untraced": None,
         "bpftrace-entry": bpftrace(f"uprobe:{CUDART}:cudaLaunchKernel {{ @calls = count(); }}"),

@@ -76,7 +76,10 @@ const CUpti_CallbackId kDriverWork[] = {
     CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
 };
 
-uint32_t current_tid() { return static_cast<uint32_t>(gettid()); }
+uint32_t current_tid() { // a system call per API call would be most of the callback's cost
+    thread_local uint32_t tid = static_cast<uint32_t>(gettid());
+    return tid;
+}
 
 void CUPTIAPI on_api_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId, const void* data) {
     const auto* cb = static_cast<const CUpti_CallbackData*>(data);
