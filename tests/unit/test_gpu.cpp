@@ -1,0 +1,111 @@
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <vector>
+
+#include "collect/agent_ring.h"
+#include "decode/gpu_activity.h"
+#include "model/gpu_join.h"
+
+using namespace gtrace;
+
+namespace {
+
+struct RingBuffer {
+    std::vector<uint8_t> bytes;
+    gt_agent_ring* ring;
+    explicit RingBuffer(uint64_t data_bytes) : bytes(agent_ring_file_size(data_bytes)) {
+        ring = reinterpret_cast<gt_agent_ring*>(bytes.data());
+        ring->data_bytes = data_bytes;
+    }
+};
+
+bool put(gt_agent_ring* r, uint32_t corr, size_t payload) {
+    uint16_t size = agent_record_size(payload);
+    uint64_t pos = 0;
+    uint8_t* p = agent_ring_reserve(r, size, &pos);
+    if (!p) return false;
+    auto* h = reinterpret_cast<gt_gpu_header*>(p);
+    h->type = GT_GPU_MEMCPY;
+    h->size = size;
+    h->correlation = corr;
+    agent_ring_commit(r, pos, size);
+    return true;
+}
+
+} // namespace
+
+TEST_CASE("agent ring: records wrap with a pad, never split, and a full ring refuses") {
+    RingBuffer b(1024);
+    std::vector<uint32_t> seen;
+    uint32_t next = 1;
+    for (int round = 0; round < 50; ++round) {
+        while (put(b.ring, next, 72 + (next % 5) * 8)) ++next; // fill until refused
+        REQUIRE(b.ring->head - b.ring->tail <= 1024);
+        agent_ring_consume(b.ring, [&](const gt_gpu_header& h) { seen.push_back(h.correlation); });
+        REQUIRE(b.ring->tail == b.ring->head);
+    }
+    REQUIRE(seen.size() == next - 1);
+    for (size_t i = 0; i < seen.size(); ++i) REQUIRE(seen[i] == i + 1); // in order, none lost, none twice
+}
+
+TEST_CASE("GPU join: by correlation id, in either order, per process") {
+    std::vector<std::pair<uint32_t, uint32_t>> links; // (call tid, op correlation)
+    GpuJoin join([&](const CallRef& c, const GpuOp& op) { links.emplace_back(c.tid, op.correlation); });
+    ApiCall launch;
+    launch.pid = 10, launch.tid = 11, launch.correlation = 5, launch.start_ns = 100, launch.end_ns = 200;
+    GpuOp early;
+    early.pid = 10, early.correlation = 7;
+    join.add_op(early); // its call comes later
+    join.add_call(launch);
+    GpuOp k;
+    k.pid = 10, k.correlation = 5;
+    join.add_op(k);
+    GpuOp other_process = k;
+    other_process.pid = 99;
+    join.add_op(other_process); // same id, another process: no link
+    ApiCall late = launch;
+    late.tid = 12, late.correlation = 7;
+    join.add_call(late);
+    REQUIRE(links == std::vector<std::pair<uint32_t, uint32_t>>{{11, 5}, {12, 7}});
+    REQUIRE(join.stats().joined == 2);
+    REQUIRE(join.stats().gpu_ops == 3);
+}
+
+TEST_CASE("GPU join: CUPTI API records join a call on the same thread whose interval holds them") {
+    std::vector<uint32_t> linked_tids;
+    GpuJoin join([&](const CallRef& c, const GpuOp&) { linked_tids.push_back(c.tid); });
+    ApiCall a;
+    a.pid = 1, a.tid = 2, a.start_ns = 1000, a.end_ns = 5000;
+    ApiCall b = a;
+    b.start_ns = 6000, b.end_ns = 9000;
+    join.add_call(a);
+    join.add_call(b);
+    join.add_api_record({1, 2, 42, 6500, 8000}); // inside b
+    join.add_api_record({1, 3, 43, 1500, 2000}); // another thread: nothing
+    GpuOp op;
+    op.pid = 1, op.correlation = 42;
+    join.add_op(op);
+    op.correlation = 43;
+    join.add_op(op);
+    REQUIRE(linked_tids == std::vector<uint32_t>{2});
+    REQUIRE(join.stats().joined_by_api_record == 1);
+}
+
+TEST_CASE("GPU records decode with times moved to CLOCK_MONOTONIC") {
+    std::vector<uint8_t> buf(sizeof(gt_gpu_kernel) + 16);
+    auto* k = reinterpret_cast<gt_gpu_kernel*>(buf.data());
+    k->op.h = {GT_GPU_KERNEL, static_cast<uint16_t>(buf.size()), 9};
+    k->op.start = 5000, k->op.end = 7000, k->op.stream = 13;
+    k->grid[0] = 4, k->block[0] = 128;
+    k->name_len = 12;
+    std::memcpy(k->name, "_Z4gemmPfi", 10);
+    k->name_len = 10;
+    auto op = decode_gpu_op(3, k->op.h, 1000);
+    REQUIRE(op);
+    REQUIRE(op->start_ns == 4000);
+    REQUIRE(op->end_ns == 6000);
+    REQUIRE(op->name == "gemm(float*, int)");
+    REQUIRE(op->stream == 13);
+    REQUIRE(op->correlation == 9);
+}
