@@ -287,7 +287,7 @@ std::string start_session(gt_agent_ring* ring, const SessionConfig& config) {
     // API records must name threads by their kernel tid (the default is pthread_self()).
     s.cupti.cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
     if (CUptiResult r = s.cupti.cuptiActivityRegisterCallbacks(on_buffer_requested, on_buffer_completed); r != CUPTI_SUCCESS)
-        return "cuptiActivityRegisterCallbacks: " + result_text(r);
+        return std::string(ring->cupti_path) + ": cuptiActivityRegisterCallbacks: " + result_text(r);
 
     if (config.callbacks) {
         CUptiResult r = s.cupti.cuptiSubscribe(&s.subscriber, on_api_callback, nullptr);
@@ -310,7 +310,9 @@ std::string start_session(gt_agent_ring* ring, const SessionConfig& config) {
     for (auto kind : kinds) {
         CUptiResult r = s.cupti.cuptiActivityEnable(kind);
         if (r == CUPTI_SUCCESS) s.enabled.push_back(kind);
-        else if (kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) return "cuptiActivityEnable(CONCURRENT_KERNEL): " + result_text(r);
+        else if (kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
+            return std::string(ring->cupti_path) + " (the CUPTI found for this process's CUDA) refused "
+                   "cuptiActivityEnable(CONCURRENT_KERNEL): " + result_text(r) + "; use --cupti to name the right one";
     }
     return {};
 }
