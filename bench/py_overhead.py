@@ -6,6 +6,8 @@ medians reported):
    against gtrace --py-stacks off on the same ctypes cudaLaunchKernel loop (and no gtrace).
 2. sampling: slowdown of a CPU-bound Python loop sampled at 100 Hz and 1000 Hz by gtrace and by
    austin (Debian's 1.0.1; it reads CPython 3.10, not 3.11, hence the pyenv 3.10 interpreter).
+   The loop and the profiler are pinned to one CPU (taskset), as on a machine whose cores are all
+   busy — the case where a profiler's CPU time is the job's loss; wall time per iteration.
 
 Usage: py_overhead.py BUILD_DIR [--rounds R]"""
 import argparse
@@ -34,10 +36,13 @@ def bpf_stats(name):
 STATS = {}
 
 
+PIN = ["taskset", "-c", "1"]  # the sampling comparison: workload and profiler share one CPU
+
+
 def run(cmd, tracer=None, stats_of=None):
     with tempfile.TemporaryDirectory() as tmp:
         go = os.path.join(tmp, "go")
-        p = subprocess.Popen(cmd + [go] + ([CUDART] if cmd[2] == "stack" else []), stdout=subprocess.PIPE, text=True)
+        p = subprocess.Popen(cmd + [go] + ([CUDART] if cmd[-2] == "stack" else []), stdout=subprocess.PIPE, text=True)
         assert p.stdout.readline().startswith("ready")
         t = tracer(p.pid, tmp) if tracer else None
         open(go, "w").close()
@@ -48,12 +53,14 @@ def run(cmd, tracer=None, stats_of=None):
         if t:
             t.terminate()
             t.wait(timeout=60)
-        return float(out.split()[-1])
+        fields = out.split()
+        # cpu workload: wall time per iteration (pinned); stack workload: ns per call
+        return float(fields[1]) if fields[0] == "wall_ns_per_op" else float(fields[-1])
 
 
-def gtrace(build, *args):
+def gtrace(build, *args, pin=False):
     def start(pid, tmp):
-        t = subprocess.Popen([os.path.join(build, "gtrace"), "attach", "--pid", str(pid), "-q", "-o",
+        t = subprocess.Popen((PIN if pin else []) + [os.path.join(build, "gtrace"), "attach", "--pid", str(pid), "-q", "-o",
                               os.path.join(tmp, "t.json"), *args])
         time.sleep(2.5)
         if t.poll() is not None:
@@ -64,7 +71,7 @@ def gtrace(build, *args):
 
 def austin(hz):
     def start(pid, tmp):
-        t = subprocess.Popen(["austin", "-p", str(pid), "-i", str(1_000_000 // hz), "-o", os.path.join(tmp, "a.txt")],
+        t = subprocess.Popen(PIN + ["austin", "-p", str(pid), "-i", str(1_000_000 // hz), "-o", os.path.join(tmp, "a.txt")],
                              stderr=subprocess.DEVNULL)
         time.sleep(1.5)
         return t
@@ -118,13 +125,13 @@ def sampling_comparison(args):
     py310 = sorted(glob.glob("/root/.pyenv/versions/3.10*/bin/python3.10"))
     if not py310:
         sys.exit("sampling comparison needs pyenv's CPython 3.10 (austin 1.0.1 cannot read 3.11)")
-    compare("2. CPU-bound loop under sampling (CPU time per iteration)", {
+    compare("2. CPU-bound loop under sampling, loop and profiler on one CPU (wall ns per iteration)", {
         "unsampled": None,
-        "gtrace 100 Hz": gtrace(args.build, "--sample-hz", "100"),
+        "gtrace 100 Hz": gtrace(args.build, "--sample-hz", "100", pin=True),
         "austin 100 Hz": austin(100),
-        "gtrace 1000 Hz": gtrace(args.build, "--sample-hz", "1000"),
+        "gtrace 1000 Hz": gtrace(args.build, "--sample-hz", "1000", pin=True),
         "austin 1000 Hz": austin(1000),
-    }, args.rounds, [py310[-1], os.path.join(HERE, "py_workload.py"), "cpu", "8000000"], "unsampled", "on_sample")
+    }, args.rounds, PIN + [py310[-1], os.path.join(HERE, "py_workload.py"), "cpu", "8000000"], "unsampled", "on_sample")
     for hz in (100, 1000):
         per = [t / c for t, c in STATS.get(f"gtrace {hz} Hz", []) if c]
         if per:

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -59,7 +60,39 @@ uint64_t round_ring_size(uint64_t bytes) {
 
 UprobeLink::~UprobeLink() {
     if (link_) bpf_link__destroy(link_);
+    if (fd_ >= 0) close(fd_);
 }
+
+namespace {
+
+// BPF_LINK_CREATE for a multi-uprobe link (kernel 6.6+; libbpf 1.1 predates it). The layout of
+// bpf_attr.link_create.uprobe_multi, from the kernel's UAPI.
+constexpr uint32_t kTraceUprobeMulti = 48;      // BPF_TRACE_UPROBE_MULTI
+constexpr uint32_t kUprobeMultiReturn = 1;      // BPF_F_UPROBE_MULTI_RETURN
+struct LinkCreateUprobeMulti {
+    uint32_t prog_fd, target_fd, attach_type, flags;
+    uint64_t path, offsets, ref_ctr_offsets, cookies;
+    uint32_t cnt, multi_flags, pid, pad;
+};
+
+int create_uprobe_multi_link(int prog_fd, const std::string& path, const std::vector<ApiProbeSite>& sites, bool at_return) {
+    std::vector<uint64_t> offsets, cookies;
+    for (const auto& s : sites) {
+        offsets.push_back(s.offset);
+        cookies.push_back(s.cookie);
+    }
+    LinkCreateUprobeMulti attr{};
+    attr.prog_fd = static_cast<uint32_t>(prog_fd);
+    attr.attach_type = kTraceUprobeMulti;
+    attr.path = reinterpret_cast<uint64_t>(path.c_str());
+    attr.offsets = reinterpret_cast<uint64_t>(offsets.data());
+    attr.cookies = reinterpret_cast<uint64_t>(cookies.data());
+    attr.cnt = static_cast<uint32_t>(sites.size());
+    attr.multi_flags = at_return ? kUprobeMultiReturn : 0;
+    return static_cast<int>(syscall(__NR_bpf, BPF_LINK_CREATE, &attr, sizeof attr));
+}
+
+} // namespace
 
 Result<std::unique_ptr<BpfSession>> BpfSession::create(const BpfOptions& options) {
     libbpf_set_print(libbpf_print);
@@ -74,16 +107,32 @@ Result<std::unique_ptr<BpfSession>> BpfSession::create(const BpfOptions& options
     bpf_program__set_autoattach(s->proc_->progs.on_mmap, false);
     if (int err = gtrace_proctree__load(s->proc_)) return bpf_error("loading the process-tree BPF programs", err);
 
-    s->cuda_ = gtrace_cuda_api__open();
-    if (!s->cuda_) return bpf_error("opening the CUDA API BPF object", errno);
-    s->cuda_->rodata->wakeup_threshold = ring / 4;
-    s->cuda_->rodata->py_stack_every = options.py_stack_every;
-    if (auto r = share_maps({{s->cuda_->maps.tracked, s->proc_->maps.tracked},
-                             {s->cuda_->maps.events, s->proc_->maps.events},
-                             {s->cuda_->maps.counters, s->proc_->maps.counters}});
-        !r)
-        return r.error();
-    if (int err = gtrace_cuda_api__load(s->cuda_)) return bpf_error("loading the CUDA API BPF programs", err);
+    // Multi-uprobe programs first (kernel 6.6+); a kernel that refuses them gets per-probe links.
+    for (bool multi : {true, false}) {
+        if (multi && getenv("GTRACE_TEST_NO_UPROBE_MULTI")) continue; // tests: the pre-6.6 path
+        s->cuda_ = gtrace_cuda_api__open();
+        if (!s->cuda_) return bpf_error("opening the CUDA API BPF object", errno);
+        s->cuda_->rodata->wakeup_threshold = ring / 4;
+        s->cuda_->rodata->py_stack_every = options.py_stack_every;
+        if (auto r = share_maps({{s->cuda_->maps.tracked, s->proc_->maps.tracked},
+                                 {s->cuda_->maps.events, s->proc_->maps.events},
+                                 {s->cuda_->maps.counters, s->proc_->maps.counters}});
+            !r)
+            return r.error();
+        if (multi)
+            for (bpf_program* p : {s->cuda_->progs.cuda_api_enter, s->cuda_->progs.cuda_api_exit})
+                bpf_program__set_expected_attach_type(p, static_cast<bpf_attach_type>(kTraceUprobeMulti));
+        libbpf_set_print(multi ? nullptr : libbpf_print); // the first try may fail quietly
+        int err = gtrace_cuda_api__load(s->cuda_);
+        libbpf_set_print(libbpf_print);
+        if (err == 0) {
+            s->multi_uprobes_ = multi;
+            break;
+        }
+        gtrace_cuda_api__destroy(s->cuda_);
+        s->cuda_ = nullptr;
+        if (!multi) return bpf_error("loading the CUDA API BPF programs", err);
+    }
 
     if (int err = gtrace_proctree__attach(s->proc_)) return bpf_error("attaching sched fork/exec/exit tracepoints", err);
     s->mmap_link_ = bpf_program__attach(s->proc_->progs.on_mmap); // nullptr: fall back to polling
@@ -149,17 +198,27 @@ bool BpfSession::is_tracked(uint32_t pid) const {
     return bpf_map__lookup_elem(proc_->maps.tracked, &pid, sizeof(pid), &value, sizeof(value), 0) == 0;
 }
 
-Result<UprobeLink> BpfSession::attach_api_probe(const std::string& path, uint64_t offset, uint64_t cookie,
-                                                bool at_return) {
-    LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = cookie, .retprobe = at_return);
+Result<std::vector<UprobeLink>> BpfSession::attach_api_probes(const std::string& path,
+                                                              const std::vector<ApiProbeSite>& sites, bool at_return) {
     bpf_program* prog = at_return ? cuda_->progs.cuda_api_exit : cuda_->progs.cuda_api_enter;
-    bpf_link* link = bpf_program__attach_uprobe_opts(prog, -1, path.c_str(), offset, &opts);
-    if (!link) {
-        int err = errno;
+    auto failed = [&](int err) -> Error {
         if (err == EPERM || err == EACCES) return bpf_error(("attaching a uprobe to " + path).c_str(), err);
         return make_error(ExitCode::Internal, "cannot probe " + path + ": " + strerror(err) + "; its calls are not traced");
+    };
+    std::vector<UprobeLink> links;
+    if (multi_uprobes_) {
+        int fd = create_uprobe_multi_link(bpf_program__fd(prog), path, sites, at_return);
+        if (fd < 0) return failed(errno);
+        links.emplace_back(fd);
+        return links;
     }
-    return UprobeLink(link);
+    for (const auto& site : sites) {
+        LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = site.cookie, .retprobe = at_return);
+        bpf_link* link = bpf_program__attach_uprobe_opts(prog, -1, path.c_str(), site.offset, &opts);
+        if (!link) return failed(errno);
+        links.emplace_back(link);
+    }
+    return links;
 }
 
 Result<void> BpfSession::set_python_layout(uint32_t pid, const gt_py_layout& layout) {

@@ -25,17 +25,28 @@ struct BpfOptions {
     uint32_t sample_hz = 100;    // timer samples per second per CPU; 0: no sampling
 };
 
-// One attached uprobe; detaches when destroyed.
+// Attached uprobes (one libbpf link, or a multi-uprobe link's fd); detached when destroyed.
 class UprobeLink {
 public:
     explicit UprobeLink(bpf_link* link) : link_(link) {}
-    UprobeLink(UprobeLink&& o) noexcept : link_(o.link_) { o.link_ = nullptr; }
+    explicit UprobeLink(int multi_fd) : fd_(multi_fd) {}
+    UprobeLink(UprobeLink&& o) noexcept : link_(o.link_), fd_(o.fd_) {
+        o.link_ = nullptr;
+        o.fd_ = -1;
+    }
     UprobeLink& operator=(UprobeLink&&) = delete;
     UprobeLink(const UprobeLink&) = delete;
     ~UprobeLink();
 
 private:
-    bpf_link* link_;
+    bpf_link* link_ = nullptr;
+    int fd_ = -1;
+};
+
+// One probe of a file: where, and the cookie that tells the BPF program which API it is.
+struct ApiProbeSite {
+    uint64_t offset = 0;
+    uint64_t cookie = 0;
 };
 
 class BpfSession {
@@ -54,8 +65,11 @@ public:
     Result<UprobeLink> attach_agent_probe(const std::string& path, uint64_t offset);
     void clear_agent_slots(uint32_t pid);
 
-    // Entry or return uprobe on (file, offset) for every process; BPF keeps the tracked ones.
-    Result<UprobeLink> attach_api_probe(const std::string& path, uint64_t offset, uint64_t cookie, bool at_return);
+    // Entry or return uprobes on every site of a file, for every process; BPF keeps the tracked
+    // ones. One multi-uprobe link per call where the kernel has them (6.6+): attaching and,
+    // above all, detaching is then one operation instead of one RCU wait per probe.
+    Result<std::vector<UprobeLink>> attach_api_probes(const std::string& path, const std::vector<ApiProbeSite>& sites,
+                                                      bool at_return);
 
     int ring_buffer_fd() const;
     // Sum over CPUs of every counter in enum gt_counter (loss per event class and the others).
@@ -67,6 +81,7 @@ private:
     Result<void> start_sampling(uint32_t hz);
     gtrace_proctree* proc_ = nullptr;
     gtrace_cuda_api* cuda_ = nullptr;
+    bool multi_uprobes_ = false;
     bpf_link* mmap_link_ = nullptr;
     gtrace_sampling* sampling_ = nullptr;
     std::vector<bpf_link*> sample_links_; // one CPU-clock perf event per CPU

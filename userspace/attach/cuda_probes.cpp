@@ -82,27 +82,29 @@ Result<int> CudaProbes::probe_file(const std::string& open_path, const std::stri
         return 0;
     }
     ProbedObject obj{shown_path, {}, mapped};
+    std::vector<ApiProbeSite> sites;
     for (const auto& api : kApis) {
         const ElfSymbol* sym = (*syms)->find(api.name);
         if (!sym) continue;
         auto offset = (*syms)->vaddr_to_offset(sym->vaddr);
         if (!offset) continue;
-        for (bool at_return : {false, true}) {
-            auto link = bpf_.attach_api_probe(open_path, *offset, GT_COOKIE(api.id, api.caps), at_return);
-            if (!link) {
-                // Only missing privileges end the capture; a file that vanished is skipped.
-                if (link.error().code == ExitCode::Privileges) return link.error();
-                fprintf(stderr, "gtrace: warning: %s\n", link.error().message.c_str());
-                not_cuda_.insert(key);
-                return 0;
-            }
-            links_.push_back(std::move(*link));
-        }
+        sites.push_back({*offset, GT_COOKIE(api.id, api.caps)});
         obj.apis.emplace_back(api.name);
     }
-    if (obj.apis.empty()) {
+    if (sites.empty()) {
         not_cuda_.insert(key);
         return 0;
+    }
+    for (bool at_return : {false, true}) {
+        auto links = bpf_.attach_api_probes(open_path, sites, at_return);
+        if (!links) {
+            // Only missing privileges end the capture; a file that vanished is skipped.
+            if (links.error().code == ExitCode::Privileges) return links.error();
+            fprintf(stderr, "gtrace: warning: %s\n", links.error().message.c_str());
+            not_cuda_.insert(key);
+            return 0;
+        }
+        for (auto& l : *links) links_.push_back(std::move(l));
     }
     objects_.emplace(key, std::move(obj));
     return 1;

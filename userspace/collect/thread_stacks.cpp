@@ -4,8 +4,10 @@
 #include <sys/ptrace.h>
 #include <sys/user.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 #include "discover/proc_tree.h"
@@ -104,6 +106,8 @@ ThreadStack read_one(int pid, int tid, const std::optional<PythonRuntime>& pytho
         return t;
     }
     user_regs_struct regs{};
+    // Tests interrupt a dump here, with this thread stopped.
+    if (const char* hold = getenv("GTRACE_TEST_DUMP_HOLD_MS")) usleep(static_cast<useconds_t>(atoi(hold)) * 1000);
     if (ptrace(PTRACE_GETREGS, tid, nullptr, &regs) == 0) {
         t.native = unwind_native(tid);
         if (python) t.python = walk_python(pid, t.tid, regs.fs_base, python->layout);
