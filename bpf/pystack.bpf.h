@@ -58,8 +58,11 @@ static long gt_walk_step(__u32 index, void *data)
 	__u64 frame = w->frame;
 	if (!frame)
 		return 1;
-	__u8 buf[GT_PY_FRAME_READ];
-	if (bpf_probe_read_user(buf, sizeof(buf), (void *)(frame + l->frame_read_start))) {
+	__u8 buf[GT_PY_FRAME_READ] = {};
+	__u32 len = l->frame_read_len;
+	if (len > GT_PY_FRAME_READ)
+		len = GT_PY_FRAME_READ;
+	if (bpf_probe_read_user(buf, len, (void *)(frame + l->frame_read_start))) {
 		w->failed = 1;
 		w->frame = 0;
 		return 1;

@@ -21,10 +21,11 @@ struct gt_py_layout {
 	unsigned char owner_c_stack;     /* owner value of frames that belong to the C stack (skipped) */
 	unsigned char code_tagged;       /* the code reference has a tag in its low bit (3.14) */
 	unsigned char pad;
-	/* One read per frame: the byte range [frame_read_start, +GT_PY_FRAME_READ) holds every field
-	 * above (offsets stay relative to the frame). */
+	/* One read per frame: the byte range [frame_read_start, +frame_read_len) holds every field
+	 * above (offsets stay relative to the frame); frame_read_len <= GT_PY_FRAME_READ. Reading
+	 * no more than needed matters: the walk is ~50 such reads per call. */
 	unsigned short frame_read_start;
-	unsigned short pad2;
+	unsigned short frame_read_len;
 };
 
 #define GT_PY_FRAME_READ 88

@@ -126,6 +126,7 @@ PythonDetection detect_python(int pid, const std::vector<Mapping>& maps) {
             return out;
         }
         rt.layout.frame_read_start = lo;
+        rt.layout.frame_read_len = static_cast<uint16_t>(hi - lo);
         rt.layout.tss_key_addr = rt.runtime_addr + layout->tss_key;
         rt.layout.pthread_specific = *pthread_specific;
         rt.code = layout->code;
