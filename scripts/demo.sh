@@ -46,3 +46,6 @@ echo "demo: job running (torchrun pid $JOB); attaching gtrace for 10 s, no resta
 "$ROOT/build/gtrace" attach --pid "$JOB" --duration 10 -o "$OUT/trace.json" --force
 echo
 echo "demo: trace written to $OUT/trace.json — open it in Perfetto UI (ui.perfetto.dev) or chrome://tracing"
+echo
+"$ROOT/build/gtrace" report "$OUT/trace.json" --json "$OUT/summary.json"
+echo "demo: findings as JSON in $OUT/summary.json"

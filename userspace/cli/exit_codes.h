@@ -15,6 +15,7 @@ enum class ExitCode : int {
     OutputUnwritable = 8,   // output directory missing or not writable
     OutputExists = 9,       // output file exists and --force was not given
     CommandFailed = 10,     // gtrace record: the command could not be started
+    BadTrace = 11,          // gtrace report: the file is not a complete gtrace trace
 };
 
 inline int to_int(ExitCode c) { return static_cast<int>(c); }
@@ -31,6 +32,7 @@ constexpr const char* kExitCodeHelp =
     "  7  the kernel lacks BTF or refused BPF/uprobes\n"
     "  8  output directory does not exist or is not writable\n"
     "  9  output file exists (use --force to overwrite)\n"
-    "  10 gtrace record: the command could not be started (not found, not executable)\n";
+    "  10 gtrace record: the command could not be started (not found, not executable)\n"
+    "  11 gtrace report: a file is not a complete trace written by gtrace\n";
 
 } // namespace gtrace

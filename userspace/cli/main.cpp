@@ -13,6 +13,7 @@
 #include "cli/capture.h"
 #include "cli/dump_command.h"
 #include "cli/record_command.h"
+#include "cli/report_command.h"
 #include "cli/exit_codes.h"
 #include "cli/preflight.h"
 
@@ -27,10 +28,12 @@ constexpr const char* kUsage =
     "  gtrace attach --pid PID [--duration SECONDS] [-o FILE] [--force] [-q] [options]\n"
     "  gtrace record [options] -- COMMAND [ARGS...]\n"
     "  gtrace dump --pid PID\n"
+    "  gtrace report TRACE... [--json FILE]\n"
     "  gtrace <command> --help\n\n"
     "Commands:\n"
     "  attach   attach to a running process tree (e.g. torchrun and its ranks) and write a trace\n"
     "  record   start a command with the GPU agent loaded from its start, and trace it like attach\n"
+    "  report   step time breakdown and bottleneck verdict per rank, from traces gtrace wrote\n"
     "  dump     print the Python and native stack of every thread in the tree once, grouped across ranks\n\n";
 
 [[noreturn]] void fail(const Error& e) {
@@ -173,6 +176,28 @@ int run_record(std::vector<std::string> args) {
     return or_fail(record_command(options, command));
 }
 
+int run_report_command(const std::vector<std::string>& args) {
+    po::options_description desc("gtrace report options");
+    desc.add_options()("help,h", "show this help")("json", po::value<std::string>(), "also write the findings as JSON")
+        ("trace", po::value<std::vector<std::string>>(), "trace files");
+    po::positional_options_description pos;
+    pos.add("trace", -1);
+    po::variables_map vm;
+    po::store(po::command_line_parser(args).options(desc).positional(pos).run(), vm);
+    po::notify(vm);
+    if (vm.count("help")) {
+        std::cout << "Usage: gtrace report TRACE... [--json FILE]\n\n"
+                  << "Per rank: steps, where the step time goes (Kernel, Memcpy, Memset, Communication, Runtime,\n"
+                  << "DataLoader, CPU Exec, Other, adding up to the step), GPU utilization, launch statistics, and\n"
+                  << "a verdict with the figures behind it; then one for the whole job.\n\n"
+                  << desc << "\n" << kExitCodeHelp;
+        return 0;
+    }
+    if (!vm.count("trace")) fail(make_error(ExitCode::Usage, "missing trace file: gtrace report TRACE... [--json FILE]"));
+    or_fail(run_report(vm["trace"].as<std::vector<std::string>>(), vm.count("json") ? vm["json"].as<std::string>() : ""));
+    return 0;
+}
+
 int run_dump_command(const std::vector<std::string>& args) {
     po::options_description desc("gtrace dump options");
     desc.add_options()("help,h", "show this help")("pid,p", po::value<int>(), "PID of the job (e.g. torchrun's); its whole tree is dumped");
@@ -209,6 +234,7 @@ int main(int argc, char** argv) {
         if (command == "attach") return run_attach(args);
         if (command == "dump") return run_dump_command(args);
         if (command == "record") return run_record(args);
+        if (command == "report") return run_report_command(args);
         fail(make_error(ExitCode::Usage, fmt::format("unknown command '{}'; see gtrace --help", command)));
     } catch (const po::error& e) {
         fail(make_error(ExitCode::Usage, fmt::format("{}; see gtrace {} --help", e.what(), command_name)));

@@ -1,0 +1,235 @@
+#include "analyze/step_analysis.h"
+
+#include <algorithm>
+#include <cctype>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+namespace gtrace {
+namespace {
+
+bool is_sync_call(const std::string& name) {
+    return name == "cudaDeviceSynchronize" || name.starts_with("cudaStreamSynchronize") ||
+           name == "cudaEventSynchronize" || name == "cudaMemcpy" || name == "cudaMemcpy_ptds";
+}
+
+bool is_launch(const std::string& name) { return name.starts_with("cudaLaunchKernel") || name.starts_with("cuLaunchKernel"); }
+
+bool is_communication_kernel(const std::string& name) {
+    std::string lower(name);
+    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+    return lower.find("nccl") != std::string::npos || lower.find("gloo") != std::string::npos;
+}
+
+bool is_dataloader_frame(const std::string& name) {
+    return (name.starts_with("__next__ (") || name.starts_with("_next_data (")) && name.find("dataloader.py") != std::string::npos;
+}
+
+// Without torch's record_function ranges, a training loop's steps show as the one synchronizing
+// CUDA call site of the main thread that recurs most (the loss.item(), the synchronize).
+std::vector<Span> find_steps(const ProcessData& p, std::string* rule) {
+    std::map<std::string, std::vector<uint64_t>> ends_by_site;
+    for (const auto& c : p.calls)
+        if (c.tid == p.pid && is_sync_call(c.name)) ends_by_site[c.name + " at " + (c.source.empty() ? "?" : c.source)].push_back(c.end_ns);
+    const std::vector<uint64_t>* best = nullptr;
+    for (const auto& [site, ends] : ends_by_site)
+        if (!best || ends.size() > best->size()) {
+            best = &ends;
+            *rule = "steps end at " + site;
+        }
+    std::vector<Span> steps;
+    if (!best || best->size() < 3) {
+        rule->clear();
+        return steps;
+    }
+    std::vector<uint64_t> ends = *best;
+    std::sort(ends.begin(), ends.end());
+    for (size_t i = 1; i < ends.size(); ++i) steps.push_back({ends[i - 1], ends[i]});
+    return steps;
+}
+
+double median(std::vector<double> v) {
+    if (v.empty()) return 0;
+    std::nth_element(v.begin(), v.begin() + static_cast<long>(v.size() / 2), v.end());
+    return v[v.size() / 2];
+}
+
+// Credits every instant of every step to its highest-priority active category (one sweep).
+void break_down(const ProcessData& p, std::vector<StepBreakdown>& steps) {
+    struct Edge {
+        uint64_t t;
+        int category; // kCategoryCount: a kernel's GPU-busy edge only
+        int delta;
+    };
+    std::vector<Edge> edges;
+    auto add = [&](const Span& s, int category) {
+        if (s.end_ns <= s.start_ns) return;
+        edges.push_back({s.start_ns, category, +1});
+        edges.push_back({s.end_ns, category, -1});
+    };
+    for (const auto& g : p.gpu) {
+        int c = g.kind == GpuKind::Memcpy ? kMemcpy : g.kind == GpuKind::Memset ? kMemset
+                : is_communication_kernel(g.name)     ? kCommunication
+                                                      : kKernel;
+        add(g, c);
+        if (g.kind == GpuKind::Kernel) add(g, kCategoryCount);
+    }
+    for (const auto& c : p.calls) add(c, kRuntime);
+    for (const auto& s : p.main_samples) {
+        add(s, kCpuExec);
+        if (is_dataloader_frame(s.name)) add(s, kDataLoader);
+    }
+    std::sort(edges.begin(), edges.end(), [](const Edge& a, const Edge& b) { return a.t < b.t; });
+    std::array<int, kCategoryCount + 1> active{};
+    size_t step = 0, e = 0;
+    uint64_t t = steps.empty() ? 0 : steps.front().span.start_ns;
+    // Apply the edges before the first step, then walk segment by segment.
+    for (; e < edges.size() && edges[e].t <= t; ++e) active[static_cast<size_t>(edges[e].category)] += edges[e].delta;
+    while (step < steps.size()) {
+        uint64_t step_end = steps[step].span.end_ns;
+        uint64_t next = e < edges.size() ? std::min(edges[e].t, step_end) : step_end;
+        if (next > t) {
+            int cat = kOther;
+            for (int c = 0; c < kOther; ++c)
+                if (active[static_cast<size_t>(c)] > 0) {
+                    cat = c;
+                    break;
+                }
+            steps[step].ns[static_cast<size_t>(cat)] += next - t;
+            if (active[kCategoryCount] > 0) steps[step].gpu_busy_ns += next - t;
+            t = next;
+        }
+        if (t >= step_end) {
+            ++step;
+            continue;
+        }
+        for (; e < edges.size() && edges[e].t <= t; ++e) active[static_cast<size_t>(edges[e].category)] += edges[e].delta;
+    }
+}
+
+void summarize(const ProcessData& p, RankAnalysis& r) {
+    uint64_t total = 0, busy = 0;
+    std::array<uint64_t, kCategoryCount> sums{};
+    for (const auto& s : r.steps) {
+        total += s.span.dur();
+        busy += s.gpu_busy_ns;
+        for (size_t c = 0; c < kCategoryCount; ++c) sums[c] += s.ns[c];
+    }
+    if (!total) return;
+    size_t n = r.steps.size();
+    for (size_t c = 0; c < kCategoryCount; ++c) r.share[c] = static_cast<double>(sums[c]) / static_cast<double>(total);
+    r.step_ms = static_cast<double>(total) / 1e6 / static_cast<double>(n);
+    r.gpu_utilization = static_cast<double>(busy) / static_cast<double>(total);
+    Span window{r.steps.front().span.start_ns, r.steps.back().span.end_ns};
+    auto inside = [&](const Span& s) { return s.start_ns >= window.start_ns && s.start_ns < window.end_ns; };
+
+    std::vector<double> launch_us, kernel_us;
+    std::unordered_map<uint32_t, double> launch_by_corr;
+    for (const auto& c : p.calls)
+        if (is_launch(c.name) && inside(c)) {
+            launch_us.push_back(static_cast<double>(c.dur()) / 1e3);
+            if (c.correlation) launch_by_corr[c.correlation] = static_cast<double>(c.dur()) / 1e3;
+        }
+    size_t shorter = 0, paired = 0;
+    std::map<std::string, double> per_kernel;
+    uint64_t h2d_bytes = 0, h2d_ns = 0, d2h_bytes = 0, d2h_ns = 0, kernel_ns = 0;
+    for (const auto& g : p.gpu) {
+        if (!inside(g)) continue;
+        if (g.kind == GpuKind::Kernel) {
+            double us = static_cast<double>(g.dur()) / 1e3;
+            kernel_us.push_back(us);
+            kernel_ns += g.dur();
+            per_kernel[g.name] += us / 1e3;
+            if (auto it = launch_by_corr.find(g.correlation); it != launch_by_corr.end()) {
+                ++paired;
+                shorter += us < it->second;
+            }
+        } else if (g.kind == GpuKind::Memcpy && g.copy_kind == "HtoD") {
+            h2d_bytes += g.bytes, h2d_ns += g.dur();
+        } else if (g.kind == GpuKind::Memcpy && g.copy_kind == "DtoH") {
+            d2h_bytes += g.bytes, d2h_ns += g.dur();
+        }
+    }
+    r.launches_per_step = static_cast<double>(launch_us.size()) / static_cast<double>(n);
+    r.median_launch_us = median(launch_us);
+    r.median_kernel_us = median(kernel_us);
+    r.kernels_shorter_than_launch = paired ? static_cast<double>(shorter) / static_cast<double>(paired) : 0;
+    r.kernel_ms_per_step = static_cast<double>(kernel_ns) / 1e6 / static_cast<double>(n);
+    r.h2d_gbps = h2d_ns ? static_cast<double>(h2d_bytes) / static_cast<double>(h2d_ns) : 0;
+    r.d2h_gbps = d2h_ns ? static_cast<double>(d2h_bytes) / static_cast<double>(d2h_ns) : 0;
+    r.top_kernels_ms.assign(per_kernel.begin(), per_kernel.end());
+    std::sort(r.top_kernels_ms.begin(), r.top_kernels_ms.end(), [](auto& a, auto& b) { return a.second > b.second; });
+    if (r.top_kernels_ms.size() > 5) r.top_kernels_ms.resize(5);
+}
+
+std::string pct(double share) { return fmt::format("{:.0f}%", share * 100); }
+
+void judge(RankAnalysis& r) {
+    const auto& s = r.share;
+    std::string busy = fmt::format("GPU busy {} of the step", pct(r.gpu_utilization));
+    if (s[kCommunication] >= 0.3) {
+        r.verdict = "communication";
+        r.evidence = fmt::format("communication kernels {} of the step", pct(s[kCommunication]));
+    } else if (s[kMemcpy] >= 0.3 && s[kMemcpy] >= s[kKernel]) {
+        r.verdict = "copy";
+        r.evidence = fmt::format("Memcpy {} of the step ({:.2f} ms per step; HtoD {:.1f} GB/s); {}", pct(s[kMemcpy]),
+                                 s[kMemcpy] * r.step_ms, r.h2d_gbps, busy);
+    } else if (s[kKernel] >= 0.5) {
+        r.verdict = "gpu";
+        r.evidence = fmt::format("kernels {} of the step ({:.2f} ms per step); {}", pct(s[kKernel]), r.kernel_ms_per_step, busy);
+    } else if (s[kDataLoader] >= 0.25) {
+        r.verdict = "data_loading";
+        r.evidence = fmt::format("waiting for the DataLoader {} of the step ({:.2f} ms per step); {}", pct(s[kDataLoader]),
+                                 s[kDataLoader] * r.step_ms, busy);
+    } else if (r.launches_per_step >= 50 && r.kernels_shorter_than_launch >= 0.5) {
+        r.verdict = "launch_overhead";
+        r.evidence = fmt::format("{:.0f} launches per step, {} of kernels shorter than their launch (median kernel {:.1f} µs, "
+                                 "launch {:.1f} µs); CUDA runtime {} of the step; {}",
+                                 r.launches_per_step, pct(r.kernels_shorter_than_launch), r.median_kernel_us, r.median_launch_us,
+                                 pct(s[kRuntime]), busy);
+    } else if (s[kOther] >= 0.5 && r.gpu_utilization < 0.2) {
+        // Sampling sees on-CPU time only: a main thread that is neither in CUDA nor running
+        // Python is blocked — in a training loop, waiting for its next batch.
+        r.verdict = "data_loading";
+        r.evidence = fmt::format("the main thread is blocked outside CUDA for {} of the step ({:.2f} ms per step: "
+                                 "typically waiting for the DataLoader's next batch); {}",
+                                 pct(s[kOther]), s[kOther] * r.step_ms, busy);
+    } else {
+        size_t top = static_cast<size_t>(std::max_element(s.begin(), s.begin() + kOther) - s.begin());
+        r.verdict = top == kKernel ? "gpu" : top == kMemcpy || top == kMemset ? "copy" : top == kRuntime ? "launch_overhead" : "data_loading";
+        r.evidence = fmt::format("largest part: {} {} of the step; {}", category_name(static_cast<Category>(top)), pct(s[top]), busy);
+    }
+}
+
+} // namespace
+
+const char* category_name(Category c) {
+    static const char* names[] = {"Kernel", "Memcpy", "Memset", "Communication", "Runtime", "DataLoader", "CPU Exec", "Other"};
+    return c < kCategoryCount ? names[c] : "?";
+}
+
+std::vector<RankAnalysis> analyze_ranks(const TraceData& trace) {
+    std::vector<RankAnalysis> out;
+    for (const auto& [pid, p] : trace.processes) {
+        if (!p.rank || p.forked) continue;
+        RankAnalysis r;
+        r.pid = pid;
+        r.rank = *p.rank;
+        r.label = p.label;
+        for (const Span& s : find_steps(p, &r.step_rule)) r.steps.push_back({s, {}, 0, 0});
+        if (r.steps.empty()) {
+            r.evidence = "no steps found: no synchronizing CUDA call recurs on the main thread";
+            out.push_back(std::move(r));
+            continue;
+        }
+        break_down(p, r.steps);
+        summarize(p, r);
+        judge(r);
+        out.push_back(std::move(r));
+    }
+    std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.rank < b.rank; });
+    return out;
+}
+
+} // namespace gtrace

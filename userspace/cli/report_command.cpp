@@ -1,0 +1,135 @@
+#include "cli/report_command.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "analyze/step_analysis.h"
+#include "analyze/trace_data.h"
+
+namespace gtrace {
+namespace {
+
+const char* remedy(const std::string& verdict) {
+    if (verdict == "data_loading")
+        return "more DataLoader workers (num_workers), persistent_workers, pin_memory, lighter per-item work or "
+               "pre-processed data";
+    if (verdict == "copy")
+        return "pinned host memory (pin_memory=True) with non_blocking copies, fewer .item()/.cpu() syncs in the loop, "
+               "keep tensors on the GPU, overlap copies with compute on a side stream";
+    if (verdict == "launch_overhead")
+        return "fewer, larger kernels: CUDA graphs or torch.compile, fused optimizers (foreach/fused=True), bigger "
+               "batches, no per-step .item()";
+    if (verdict == "gpu") return "the GPU is the limit: look at the top kernels (mixed precision, better algorithms)";
+    if (verdict == "communication") return "overlap communication with compute (bucket sizes), fewer syncs";
+    if (verdict == "straggler")
+        return "find why that rank is slower (its data, its GPU, its host); the other ranks wait for it in every collective";
+    return "";
+}
+
+// One rank slower than the rest: its GPU time per step well above the others'.
+std::optional<int> straggler(const std::vector<RankAnalysis>& ranks) {
+    if (ranks.size() < 2) return std::nullopt;
+    auto slowest = std::max_element(ranks.begin(), ranks.end(),
+                                    [](const auto& a, const auto& b) { return a.kernel_ms_per_step < b.kernel_ms_per_step; });
+    std::vector<double> others;
+    for (const auto& r : ranks)
+        if (&r != &*slowest) others.push_back(r.kernel_ms_per_step);
+    std::sort(others.begin(), others.end());
+    double typical = others[others.size() / 2];
+    if (slowest->kernel_ms_per_step > 1.5 * typical && slowest->kernel_ms_per_step - typical > 0.1 * slowest->step_ms)
+        return slowest->rank;
+    return std::nullopt;
+}
+
+nlohmann::json rank_json(const RankAnalysis& r) {
+    nlohmann::json breakdown = nlohmann::json::object(), share = nlohmann::json::object();
+    for (int c = 0; c < kCategoryCount; ++c) {
+        breakdown[category_name(static_cast<Category>(c))] = r.share[static_cast<size_t>(c)] * r.step_ms;
+        share[category_name(static_cast<Category>(c))] = r.share[static_cast<size_t>(c)];
+    }
+    nlohmann::json steps = nlohmann::json::array();
+    for (const auto& s : r.steps) {
+        nlohmann::json ms = nlohmann::json::object();
+        for (int c = 0; c < kCategoryCount; ++c) ms[category_name(static_cast<Category>(c))] = static_cast<double>(s.ns[static_cast<size_t>(c)]) / 1e6;
+        steps.push_back({{"start_ns", s.span.start_ns}, {"wall_ms", static_cast<double>(s.span.dur()) / 1e6}, {"breakdown_ms", ms}});
+    }
+    nlohmann::json top = nlohmann::json::array();
+    for (const auto& [name, ms] : r.top_kernels_ms) top.push_back({{"name", name}, {"total_ms", ms}});
+    return {{"rank", r.rank},          {"pid", r.pid},
+            {"label", r.label},        {"step_rule", r.step_rule},
+            {"steps", r.steps.size()}, {"step_ms", r.step_ms},
+            {"breakdown_ms", breakdown}, {"breakdown_share", share},
+            {"gpu_utilization", r.gpu_utilization},
+            {"kernel_ms_per_step", r.kernel_ms_per_step},
+            {"launches_per_step", r.launches_per_step},
+            {"median_launch_us", r.median_launch_us},
+            {"median_kernel_us", r.median_kernel_us},
+            {"kernels_shorter_than_launch", r.kernels_shorter_than_launch},
+            {"h2d_GBps", r.h2d_gbps},  {"d2h_GBps", r.d2h_gbps},
+            {"top_kernels", top},      {"verdict", r.verdict},
+            {"evidence", r.evidence},  {"per_step", steps}};
+}
+
+} // namespace
+
+Result<void> run_report(const std::vector<std::string>& traces, const std::string& json_path) {
+    std::vector<RankAnalysis> ranks;
+    for (const auto& path : traces) {
+        auto t = load_trace(path);
+        if (!t) return t.error();
+        for (auto& r : analyze_ranks(*t)) ranks.push_back(std::move(r));
+    }
+    std::sort(ranks.begin(), ranks.end(), [](const auto& a, const auto& b) { return a.rank < b.rank; });
+    if (ranks.empty())
+        return make_error(ExitCode::BadTrace, "no rank process in the trace(s): attach gtrace to a torchrun job (ranks carry RANK)");
+
+    std::map<std::string, int> votes;
+    for (const auto& r : ranks)
+        if (!r.verdict.empty()) ++votes[r.verdict];
+    std::optional<int> slow = straggler(ranks);
+    std::string job = slow ? "straggler" : votes.empty() ? "" : std::max_element(votes.begin(), votes.end(), [](auto& a, auto& b) {
+                                                               return a.second < b.second;
+                                                           })->first;
+
+    fmt::print("gtrace report: {} ranks from {} trace(s)\n\n", ranks.size(), traces.size());
+    fmt::print("{:>5} {:>6} {:>9}", "rank", "steps", "step ms");
+    for (int c = 0; c < kCategoryCount; ++c) fmt::print(" {:>13}", category_name(static_cast<Category>(c)));
+    fmt::print(" {:>6}  verdict\n", "GPU%");
+    for (const auto& r : ranks) {
+        fmt::print("{:>5} {:>6} {:>9.2f}", r.rank, r.steps.size(), r.step_ms);
+        for (int c = 0; c < kCategoryCount; ++c) fmt::print(" {:>12.1f}%", r.share[static_cast<size_t>(c)] * 100);
+        fmt::print(" {:>5.1f}%  {}\n", r.gpu_utilization * 100, r.verdict.empty() ? "-" : r.verdict);
+    }
+    fmt::print("\n");
+    for (const auto& r : ranks) fmt::print("rank {}: {}: {}{}\n", r.rank, r.verdict.empty() ? "no verdict" : r.verdict, r.evidence,
+                                           r.step_rule.empty() ? "" : " [" + r.step_rule + "]");
+    if (slow)
+        fmt::print("\nJOB VERDICT: straggler — rank {} runs {:.2f} ms of kernels per step, the others about {:.2f} ms\n", *slow,
+                   std::find_if(ranks.begin(), ranks.end(), [&](auto& r) { return r.rank == *slow; })->kernel_ms_per_step,
+                   ranks[*slow == ranks.front().rank ? ranks.size() - 1 : 0].kernel_ms_per_step);
+    else if (!job.empty())
+        fmt::print("\nJOB VERDICT: {}\n", job);
+    if (!job.empty()) fmt::print("  what helps: {}\n", remedy(job));
+
+    if (!json_path.empty()) {
+        nlohmann::json verdict_ranks = nlohmann::json::object(), per_rank = nlohmann::json::array();
+        for (const auto& r : ranks) {
+            verdict_ranks[std::to_string(r.rank)] = r.verdict;
+            per_rank.push_back(rank_json(r));
+        }
+        nlohmann::json out = {{"traces", traces},
+                              {"verdict", {{"job", job}, {"ranks", verdict_ranks}, {"remedy", remedy(job)}}},
+                              {"ranks", per_rank}};
+        if (slow) out["straggler_rank"] = *slow;
+        std::ofstream f(json_path);
+        f << out.dump(2) << "\n";
+        if (!f) return make_error(ExitCode::OutputUnwritable, fmt::format("cannot write {}; choose a writable path", json_path));
+    }
+    return {};
+}
+
+} // namespace gtrace
