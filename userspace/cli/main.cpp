@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <ctime>
 #include <iostream>
 
@@ -121,6 +122,20 @@ void read_capture_options(const po::variables_map& vm, CaptureOptions& options) 
     }
 }
 
+// The capture's findings, as `gtrace report` gives them, when the job has ranks to judge.
+void print_verdict(const std::string& trace) {
+    constexpr uintmax_t kMaxBytes = 256ull << 20; // larger traces: run gtrace report yourself
+    std::error_code ec;
+    uintmax_t size = std::filesystem::file_size(trace, ec);
+    if (ec) return;
+    if (size > kMaxBytes) {
+        fmt::print(stderr, "gtrace: for the step breakdown and verdict run: gtrace report {}\n", trace);
+        return;
+    }
+    if (auto r = run_report({trace}, "", /*ranks_required=*/false); !r)
+        fmt::print(stderr, "gtrace: no verdict: {}\n", r.error().message);
+}
+
 int run_attach(const std::vector<std::string>& args) {
     auto desc = attach_options();
     po::variables_map vm;
@@ -146,7 +161,8 @@ int run_attach(const std::vector<std::string>& args) {
     if (!options.quiet)
         fmt::print(stderr, "gtrace: attached to PID {} and its children; writing {}{}\n", options.pid, options.output,
                    options.duration_s ? fmt::format(" for {:g} s", *options.duration_s) : " until Ctrl-C");
-    or_fail(capture->run());
+    auto result = or_fail(capture->run());
+    if (!options.quiet) print_verdict(result.output);
     return 0;
 }
 

@@ -76,7 +76,7 @@ nlohmann::json rank_json(const RankAnalysis& r) {
 
 } // namespace
 
-Result<void> run_report(const std::vector<std::string>& traces, const std::string& json_path) {
+Result<void> run_report(const std::vector<std::string>& traces, const std::string& json_path, bool ranks_required) {
     std::vector<RankAnalysis> ranks;
     for (const auto& path : traces) {
         auto t = load_trace(path);
@@ -84,6 +84,7 @@ Result<void> run_report(const std::vector<std::string>& traces, const std::strin
         for (auto& r : analyze_ranks(*t)) ranks.push_back(std::move(r));
     }
     std::sort(ranks.begin(), ranks.end(), [](const auto& a, const auto& b) { return a.rank < b.rank; });
+    if (ranks.empty() && !ranks_required) return {};
     if (ranks.empty())
         return make_error(ExitCode::BadTrace, "no rank process in the trace(s): attach gtrace to a torchrun job (ranks carry RANK)");
 
@@ -95,7 +96,7 @@ Result<void> run_report(const std::vector<std::string>& traces, const std::strin
                                                                return a.second < b.second;
                                                            })->first;
 
-    fmt::print("gtrace report: {} ranks from {} trace(s)\n\n", ranks.size(), traces.size());
+    fmt::print("\ngtrace report: {} ranks from {} trace(s)\n\n", ranks.size(), traces.size());
     fmt::print("{:>5} {:>6} {:>9}", "rank", "steps", "step ms");
     for (int c = 0; c < kCategoryCount; ++c) fmt::print(" {:>13}", category_name(static_cast<Category>(c)));
     fmt::print(" {:>6}  verdict\n", "GPU%");

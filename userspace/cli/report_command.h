@@ -8,6 +8,7 @@
 
 namespace gtrace {
 
-Result<void> run_report(const std::vector<std::string>& traces, const std::string& json_path);
+// Without `ranks_required`, a trace without rank processes prints nothing and is not an error.
+Result<void> run_report(const std::vector<std::string>& traces, const std::string& json_path, bool ranks_required = true);
 
 } // namespace gtrace
