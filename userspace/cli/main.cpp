@@ -189,7 +189,9 @@ int run_record(std::vector<std::string> args) {
     options.launched = true;
     options.output = vm.count("output") ? vm["output"].as<std::string>() : default_output(0);
     install_signal_handlers();
-    return or_fail(record_command(options, command));
+    int rc = or_fail(record_command(options, command));
+    if (!options.quiet) print_verdict(options.output);
+    return rc;
 }
 
 int run_report_command(const std::vector<std::string>& args) {
