@@ -58,7 +58,7 @@ static __always_inline __u64 agent_slot(__u32 tgid, __u32 tid)
 	return v;
 }
 
-/* The agent announces its slots (or NULL when it stops) by calling gtrace_agent_announce() in
+/* The agent announces its slots by calling gtrace_agent_announce() in
  * the process, before CUPTI's callbacks start: no call is made before BPF knows where to look. */
 SEC("uprobe")
 int agent_announce(struct pt_regs *ctx)
@@ -67,10 +67,11 @@ int agent_announce(struct pt_regs *ctx)
 	if (!gt_is_tracked(tgid))
 		return 0;
 	__u64 slots = PT_REGS_PARM1(ctx);
+	/* NULL (the agent stopping) is ignored: a call in flight then must still find its slot, and
+	 * the slots stay valid (the agent is never unloaded) but are no longer written. Userspace
+	 * forgets the process at its exit or exec. */
 	if (slots)
 		bpf_map_update_elem(&agent_slots, &tgid, &slots, BPF_ANY);
-	else
-		bpf_map_delete_elem(&agent_slots, &tgid);
 	return 0;
 }
 

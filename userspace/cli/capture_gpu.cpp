@@ -114,9 +114,8 @@ void Capture::on_agent_state(uint32_t pid, const gt_agent_ring& ring) {
     } else if (ring.state == GT_AGENT_FAILED) {
         gpu_warnings_[pid] = message;
         if (!options_.quiet) fmt::print(stderr, "gtrace: warning: no GPU data from pid {}: {}; its CPU side is traced\n", pid, message);
-    } else if (ring.state == GT_AGENT_DETACHED) {
-        bpf_->clear_agent_slots(pid);
     }
+    // A detached agent's slots stay known to BPF: a call still in flight then keeps its id.
 }
 
 void Capture::poll_gpu() {
