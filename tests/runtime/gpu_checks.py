@@ -46,9 +46,14 @@ def check_gpu(trace, expect):
         fail("the simulator logged no GPU work")
     window = {}
     if expect.get("gpu_window", "all") == "attached":
-        for e in gpu:
-            lo, hi = window.get(e["pid"], (1 << 62, 0))
-            window[e["pid"]] = (min(lo, e["args"]["correlation"]), max(hi, e["args"]["correlation"]))
+        # From the first to the last linked op: a call already in flight when the agent switched
+        # CUPTI's callbacks on (or still in flight at the end) cannot carry its id.
+        for (pid, corr) in ends:
+            lo, hi = window.get(pid, (1 << 62, 0))
+            window[pid] = (min(lo, corr), max(hi, corr))
+        unlinked = {e["pid"] for e in gpu} - set(window)
+        if unlinked:
+            fail(f"processes {sorted(unlinked)} have GPU work in the trace but none of it is linked to a call")
     checked = collections.Counter()
     kinds = {"kernel": "kernel", "memcpy": "gpu_memcpy", "memset": "gpu_memset"}
     for op in truth:

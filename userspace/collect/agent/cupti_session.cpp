@@ -85,8 +85,13 @@ void CUPTIAPI on_api_callback(void*, CUpti_CallbackDomain domain, CUpti_Callback
     const auto* cb = static_cast<const CUpti_CallbackData*>(data);
     bool enter = cb->callbackSite == CUPTI_API_ENTER;
     if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
-        t_runtime_depth += enter ? 1 : -1;
-        if (!enter || t_runtime_depth != 1) return;
+        // Callbacks can be switched on while a thread is inside a call: its exit then comes
+        // without an entry, and must not leave the depth below zero for good.
+        if (!enter) {
+            if (t_runtime_depth > 0) --t_runtime_depth;
+            return;
+        }
+        if (++t_runtime_depth != 1) return;
     } else if (!enter || t_runtime_depth > 0) {
         return;
     }
