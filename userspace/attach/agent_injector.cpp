@@ -17,13 +17,13 @@
 #include <cerrno>
 #include <cstring>
 
-#include <libunwind-ptrace.h>
 #include <fmt/format.h>
 
 #include "decode/elf_symbols.h"
 #include "discover/proc_tree.h"
 #include "attach/sigreturn_frame.h"
 #include "discover/process_memory.h"
+#include "discover/stopped_thread.h"
 
 namespace gtrace {
 namespace {
@@ -58,25 +58,14 @@ bool unsafe_function(const std::string& name) {
 
 // Why the stopped thread is not at a safe point, or empty when it is.
 std::string unsafe_reason(int tid, const std::vector<Mapping>& maps) {
-    unw_addr_space_t as = unw_create_addr_space(&_UPT_accessors, 0);
-    void* upt = _UPT_create(tid);
-    unw_cursor_t cursor;
-    std::string reason;
-    if (!as || !upt || unw_init_remote(&cursor, as, upt) != 0) reason = "cannot unwind its stack";
-    for (int depth = 0; reason.empty() && depth < 256; ++depth) {
-        unw_word_t ip = 0;
-        if (unw_get_reg(&cursor, UNW_REG_IP, &ip) != 0 || ip == 0) break;
+    std::vector<NativeFrame> frames = unwind_stopped(tid, 256, true);
+    if (frames.empty()) return "cannot unwind its stack";
+    for (const NativeFrame& f : frames) {
         for (const auto& m : maps)
-            if (ip >= m.start && ip < m.end && unsafe_object(m.path)) reason = "inside " + m.path;
-        char name[256];
-        unw_word_t off = 0;
-        if (reason.empty() && unw_get_proc_name(&cursor, name, sizeof name, &off) == 0 && unsafe_function(name))
-            reason = std::string("inside ") + name;
-        if (unw_step(&cursor) <= 0) break;
+            if (f.ip >= m.start && f.ip < m.end && unsafe_object(m.path)) return "inside " + m.path;
+        if (!f.name.empty() && unsafe_function(f.name)) return "inside " + f.name;
     }
-    if (upt) _UPT_destroy(upt);
-    if (as) unw_destroy_addr_space(as);
-    return reason;
+    return {};
 }
 
 // A thread held stopped by gtrace. Released untouched unless handed a borrowed call.
@@ -89,14 +78,9 @@ public:
     }
 
     bool stop() {
-        if (ptrace(PTRACE_SEIZE, tid_, nullptr, nullptr) != 0) return false;
-        seized_ = true;
-        if (ptrace(PTRACE_INTERRUPT, tid_, nullptr, nullptr) != 0) return false;
-        int status = 0;
-        pid_t w;
-        while ((w = waitpid(tid_, &status, __WALL)) < 0 && errno == EINTR) {
-        }
-        if (w != tid_ || !WIFSTOPPED(status)) return false;
+        StopResult r = seize_and_stop(tid_);
+        seized_ = r != StopResult::CannotAttach;
+        if (r != StopResult::Stopped) return false;
         if (ptrace(PTRACE_GETREGS, tid_, nullptr, &saved_) != 0) return false;
         xstate_.resize(kXstateMax);
         iovec iov{xstate_.data(), xstate_.size()};

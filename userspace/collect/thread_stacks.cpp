@@ -1,6 +1,5 @@
 #include "collect/thread_stacks.h"
 
-#include <libunwind-ptrace.h>
 #include <sys/ptrace.h>
 #include <sys/user.h>
 #include <sys/wait.h>
@@ -12,6 +11,7 @@
 
 #include "discover/proc_tree.h"
 #include "discover/process_memory.h"
+#include "discover/stopped_thread.h"
 #include "gtrace/events.h"
 
 namespace gtrace {
@@ -68,39 +68,17 @@ gt_py_stack_event walk_python(int pid, uint32_t tid, uint64_t fs_base, const gt_
     return e;
 }
 
-std::vector<uint64_t> unwind_native(int tid) {
-    std::vector<uint64_t> ips;
-    unw_addr_space_t as = unw_create_addr_space(&_UPT_accessors, 0);
-    void* upt = _UPT_create(tid);
-    unw_cursor_t cursor;
-    if (as && upt && unw_init_remote(&cursor, as, upt) == 0) {
-        do {
-            unw_word_t ip = 0;
-            if (unw_get_reg(&cursor, UNW_REG_IP, &ip) != 0 || ip == 0) break;
-            ips.push_back(ip);
-        } while (ips.size() < kMaxNativeFrames && unw_step(&cursor) > 0);
-    }
-    if (upt) _UPT_destroy(upt);
-    if (as) unw_destroy_addr_space(as);
-    return ips;
-}
-
 // Seize, interrupt, read, detach: the thread is stopped only inside this function.
 ThreadStack read_one(int pid, int tid, const std::optional<PythonRuntime>& python) {
     ThreadStack t;
     t.tid = static_cast<uint32_t>(tid);
     t.name = read_thread_name(pid, tid);
-    if (ptrace(PTRACE_SEIZE, tid, nullptr, nullptr) != 0) {
+    StopResult stopped = seize_and_stop(tid);
+    if (stopped == StopResult::CannotAttach) {
         t.error = std::string("cannot attach: ") + strerror(errno);
         return t;
     }
-    int status = 0;
-    bool interrupted = ptrace(PTRACE_INTERRUPT, tid, nullptr, nullptr) == 0;
-    pid_t waited = -1;
-    // Ctrl-C must not cut this wait short: the thread is about to stop and must be detached.
-    while (interrupted && (waited = waitpid(tid, &status, __WALL)) < 0 && errno == EINTR) {
-    }
-    if (!interrupted || waited != tid || !WIFSTOPPED(status)) {
+    if (stopped == StopResult::Gone) {
         t.error = "the thread exited while being read";
         ptrace(PTRACE_DETACH, tid, nullptr, nullptr);
         return t;
@@ -109,7 +87,7 @@ ThreadStack read_one(int pid, int tid, const std::optional<PythonRuntime>& pytho
     // Tests interrupt a dump here, with this thread stopped.
     if (const char* hold = getenv("GTRACE_TEST_DUMP_HOLD_MS")) usleep(static_cast<useconds_t>(atoi(hold)) * 1000);
     if (ptrace(PTRACE_GETREGS, tid, nullptr, &regs) == 0) {
-        t.native = unwind_native(tid);
+        for (const NativeFrame& f : unwind_stopped(tid, kMaxNativeFrames, false)) t.native.push_back(f.ip);
         if (python) t.python = walk_python(pid, t.tid, regs.fs_base, python->layout);
     } else {
         t.error = std::string("cannot read registers: ") + strerror(errno);
