@@ -153,11 +153,9 @@ void summarize(const ProcessData& p, RankAnalysis& r) {
     }
     r.launches_per_step = static_cast<double>(launch_us.size()) / static_cast<double>(n);
     r.median_launch_us = median(launch_us);
+    if (!paired) // no correlation ids (no agent callbacks): against the typical launch instead
+        for (double k : kernel_us) ++paired, shorter += k < r.median_launch_us;
     r.median_kernel_us = median(kernel_us);
-    if (!paired) { // no correlation ids (no agent callbacks): against the typical launch instead
-        double typical_launch = median(launch_us);
-        for (double k : kernel_us) ++paired, shorter += k < typical_launch;
-    }
     r.kernels_shorter_than_launch = paired ? static_cast<double>(shorter) / static_cast<double>(paired) : 0;
     r.kernel_ms_per_step = static_cast<double>(kernel_ns) / 1e6 / static_cast<double>(n);
     r.h2d_gbps = h2d_ns ? static_cast<double>(h2d_bytes) / static_cast<double>(h2d_ns) : 0;

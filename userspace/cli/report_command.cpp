@@ -30,8 +30,13 @@ const char* remedy(const std::string& verdict) {
     return "";
 }
 
+struct Straggler {
+    int rank = 0;
+    double kernel_ms = 0, others_ms = 0; // kernel time per step: its, and the other ranks' median
+};
+
 // One rank slower than the rest: its GPU time per step well above the others'.
-std::optional<int> straggler(const std::vector<RankAnalysis>& ranks) {
+std::optional<Straggler> straggler(const std::vector<RankAnalysis>& ranks) {
     if (ranks.size() < 2) return std::nullopt;
     auto slowest = std::max_element(ranks.begin(), ranks.end(),
                                     [](const auto& a, const auto& b) { return a.kernel_ms_per_step < b.kernel_ms_per_step; });
@@ -41,7 +46,7 @@ std::optional<int> straggler(const std::vector<RankAnalysis>& ranks) {
     std::sort(others.begin(), others.end());
     double typical = others[others.size() / 2];
     if (slowest->kernel_ms_per_step > 1.5 * typical && slowest->kernel_ms_per_step - typical > 0.1 * slowest->step_ms)
-        return slowest->rank;
+        return Straggler{slowest->rank, slowest->kernel_ms_per_step, typical};
     return std::nullopt;
 }
 
@@ -91,7 +96,7 @@ Result<void> run_report(const std::vector<std::string>& traces, const std::strin
     std::map<std::string, int> votes;
     for (const auto& r : ranks)
         if (!r.verdict.empty()) ++votes[r.verdict];
-    std::optional<int> slow = straggler(ranks);
+    std::optional<Straggler> slow = straggler(ranks);
     std::string job = slow ? "straggler" : votes.empty() ? "" : std::max_element(votes.begin(), votes.end(), [](auto& a, auto& b) {
                                                                return a.second < b.second;
                                                            })->first;
@@ -109,9 +114,8 @@ Result<void> run_report(const std::vector<std::string>& traces, const std::strin
     for (const auto& r : ranks) fmt::print("rank {}: {}: {}{}\n", r.rank, r.verdict.empty() ? "no verdict" : r.verdict, r.evidence,
                                            r.step_rule.empty() ? "" : " [" + r.step_rule + "]");
     if (slow)
-        fmt::print("\nJOB VERDICT: straggler — rank {} runs {:.2f} ms of kernels per step, the others about {:.2f} ms\n", *slow,
-                   std::find_if(ranks.begin(), ranks.end(), [&](auto& r) { return r.rank == *slow; })->kernel_ms_per_step,
-                   ranks[*slow == ranks.front().rank ? ranks.size() - 1 : 0].kernel_ms_per_step);
+        fmt::print("\nJOB VERDICT: straggler — rank {} runs {:.2f} ms of kernels per step, the others about {:.2f} ms\n",
+                   slow->rank, slow->kernel_ms, slow->others_ms);
     else if (!job.empty())
         fmt::print("\nJOB VERDICT: {}\n", job);
     if (!job.empty()) fmt::print("  what helps: {}\n", remedy(job));
@@ -125,7 +129,7 @@ Result<void> run_report(const std::vector<std::string>& traces, const std::strin
         nlohmann::json out = {{"traces", traces},
                               {"verdict", {{"job", job}, {"ranks", verdict_ranks}, {"remedy", remedy(job)}}},
                               {"ranks", per_rank}};
-        if (slow) out["straggler_rank"] = *slow;
+        if (slow) out["straggler_rank"] = slow->rank;
         std::ofstream f(json_path);
         f << out.dump(2) << "\n";
         if (!f) return make_error(ExitCode::OutputUnwritable, fmt::format("cannot write {}; choose a writable path", json_path));

@@ -67,8 +67,10 @@ std::string AgentChannel::config(const std::string& cupti_override) const {
     return c;
 }
 
+std::string AgentChannel::request_path(uint32_t pid) const { return fmt::format("{}/request-{}", dir_, pid); }
+
 Result<void> AgentChannel::request(uint32_t pid, const std::string& config) {
-    std::string path = fmt::format("{}/request-{}", dir_, pid), temp = path + ".new";
+    std::string path = request_path(pid), temp = path + ".new";
     FILE* f = fopen(temp.c_str(), "w");
     if (!f) return make_error(ExitCode::Internal, fmt::format("cannot write {}: {}", temp, strerror(errno)));
     fputs(config.c_str(), f);
@@ -85,7 +87,7 @@ std::vector<uint32_t> AgentChannel::unanswered_requests(int ms) {
     for (auto it = requests_.begin(); it != requests_.end();) {
         if (now - it->second > std::chrono::milliseconds(ms)) {
             late.push_back(it->first);
-            unlink(fmt::format("{}/request-{}", dir_, it->first).c_str());
+            unlink(request_path(it->first).c_str());
             it = requests_.erase(it);
         } else {
             ++it;
@@ -118,7 +120,7 @@ void AgentChannel::open_new_rings() {
             continue;
         }
         rings_[pid] = Ring{h, static_cast<size_t>(st.st_size), 0, 0};
-        if (requests_.erase(pid)) unlink(fmt::format("{}/request-{}", dir_, pid).c_str()); // answered
+        if (requests_.erase(pid)) unlink(request_path(pid).c_str()); // answered
     }
     closedir(d);
 }

@@ -59,6 +59,7 @@ private:
         uint64_t records = 0;
     };
     void open_new_rings();
+    std::string request_path(uint32_t pid) const;
     void read_ring(uint32_t pid, Ring& r, AgentSink& sink);
 
     std::string dir_;
