@@ -17,7 +17,8 @@ enum gt_event_class {
 	GT_EV_MMAP = 4,      /* a tracked process mapped a file executable: rescan its objects */
 	GT_EV_PYSTACK = 5,   /* the Python stack at a CUDA call (gtrace/pystack.h) */
 	GT_EV_SAMPLE = 6,    /* a timer sample of an on-CPU thread (gtrace/sampling.h) */
-	GT_EV_CLASS_COUNT = 7,
+	GT_EV_TORCH_RANGE = 7, /* a PyTorch record_function range (gtrace/torch_ranges.h) */
+	GT_EV_CLASS_COUNT = 8,
 };
 
 /* Other counters kept beside the per-class losses (index into the same array). */
@@ -25,6 +26,7 @@ enum gt_counter {
 	GT_CNT_ENTRY_STATE_FULL = GT_EV_CLASS_COUNT, /* call entry could not be remembered */
 	GT_CNT_RETURN_WITHOUT_ENTRY,                 /* return seen for a call whose entry was missed */
 	GT_CNT_TRACKED_FULL,                         /* a new process could not be added to the tree */
+	GT_CNT_RANGES_OPEN_FULL,                     /* a torch range's beginning could not be remembered */
 	GT_CNT_COUNT,
 };
 

@@ -12,6 +12,7 @@
 #include "cuda_api.skel.h"
 #include "proctree.skel.h"
 #include "sampling.skel.h"
+#include "torch_ranges.skel.h"
 
 #include <linux/perf_event.h>
 #include <sys/syscall.h>
@@ -134,11 +135,28 @@ Result<std::unique_ptr<BpfSession>> BpfSession::create(const BpfOptions& options
         if (!multi) return bpf_error("loading the CUDA API BPF programs", err);
     }
 
+    if (auto r = s->load_torch_ranges(); !r) return r.error();
     if (int err = gtrace_proctree__attach(s->proc_)) return bpf_error("attaching sched fork/exec/exit tracepoints", err);
     s->mmap_link_ = bpf_program__attach(s->proc_->progs.on_mmap); // nullptr: fall back to polling
     if (options.sample_hz)
         if (auto r = s->start_sampling(options.sample_hz); !r) return r.error();
     return s;
+}
+
+Result<void> BpfSession::load_torch_ranges() {
+    torch_ = gtrace_torch_ranges__open();
+    if (!torch_) return bpf_error("opening the PyTorch range BPF object", errno);
+    if (auto r = share_maps({{torch_->maps.tracked, proc_->maps.tracked},
+                             {torch_->maps.events, proc_->maps.events},
+                             {torch_->maps.counters, proc_->maps.counters},
+                             {torch_->maps.py_layouts, cuda_->maps.py_layouts}});
+        !r)
+        return r;
+    torch_->rodata->wakeup_threshold = proc_->rodata->wakeup_threshold;
+    if (multi_uprobes_)
+        bpf_program__set_expected_attach_type(torch_->progs.torch_range_probe, static_cast<bpf_attach_type>(kTraceUprobeMulti));
+    if (int err = gtrace_torch_ranges__load(torch_)) return bpf_error("loading the PyTorch range BPF program", err);
+    return {};
 }
 
 Result<void> BpfSession::start_sampling(uint32_t hz) {
@@ -180,6 +198,7 @@ BpfSession::~BpfSession() {
     for (bpf_link* link : sample_links_) bpf_link__destroy(link);
     if (sampling_) gtrace_sampling__destroy(sampling_);
     if (mmap_link_) bpf_link__destroy(mmap_link_);
+    if (torch_) gtrace_torch_ranges__destroy(torch_);
     if (cuda_) gtrace_cuda_api__destroy(cuda_);
     if (proc_) gtrace_proctree__destroy(proc_);
 }
@@ -200,7 +219,16 @@ bool BpfSession::is_tracked(uint32_t pid) const {
 
 Result<std::vector<UprobeLink>> BpfSession::attach_api_probes(const std::string& path,
                                                               const std::vector<ApiProbeSite>& sites, bool at_return) {
-    bpf_program* prog = at_return ? cuda_->progs.cuda_api_exit : cuda_->progs.cuda_api_enter;
+    return attach_probes(at_return ? cuda_->progs.cuda_api_exit : cuda_->progs.cuda_api_enter, path, sites, at_return);
+}
+
+Result<std::vector<UprobeLink>> BpfSession::attach_torch_probes(const std::string& path,
+                                                                const std::vector<ApiProbeSite>& sites) {
+    return attach_probes(torch_->progs.torch_range_probe, path, sites, false);
+}
+
+Result<std::vector<UprobeLink>> BpfSession::attach_probes(bpf_program* prog, const std::string& path,
+                                                          const std::vector<ApiProbeSite>& sites, bool at_return) {
     auto failed = [&](int err) -> Error {
         if (err == EPERM || err == EACCES) return bpf_error(("attaching a uprobe to " + path).c_str(), err);
         return make_error(ExitCode::Internal, "cannot probe " + path + ": " + strerror(err) + "; its calls are not traced");

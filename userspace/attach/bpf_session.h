@@ -15,6 +15,8 @@
 struct gtrace_proctree;
 struct gtrace_cuda_api;
 struct gtrace_sampling;
+struct gtrace_torch_ranges;
+struct bpf_program;
 struct bpf_link;
 
 namespace gtrace {
@@ -71,6 +73,9 @@ public:
     Result<std::vector<UprobeLink>> attach_api_probes(const std::string& path, const std::vector<ApiProbeSite>& sites,
                                                       bool at_return);
 
+    // Entry uprobes on libtorch's record_function sites (cookies: enum gt_torch_site).
+    Result<std::vector<UprobeLink>> attach_torch_probes(const std::string& path, const std::vector<ApiProbeSite>& sites);
+
     int ring_buffer_fd() const;
     // Sum over CPUs of every counter in enum gt_counter (loss per event class and the others).
     std::array<uint64_t, GT_CNT_COUNT> read_counters() const;
@@ -79,11 +84,15 @@ public:
 private:
     BpfSession() = default;
     Result<void> start_sampling(uint32_t hz);
+    Result<void> load_torch_ranges();
+    Result<std::vector<UprobeLink>> attach_probes(bpf_program* prog, const std::string& path,
+                                                  const std::vector<ApiProbeSite>& sites, bool at_return);
     gtrace_proctree* proc_ = nullptr;
     gtrace_cuda_api* cuda_ = nullptr;
     bool multi_uprobes_ = false;
     bpf_link* mmap_link_ = nullptr;
     gtrace_sampling* sampling_ = nullptr;
+    gtrace_torch_ranges* torch_ = nullptr;
     std::vector<bpf_link*> sample_links_; // one CPU-clock perf event per CPU
 };
 

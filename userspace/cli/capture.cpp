@@ -10,6 +10,7 @@
 
 #include "cli/preflight.h"
 #include "decode/api_table.h"
+#include "decode/torch_range.h"
 #include "discover/proc_tree.h"
 
 namespace gtrace {
@@ -48,6 +49,7 @@ Result<std::unique_ptr<Capture>> Capture::attach(const CaptureOptions& options) 
     if (!bpf) return bpf.error();
     c->bpf_ = std::move(*bpf);
     c->probes_ = std::make_unique<CudaProbes>(*c->bpf_);
+    c->torch_probes_ = std::make_unique<TorchProbes>(*c->bpf_);
     auto reader = RingReader::open(c->bpf_->ring_buffer_fd(), *c);
     if (!reader) return reader.error();
     c->reader_.emplace(std::move(*reader));
@@ -73,9 +75,9 @@ Result<void> Capture::track_tree(uint64_t root_start_ticks) {
         if (model_.processes().size() == known) break;
         known = model_.processes().size();
     }
-    // Interpreters before probes: a probe serves every process mapping its file at once.
-    if (options_.py_stack_every)
-        for (const auto& [pid, p] : model_.processes()) detect_python(static_cast<int>(pid), read_maps(static_cast<int>(pid)));
+    // Interpreters before probes: a probe serves every process mapping its file at once. (Even
+    // with --py-stacks off: samples and torch ranges use the interpreter too.)
+    for (const auto& [pid, p] : model_.processes()) detect_python(static_cast<int>(pid), read_maps(static_cast<int>(pid)));
     for (const auto& [pid, p] : model_.processes()) {
         if (auto r = scan(static_cast<int>(pid)); !r) return r;
         if (auto r = probes_->probe_candidates(static_cast<int>(pid)); !r) return r.error();
@@ -100,11 +102,12 @@ Result<void> Capture::track_tree(uint64_t root_start_ticks) {
 Result<void> Capture::scan(int pid) {
     std::vector<Mapping> maps = read_maps(pid);
     // The interpreter first: the probes' first calls then already carry Python stacks.
-    if (options_.py_stack_every && !python_frames_.has_runtime(static_cast<uint32_t>(pid)) &&
+    if (!python_frames_.has_runtime(static_cast<uint32_t>(pid)) &&
         !python_unsupported_.contains(static_cast<uint32_t>(pid)))
         detect_python(pid, maps);
     auto added = probes_->scan_maps(pid, maps);
     if (!added) return added.error();
+    if (auto torch = torch_probes_->scan_maps(pid, maps); !torch) return torch.error();
     inject_if_cuda(pid, maps);
     addresses_.set_maps(static_cast<uint32_t>(pid), std::move(maps));
     if (waiting_for_cuda_ && probes_->any_mapped()) {
@@ -186,10 +189,36 @@ void Capture::on_api(const gt_api_event& e) {
     if (call.launch) call.kernel = kernel_names_.name_of(call);
     model_.record_call(call);
     writer_.write_call(call);
+    if (call.api == GT_API_CUDA_MALLOC || call.api == GT_API_CUDA_FREE) memory_.on_call(call);
     if (agents_) join_.add_call(call);
 }
 
+void Capture::on_torch_range(const gt_torch_range_event& e) {
+    std::vector<PyFrame> stack;
+    if (auto it = pending_stacks_.find({e.tid, e.start_ns}); it != pending_stacks_.end()) {
+        stack = std::move(it->second.frames);
+        pending_stacks_.erase(it);
+    }
+    std::string name = torch_range_name(e, stack);
+    nlohmann::json args = nlohmann::json::object();
+    if (const PyFrame* src = source_frame(stack)) args["source"] = src->text();
+    if (!stack.empty()) {
+        nlohmann::json frames = nlohmann::json::array();
+        for (const auto& f : stack) frames.push_back(f.text());
+        args["py_stack"] = std::move(frames);
+    }
+    writer_.write_slice(name, "torch_range", e.pid, e.tid, e.start_ns, e.end_ns - e.start_ns, args.dump());
+    ++torch_ranges_;
+    on_step_marker(e.pid, name, e.end_ns);
+}
+
 void Capture::on_func_name(const gt_func_name_event& e) { kernel_names_.on_func_name(e); }
+
+void Capture::write_memory_sample(const MemorySample& m) {
+    std::string name = m.device < 0 ? "GPU memory (cudaMalloc)" : fmt::format("GPU memory (device {})", m.device);
+    writer_.write_counter(name, "gpu_memory", m.pid, m.ts_ns,
+                          fmt::format("{{\"allocated_bytes\":{},\"device\":{}}}", m.allocated_bytes, m.device));
+}
 
 void Capture::on_proc(const gt_proc_event& e) {
     switch (e.kind) {
@@ -216,6 +245,7 @@ void Capture::on_proc(const gt_proc_event& e) {
         addresses_.forget_process(e.pid);
         forget_python(e.pid);
         bpf_->clear_agent_slots(e.pid);
+        memory_.forget_process(e.pid);
         pending_scan_.erase(static_cast<int>(e.pid));
         break;
     default:
@@ -261,9 +291,11 @@ Result<CaptureResult> Capture::run() {
     std::string reason;
     auto last_status = started_;
     auto last_full_rescan = started_;
+    start_script();
     while (reason.empty()) {
         reader_->poll(kPollMs);
         poll_gpu();
+        poll_script();
         if (deferred_error_) return *deferred_error_;
         rescan_pending();
         double elapsed = seconds_since(started_);
@@ -278,7 +310,8 @@ Result<CaptureResult> Capture::run() {
             print_status(elapsed);
         }
         if (int sig = g_stop_signal.load()) reason = fmt::format("stopped by {}", sig == SIGINT ? "SIGINT" : "SIGTERM");
-        else if (options_.duration_s && elapsed >= *options_.duration_s)
+        else if (!stop_request_.empty()) reason = stop_request_;
+        else if (options_.duration_s && elapsed >= options_.delay_s + *options_.duration_s)
             reason = fmt::format("duration reached ({:g} s)", *options_.duration_s);
         else if (model_.live_processes() == 0) reason = "every traced process exited";
     }
@@ -294,7 +327,7 @@ Result<CaptureResult> Capture::run() {
     auto extra_tracks = sample_track_names_;
     extra_tracks.insert(gpu_tracks_.track_names().begin(), gpu_tracks_.track_names().end());
     if (auto r = writer_.finish(model_, other_data(reason, elapsed), extra_tracks); !r) return r.error();
-    CaptureResult result{reason, writer_.path(), model_.lost_events()};
+    CaptureResult result{reason, writer_.path(), model_.lost_events(), script_incomplete()};
     if (!options_.quiet) print_summary(result, elapsed);
     return result;
 }
@@ -324,6 +357,8 @@ nlohmann::json Capture::other_data(const std::string& stop_reason, double elapse
             {"counters", counters},
             {"calls", calls},
             {"probed_objects", objects},
+            {"torch_libraries", torch_probes_->files()},
+            {"capture_script", script_facts()},
             {"gpu", gpu_facts()}};
 }
 

@@ -5,11 +5,13 @@
 #include <chrono>
 #include <memory>
 #include <optional>
+#include <regex>
 #include <set>
 #include <string>
 
 #include "attach/bpf_session.h"
 #include "attach/cuda_probes.h"
+#include "attach/torch_probes.h"
 #include "cli/result.h"
 #include "collect/agent_channel.h"
 #include "collect/ring_reader.h"
@@ -18,6 +20,7 @@
 #include "discover/python_runtime.h"
 #include "model/trace_model.h"
 #include "model/gpu_join.h"
+#include "model/gpu_memory.h"
 #include "output/chrome_trace.h"
 #include "output/gpu_tracks.h"
 #include "output/sample_tracks.h"
@@ -37,16 +40,25 @@ struct CaptureOptions {
     bool gpu = true;     // load the agent (CUPTI) into processes that use CUDA
     bool launched = false; // gtrace record: agents arrive through CUDA_INJECTION64_PATH
     std::string cupti;   // --cupti: libcupti path(s) to try first
+    // Scripted captures: what goes into the trace, and when the capture stops on its own.
+    double delay_s = 0;                                 // --delay: record from this long after attach
+    std::optional<std::pair<uint32_t, uint32_t>> steps; // --steps A:B: from the A-th to the B-th step after attach
+    std::string step_marker = "^Optimizer\\.step";      // --step-marker: the torch range that ends a step
+    uint64_t max_events = 0;                            // --max-events: stop after this many (0: no limit)
+    int trigger_signal = 0;                             // --trigger: start, then stop, on this signal
 };
 
 struct CaptureResult {
     std::string stop_reason;
     std::string output;
     uint64_t lost = 0;
+    std::string script_incomplete; // why --steps did not reach its last step; empty when it did
 };
 
 // Set by the CLI's SIGINT/SIGTERM handler; the capture loop stops at the next wakeup.
 extern std::atomic<int> g_stop_signal;
+// Counted by the CLI's --trigger signal handler: the first opens the capture, the second ends it.
+extern std::atomic<int> g_trigger_count;
 
 class Capture final : public EventSink, public AgentSink {
 public:
@@ -65,6 +77,7 @@ public:
     void on_mmap(const gt_mmap_event& e) override;
     void on_pystack(const gt_py_stack_event& e) override;
     void on_sample(const gt_sample_event& e) override;
+    void on_torch_range(const gt_torch_range_event& e) override;
 
 private:
     Capture(const CaptureOptions& o, ChromeTraceWriter writer) : options_(o), writer_(std::move(writer)) {}
@@ -77,6 +90,13 @@ private:
     void print_status(double elapsed_s);
     nlohmann::json other_data(const std::string& stop_reason, double elapsed_s) const;
     void print_summary(const CaptureResult& r, double elapsed_s) const;
+    // Scripted captures (capture_script.cpp)
+    void start_script();
+    void poll_script();
+    void on_step_marker(uint32_t pid, const std::string& range, uint64_t end_ns);
+    void write_memory_sample(const MemorySample& m);
+    nlohmann::json script_facts() const;
+    std::string script_incomplete() const;
     // GPU side (capture_gpu.cpp)
     Result<void> start_gpu();
     void inject_if_cuda(int pid, const std::vector<Mapping>& maps);
@@ -89,6 +109,7 @@ private:
     ChromeTraceWriter writer_;
     std::unique_ptr<BpfSession> bpf_;
     std::unique_ptr<CudaProbes> probes_;
+    std::unique_ptr<TorchProbes> torch_probes_;
     std::optional<RingReader> reader_;
     AddressSymbols addresses_;
     KernelNames kernel_names_{addresses_};
@@ -107,6 +128,7 @@ private:
     std::optional<UprobeLink> agent_link_;
     GpuTracks gpu_tracks_{writer_};
     GpuJoin join_{[this](const CallRef& call, const GpuOp& op) { gpu_tracks_.write_flow(call, op); }};
+    GpuMemory memory_{[this](const MemorySample& m) { write_memory_sample(m); }};
     std::map<uint32_t, int> injection_tries_; // pid -> attempts; -1 once loaded
     std::map<uint32_t, std::string> gpu_warnings_;
     TraceModel model_;
@@ -116,6 +138,14 @@ private:
     std::chrono::steady_clock::time_point started_;
     uint64_t start_wall_unix_ms_ = 0;
     uint64_t calls_at_last_status_ = 0;
+    uint64_t torch_ranges_ = 0;
+    std::regex step_regex_;
+    uint64_t started_ns_ = 0; // CLOCK_MONOTONIC when the capture loop began
+    uint64_t window_open_ns_ = 0, window_close_ns_ = UINT64_MAX;
+    uint32_t lead_pid_ = 0;     // the process whose steps --steps counts (rank 0, or the first with steps)
+    int64_t markers_seen_ = 0;  // step markers of the lead process after attach
+    int triggers_seen_ = 0;
+    std::string stop_request_;  // set when the script's end is reached
 };
 
 } // namespace gtrace

@@ -95,6 +95,13 @@ void Capture::on_gpu_record(uint32_t pid, const gt_gpu_header& h, int64_t clock_
         if (auto a = decode_gpu_api(pid, h, clock_offset_ns)) join_.add_api_record(*a);
         return;
     }
+    if (h.type == GT_GPU_MEMORY) {
+        if (h.size >= sizeof(gt_gpu_memory)) {
+            const auto& m = reinterpret_cast<const gt_gpu_memory&>(h);
+            memory_.on_record(pid, m, gpu_to_monotonic(m.ts, clock_offset_ns));
+        }
+        return;
+    }
     auto op = decode_gpu_op(pid, h, clock_offset_ns);
     if (!op || op->kind == GpuOpKind::Sync) return; // waits are CPU-side facts: the API slices show them
     gpu_tracks_.write_op(*op);

@@ -16,6 +16,7 @@ enum class ExitCode : int {
     OutputExists = 9,       // output file exists and --force was not given
     CommandFailed = 10,     // gtrace record: the command could not be started
     BadTrace = 11,          // gtrace report: the file is not a complete gtrace trace
+    ScriptIncomplete = 12,  // --steps: the capture ended before its last step (trace written)
 };
 
 inline int to_int(ExitCode c) { return static_cast<int>(c); }
@@ -33,6 +34,7 @@ constexpr const char* kExitCodeHelp =
     "  8  output directory does not exist or is not writable\n"
     "  9  output file exists (use --force to overwrite)\n"
     "  10 gtrace record: the command could not be started (not found, not executable)\n"
-    "  11 gtrace report: a file is not a complete trace written by gtrace\n";
+    "  11 gtrace report: a file is not a complete trace written by gtrace\n"
+    "  12 --steps A:B: the capture ended (job exit, --duration, Ctrl-C) before step B; the trace holds what was captured\n";
 
 } // namespace gtrace

@@ -42,7 +42,7 @@ namespace {
 
 } // namespace
 
-Result<int> record_command(CaptureOptions options, const std::vector<std::string>& command) {
+Result<CaptureResult> record_command(CaptureOptions options, const std::vector<std::string>& command) {
     int settings[2], errors[2];
     if (pipe2(settings, O_CLOEXEC) != 0 || pipe2(errors, O_CLOEXEC) != 0)
         return make_error(ExitCode::Internal, fmt::format("pipe: {}", strerror(errno)));
@@ -95,7 +95,7 @@ Result<int> record_command(CaptureOptions options, const std::vector<std::string
         if (WIFEXITED(status)) fmt::print(stderr, "gtrace: {} exited with status {}\n", command[0], WEXITSTATUS(status));
         else if (WIFSIGNALED(status)) fmt::print(stderr, "gtrace: {} was killed by signal {}\n", command[0], WTERMSIG(status));
     }
-    return 0;
+    return result;
 }
 
 } // namespace gtrace

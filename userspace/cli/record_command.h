@@ -8,7 +8,7 @@
 
 namespace gtrace {
 
-// Runs the capture; returns gtrace's exit code (the command's own status is printed).
-Result<int> record_command(CaptureOptions options, const std::vector<std::string>& command);
+// Runs the capture to its end (the command's own status is printed).
+Result<CaptureResult> record_command(CaptureOptions options, const std::vector<std::string>& command);
 
 } // namespace gtrace

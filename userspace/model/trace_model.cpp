@@ -131,6 +131,8 @@ const char* counter_name(unsigned index) {
     case GT_CNT_TRACKED_FULL: return "processes_not_tracked";
     case GT_EV_PYSTACK: return "lost_python_stacks";
     case GT_EV_SAMPLE: return "lost_samples";
+    case GT_EV_TORCH_RANGE: return "lost_torch_ranges";
+    case GT_CNT_RANGES_OPEN_FULL: return "torch_ranges_not_remembered";
     default: return nullptr;
     }
 }

@@ -90,6 +90,7 @@ void ChromeTraceWriter::begin_event() {
 }
 
 void ChromeTraceWriter::write_call(const ApiCall& c) {
+    if (!admit(c.start_ns)) return;
     buf_.clear();
     begin_event();
     auto out = std::back_inserter(buf_);
@@ -129,7 +130,23 @@ void ChromeTraceWriter::write_call(const ApiCall& c) {
     fwrite(buf_.data(), 1, buf_.size(), out_);
 }
 
+bool ChromeTraceWriter::admit(uint64_t ts_ns) {
+    if (ts_ns < window_open_ns_ || ts_ns >= window_close_ns_) {
+        ++outside_window_;
+        return false;
+    }
+    if (events_ >= max_events_) {
+        ++over_limit_;
+        return false;
+    }
+    return true;
+}
+
 void ChromeTraceWriter::write_event(std::string_view json) {
+    if (events_ >= max_events_) {
+        ++over_limit_;
+        return;
+    }
     buf_.clear();
     begin_event();
     buf_ += json;
@@ -137,7 +154,8 @@ void ChromeTraceWriter::write_event(std::string_view json) {
 }
 
 void ChromeTraceWriter::write_slice(const std::string& name, const char* category, uint32_t pid, uint32_t tid,
-                                    uint64_t start_ns, uint64_t dur_ns) {
+                                    uint64_t start_ns, uint64_t dur_ns, std::string_view args_json) {
+    if (!admit(start_ns)) return;
     buf_.clear();
     begin_event();
     buf_ += "{\"name\":\"";
@@ -146,6 +164,25 @@ void ChromeTraceWriter::write_slice(const std::string& name, const char* categor
     append_ts_us(buf_, start_ns);
     buf_ += ",\"dur\":";
     append_ts_us(buf_, dur_ns);
+    if (!args_json.empty()) {
+        buf_ += ",\"args\":";
+        buf_ += args_json;
+    }
+    buf_ += '}';
+    fwrite(buf_.data(), 1, buf_.size(), out_);
+}
+
+void ChromeTraceWriter::write_counter(const std::string& name, const char* category, uint32_t pid, uint64_t ts_ns,
+                                      std::string_view args_json) {
+    if (!admit(ts_ns)) return;
+    buf_.clear();
+    begin_event();
+    buf_ += "{\"name\":\"";
+    append_json_escaped(buf_, name);
+    fmt::format_to(std::back_inserter(buf_), "\",\"cat\":\"{}\",\"ph\":\"C\",\"pid\":{},\"ts\":", category, pid);
+    append_ts_us(buf_, ts_ns);
+    buf_ += ",\"args\":";
+    buf_ += args_json;
     buf_ += '}';
     fwrite(buf_.data(), 1, buf_.size(), out_);
 }

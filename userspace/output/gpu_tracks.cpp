@@ -21,6 +21,7 @@ const char* category(GpuOpKind k) {
 } // namespace
 
 void GpuTracks::write_op(const GpuOp& op) {
+    if (!writer_.admit(op.start_ns)) return;
     uint32_t tid = gpu_track_tid(op.device, op.stream);
     auto key = std::make_pair(op.pid, tid);
     if (!names_.contains(key)) names_[key] = fmt::format("GPU {} · stream {}", op.device, op.stream);
@@ -50,6 +51,7 @@ void GpuTracks::write_op(const GpuOp& op) {
 }
 
 void GpuTracks::write_flow(const CallRef& call, const GpuOp& op) {
+    if (!writer_.in_window(call.start_ns) || !writer_.in_window(op.start_ns)) return;
     uint64_t id = next_flow_++;
     buf_.clear();
     auto out = std::back_inserter(buf_);

@@ -1,0 +1,159 @@
+// SPDX-License-Identifier: GPL-2.0
+/* PyTorch record_function ranges without a profiler and without code changes. Python's
+ * record_function (and RECORD_USER_SCOPE in C++) constructs an at::RecordFunction with
+ * USER_SCOPE and calls end() on it (or destroys it): those two exported functions bound the
+ * range, keyed by the object's address. torch 2.x passes the name through the exported
+ * record_function_enter_new just before; torch 1.13 never hands it to an exported function
+ * unless a profiler is on, so its ranges are named from the Python stack taken at the start. */
+#include "common.bpf.h"
+#include "pystack.bpf.h"
+#include "gtrace/torch_ranges.h"
+
+#define GT_MAX_OPEN_RANGES 16384
+
+struct open_key {
+	__u32 tgid;
+	__u32 pad;
+	__u64 object; /* the at::RecordFunction */
+};
+
+struct open_range {
+	__u64 start_ns;
+	__u32 tid;
+	__u32 named;
+	char name[GT_RANGE_NAME_LEN];
+};
+
+/* Ranges begun and not ended. LRU: one whose end is never seen (gtrace detached meanwhile)
+ * cannot fill the map for good. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, GT_MAX_OPEN_RANGES);
+	__type(key, struct open_key);
+	__type(value, struct open_range);
+} open_ranges SEC(".maps");
+
+/* The name record_function_enter_new received, waiting for the RecordFunction it constructs
+ * next on the same thread. */
+struct pending_name {
+	__u32 valid;
+	__u32 pad;
+	char name[GT_RANGE_NAME_LEN];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct pending_name);
+} pending_names SEC(".maps");
+
+/* A zeroed value to insert from: open_range is too big for the BPF stack with the rest. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct open_range);
+} scratch SEC(".maps");
+
+/* libstdc++'s std::string (C++11 ABI) starts with {char *data; size_t length}. */
+static __always_inline void remember_name(__u64 string_addr)
+{
+	struct pending_name *p = bpf_task_storage_get(&pending_names, bpf_get_current_task_btf(), 0,
+						      BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!p)
+		return;
+	__u64 str[2] = {};
+	p->valid = 0;
+	if (bpf_probe_read_user(str, sizeof(str), (void *)string_addr))
+		return;
+	__u64 len = str[1];
+	if (len >= GT_RANGE_NAME_LEN)
+		len = GT_RANGE_NAME_LEN - 1;
+	if (bpf_probe_read_user(p->name, len & (GT_RANGE_NAME_LEN - 1), (void *)str[0]))
+		return;
+	p->name[len & (GT_RANGE_NAME_LEN - 1)] = 0;
+	p->valid = 1;
+}
+
+static __always_inline void begin_range(struct pt_regs *ctx, __u32 tgid, __u32 tid)
+{
+	if ((int)PT_REGS_PARM2(ctx) != GT_TORCH_USER_SCOPE)
+		return;
+	__u32 zero = 0;
+	struct open_range *r = bpf_map_lookup_elem(&scratch, &zero);
+	if (!r)
+		return;
+	r->start_ns = bpf_ktime_get_ns();
+	r->tid = tid;
+	r->named = 0;
+	r->name[0] = 0;
+	struct pending_name *p = bpf_task_storage_get(&pending_names, bpf_get_current_task_btf(), 0, 0);
+	if (p && p->valid) {
+		__builtin_memcpy(r->name, p->name, sizeof(r->name));
+		r->named = 1;
+		p->valid = 0;
+	}
+	struct open_key key = {.tgid = tgid, .object = PT_REGS_PARM1(ctx)};
+	if (bpf_map_update_elem(&open_ranges, &key, r, BPF_ANY)) {
+		gt_count(GT_CNT_RANGES_OPEN_FULL);
+		return;
+	}
+	struct gt_py_layout *layout = bpf_map_lookup_elem(&py_layouts, &tgid);
+	if (!layout)
+		return;
+	struct gt_py_stack_event *e = gt_reserve(sizeof(*e), GT_EV_PYSTACK);
+	if (!e)
+		return;
+	e->cls = GT_EV_PYSTACK;
+	e->pid = tgid;
+	e->tid = tid;
+	e->enter_ns = r->start_ns;
+	gt_walk_python(layout, e);
+	bpf_ringbuf_submit(e, gt_submit_flags());
+}
+
+static __always_inline void end_range(__u32 tgid, __u64 object)
+{
+	struct open_key key = {.tgid = tgid, .object = object};
+	struct open_range *r = bpf_map_lookup_elem(&open_ranges, &key);
+	if (!r)
+		return; /* not a user range, begun before attach, or already ended (end() then ~) */
+	struct gt_torch_range_event *e = gt_reserve(sizeof(*e), GT_EV_TORCH_RANGE);
+	if (e) {
+		e->cls = GT_EV_TORCH_RANGE;
+		e->named = r->named;
+		e->pid = tgid;
+		e->tid = r->tid;
+		e->start_ns = r->start_ns;
+		e->end_ns = bpf_ktime_get_ns();
+		__builtin_memcpy(e->name, r->name, sizeof(e->name));
+		bpf_ringbuf_submit(e, gt_submit_flags());
+	}
+	bpf_map_delete_elem(&open_ranges, &key);
+}
+
+/* One program for every libtorch site; the attach cookie says which (enum gt_torch_site). */
+SEC("uprobe")
+int torch_range_probe(struct pt_regs *ctx)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tgid = pid_tgid >> 32;
+	if (!gt_is_tracked(tgid))
+		return 0;
+	switch (bpf_get_attach_cookie(ctx)) {
+	case GT_TORCH_RANGE_NAME:
+		/* Returns an intrusive_ptr in memory: the hidden result pointer comes first. */
+		remember_name(PT_REGS_PARM2(ctx));
+		break;
+	case GT_TORCH_RANGE_BEGIN:
+		begin_range(ctx, tgid, (__u32)pid_tgid);
+		break;
+	case GT_TORCH_RANGE_END:
+		end_range(tgid, PT_REGS_PARM1(ctx));
+		break;
+	}
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "GPL";

@@ -1,0 +1,33 @@
+/* PyTorch record_function ranges (Optimizer.step#…, enumerate(DataLoader)#…, user ranges) from
+ * uprobes on libtorch, shared by BPF and userspace. Fixed-size fields only. */
+#ifndef GTRACE_TORCH_RANGES_H
+#define GTRACE_TORCH_RANGES_H
+
+#define GT_RANGE_NAME_LEN 128
+
+/* What a libtorch probe site is (its BPF cookie). */
+enum gt_torch_site {
+	GT_TORCH_RANGE_BEGIN = 1, /* at::RecordFunction::RecordFunction(at::RecordScope) */
+	GT_TORCH_RANGE_END = 2,   /* at::RecordFunction::end() and ~RecordFunction() */
+	GT_TORCH_RANGE_NAME = 3,  /* torch::autograd::profiler::record_function_enter_new(name, args) */
+};
+
+/* at::RecordScope::USER_SCOPE in torch 1.13 to 2.x (record_function.h): the scope of Python's
+ * record_function and of RECORD_USER_SCOPE. */
+#define GT_TORCH_USER_SCOPE 7
+
+/* One finished range. A range's Python stack (taken at its beginning) is a gt_py_stack_event
+ * with the same tid and enter_ns == start_ns. */
+struct gt_torch_range_event {
+	unsigned char cls; /* GT_EV_TORCH_RANGE */
+	unsigned char named; /* name holds the range's own name (torch 2.x); else name it from its stack */
+	unsigned short pad;
+	unsigned int pid;
+	unsigned int tid;
+	unsigned int pad2;
+	unsigned long long start_ns; /* CLOCK_MONOTONIC */
+	unsigned long long end_ns;
+	char name[GT_RANGE_NAME_LEN];
+};
+
+#endif

@@ -1,0 +1,104 @@
+// Scripted captures: --delay, --steps A:B, --max-events and --trigger decide which events go into
+// the trace (a time window on the writer, and a limit) and when the capture ends by itself.
+#include <time.h>
+
+#include <fmt/format.h>
+#include <csignal>
+#include <cstring>
+
+#include "cli/capture.h"
+
+namespace gtrace {
+
+std::atomic<int> g_trigger_count{0};
+
+namespace {
+
+uint64_t monotonic_now_ns() {
+    timespec ts{};
+    clock_gettime(CLOCK_MONOTONIC, &ts); // the clock of bpf_ktime_get_ns and of the agents' records
+    return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+constexpr uint64_t kNever = UINT64_MAX;
+
+} // namespace
+
+void Capture::start_script() {
+    step_regex_ = std::regex(options_.step_marker, std::regex::ECMAScript | std::regex::optimize);
+    if (options_.max_events) writer_.set_max_events(options_.max_events);
+    uint64_t now = monotonic_now_ns();
+    started_ns_ = now;
+    window_open_ns_ = now + static_cast<uint64_t>(options_.delay_s * 1e9);
+    if (options_.steps || options_.trigger_signal) window_open_ns_ = kNever; // until the step or the signal
+    else if (options_.delay_s == 0) window_open_ns_ = 0;                     // everything, as it comes
+    writer_.set_window(window_open_ns_, window_close_ns_);
+}
+
+void Capture::poll_script() {
+    for (int t = g_trigger_count.load(); triggers_seen_ < t && stop_request_.empty(); ++triggers_seen_) {
+        uint64_t now = monotonic_now_ns();
+        if (window_open_ns_ == kNever) {
+            window_open_ns_ = now;
+            if (!options_.quiet) fmt::print(stderr, "\ngtrace: {}: recording\n", strsignal(options_.trigger_signal));
+        } else {
+            window_close_ns_ = now;
+            stop_request_ = fmt::format("stopped by the trigger ({})", strsignal(options_.trigger_signal));
+        }
+        writer_.set_window(window_open_ns_, window_close_ns_);
+    }
+    if (options_.max_events && writer_.full() && stop_request_.empty())
+        stop_request_ = fmt::format("event limit reached ({} events)", options_.max_events);
+}
+
+void Capture::on_step_marker(uint32_t pid, const std::string& range, uint64_t end_ns) {
+    if (!options_.steps || !stop_request_.empty() || !std::regex_search(range, step_regex_)) return;
+    if (options_.delay_s > 0 && end_ns < started_ns_ + static_cast<uint64_t>(options_.delay_s * 1e9)) return;
+    if (!lead_pid_) {
+        // Rank 0's steps when the job has ranks; otherwise the first process that makes steps.
+        lead_pid_ = pid;
+        for (const auto& [other, p] : model_.processes())
+            if (p.ranks.rank == 0 && !p.forked_from && !p.exited) lead_pid_ = other;
+    }
+    if (pid != lead_pid_) return;
+    auto [first, last] = *options_.steps;
+    int64_t index = markers_seen_++; // marker 0 ends the step in progress at attach
+    if (index == static_cast<int64_t>(first) - 1) {
+        window_open_ns_ = end_ns;
+        if (!options_.quiet) fmt::print(stderr, "\ngtrace: step {} begins: recording\n", first);
+    }
+    if (index == static_cast<int64_t>(last)) {
+        window_close_ns_ = end_ns;
+        stop_request_ = fmt::format("steps {}:{} captured", first, last);
+    }
+    writer_.set_window(window_open_ns_, window_close_ns_);
+}
+
+std::string Capture::script_incomplete() const {
+    if (!options_.steps || stop_request_.starts_with("steps")) return {};
+    auto [first, last] = *options_.steps;
+    if (!lead_pid_)
+        return fmt::format("--steps {}:{}: no step seen: no PyTorch range matched --step-marker '{}' ({} ranges traced)", first,
+                           last, options_.step_marker, torch_ranges_);
+    return fmt::format("--steps {}:{}: the capture ended after step {} of pid {}, before step {}", first, last,
+                       markers_seen_ > 0 ? markers_seen_ - 1 : 0, lead_pid_, last);
+}
+
+nlohmann::json Capture::script_facts() const {
+    nlohmann::json j = {{"events_outside_window", writer_.events_outside_window()},
+                        {"events_over_limit", writer_.events_over_limit()},
+                        {"torch_ranges", torch_ranges_},
+                        {"step_marker", options_.step_marker}};
+    if (window_open_ns_ != kNever) j["window_open_ns"] = window_open_ns_;
+    if (window_close_ns_ != kNever) j["window_close_ns"] = window_close_ns_;
+    if (options_.delay_s > 0) j["delay_s"] = options_.delay_s;
+    if (options_.steps) {
+        j["steps"] = fmt::format("{}:{}", options_.steps->first, options_.steps->second);
+        j["steps_seen"] = markers_seen_ > 0 ? markers_seen_ - 1 : 0;
+    }
+    if (options_.max_events) j["max_events"] = options_.max_events;
+    if (options_.trigger_signal) j["trigger"] = strsignal(options_.trigger_signal);
+    return j;
+}
+
+} // namespace gtrace
