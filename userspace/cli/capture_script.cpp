@@ -28,8 +28,10 @@ void Capture::start_script() {
     step_regex_ = std::regex(options_.step_marker, std::regex::ECMAScript | std::regex::optimize);
     if (options_.max_events) writer_.set_max_events(options_.max_events);
     uint64_t now = monotonic_now_ns();
-    started_ns_ = now;
-    window_open_ns_ = now + static_cast<uint64_t>(options_.delay_s * 1e9);
+    // --delay and --duration both count from gtrace's start, before attaching took its time.
+    started_ns_ = now - static_cast<uint64_t>(
+                            std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - started_).count());
+    window_open_ns_ = started_ns_ + static_cast<uint64_t>(options_.delay_s * 1e9);
     if (options_.steps || options_.trigger_signal) window_open_ns_ = kNever; // until the step or the signal
     else if (options_.delay_s == 0) window_open_ns_ = 0;                     // everything, as it comes
     writer_.set_window(window_open_ns_, window_close_ns_);
@@ -88,7 +90,8 @@ nlohmann::json Capture::script_facts() const {
     nlohmann::json j = {{"events_outside_window", writer_.events_outside_window()},
                         {"events_over_limit", writer_.events_over_limit()},
                         {"torch_ranges", torch_ranges_},
-                        {"step_marker", options_.step_marker}};
+                        {"step_marker", options_.step_marker},
+                        {"capture_start_ns", started_ns_}};
     if (window_open_ns_ != kNever) j["window_open_ns"] = window_open_ns_;
     if (window_close_ns_ != kNever) j["window_close_ns"] = window_close_ns_;
     if (options_.delay_s > 0) j["delay_s"] = options_.delay_s;

@@ -1,0 +1,46 @@
+"""The bundled demo job (demo/train.py under torchrun, 2 ranks, CUDA work on the GPU simulator),
+started for a test and killed with its whole process group afterwards."""
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def fail(msg):
+    print(f"FAIL: {msg}", flush=True)
+    sys.exit(1)
+
+
+def require_root():
+    if os.geteuid() != 0:
+        print("cannot run: needs root (BPF and ptrace)", flush=True)
+        sys.exit(77 if os.environ.get("GTRACE_ALLOW_SKIP") == "1" else 1)
+
+
+@contextlib.contextmanager
+def demo_job(build, source, scenario, port, env_extra=None, settle_s=2.0):
+    """Yields (torchrun pid, temp dir) once both ranks train."""
+    env = dict(os.environ, **(env_extra or {}))
+    with tempfile.TemporaryDirectory() as tmp:
+        log_path = os.path.join(tmp, "job.log")
+        with open(log_path, "w") as log:
+            job = subprocess.Popen(
+                ["/usr/bin/python3", "-m", "torch.distributed.run", "--nproc_per_node", "2", "--redirects", "1", "--tee", "1",
+                 "--master_port", str(port), os.path.join(os.path.abspath(source), "demo/train.py"), "--scenario", scenario,
+                 "--cudart", os.path.join(build, "gpusim/libcudart.so.13"),
+                 "--kernels", os.path.join(build, "programs/libdemo_kernels.so"), "--steps", "1000000"],
+                stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        try:
+            deadline = time.time() + 120
+            while open(log_path).read().count("ready rank") < 2:
+                if time.time() > deadline or job.poll() is not None:
+                    fail("the job did not start: " + open(log_path).read()[-2000:])
+                time.sleep(0.5)
+            time.sleep(settle_s)
+            yield job.pid, tmp
+        finally:
+            os.killpg(job.pid, signal.SIGKILL)
+            job.wait()
