@@ -47,5 +47,5 @@ echo "demo: job running (torchrun pid $JOB); attaching gtrace for 10 s, no resta
 echo
 echo "demo: trace written to $OUT/trace.json — open it in Perfetto UI (ui.perfetto.dev) or chrome://tracing"
 echo
-"$ROOT/build/gtrace" report "$OUT/trace.json" --json "$OUT/summary.json"
-echo "demo: findings as JSON in $OUT/summary.json"
+"$ROOT/build/gtrace" report "$OUT/trace.json" --json "$OUT/summary.json" --html "$OUT/report.html"
+echo "demo: findings as JSON in $OUT/summary.json, with charts in $OUT/report.html (open it in any browser)"

@@ -9,6 +9,7 @@ PACKAGES=(
   libunwind-dev libboost-program-options-dev
   catch2 nlohmann-json3-dev libfmt-dev
   python3 python3-torch austin
+  chromium
 )
 
 missing=()

@@ -58,11 +58,17 @@ def main():
         finally:
             os.killpg(job.pid, signal.SIGKILL)
             job.wait()
-        r = subprocess.run([os.path.join(a.build, "gtrace"), "report", trace, "--json", summary], capture_output=True, text=True)
+        html = os.path.join(tmp, "report.html")
+        r = subprocess.run([os.path.join(a.build, "gtrace"), "report", trace, "--json", summary, "--html", html],
+                           capture_output=True, text=True)
         print(r.stdout, r.stderr, flush=True)
         if r.returncode != 0:
             fail(f"gtrace report exited {r.returncode}")
         s = json.load(open(summary))
+        # The HTML report in headless Chromium: no errors, charts painted, numbers as in the JSON (77: no chromium).
+        check = subprocess.run([sys.executable, os.path.join(a.source, "tests/runtime/html_report_check.py"), html, summary])
+        if check.returncode not in (0, 77):
+            fail(f"the HTML report failed its check (html_report_check.py exited {check.returncode})")
     want = EXPECTED[a.scenario]
     if s["verdict"]["job"] != want:
         fail(f"job verdict {s['verdict']['job']!r}, expected {want!r}")

@@ -29,7 +29,7 @@ constexpr const char* kUsage =
     "  gtrace attach --pid PID [--duration SECONDS] [-o FILE] [--force] [-q] [options]\n"
     "  gtrace record [options] -- COMMAND [ARGS...]\n"
     "  gtrace dump --pid PID\n"
-    "  gtrace report TRACE... [--json FILE]\n"
+    "  gtrace report TRACE... [--json FILE] [--html FILE]\n"
     "  gtrace <command> --help\n\n"
     "Commands:\n"
     "  attach   attach to a running process tree (e.g. torchrun and its ranks) and write a trace\n"
@@ -197,6 +197,7 @@ int run_record(std::vector<std::string> args) {
 int run_report_command(const std::vector<std::string>& args) {
     po::options_description desc("gtrace report options");
     desc.add_options()("help,h", "show this help")("json", po::value<std::string>(), "also write the findings as JSON")
+        ("html", po::value<std::string>(), "also write a self-contained HTML report with charts")
         ("trace", po::value<std::vector<std::string>>(), "trace files");
     po::positional_options_description pos;
     pos.add("trace", -1);
@@ -204,15 +205,16 @@ int run_report_command(const std::vector<std::string>& args) {
     po::store(po::command_line_parser(args).options(desc).positional(pos).run(), vm);
     po::notify(vm);
     if (vm.count("help")) {
-        std::cout << "Usage: gtrace report TRACE... [--json FILE]\n\n"
+        std::cout << "Usage: gtrace report TRACE... [--json FILE] [--html FILE]\n\n"
                   << "Per rank: steps, where the step time goes (Kernel, Memcpy, Memset, Communication, Runtime,\n"
                   << "DataLoader, CPU Exec, Other, adding up to the step), GPU utilization, launch statistics, and\n"
                   << "a verdict with the figures behind it; then one for the whole job.\n\n"
                   << desc << "\n" << kExitCodeHelp;
         return 0;
     }
-    if (!vm.count("trace")) fail(make_error(ExitCode::Usage, "missing trace file: gtrace report TRACE... [--json FILE]"));
-    or_fail(run_report(vm["trace"].as<std::vector<std::string>>(), vm.count("json") ? vm["json"].as<std::string>() : ""));
+    if (!vm.count("trace")) fail(make_error(ExitCode::Usage, "missing trace file: gtrace report TRACE... [--json FILE] [--html FILE]"));
+    auto path = [&](const char* opt) { return vm.count(opt) ? vm[opt].as<std::string>() : std::string(); };
+    or_fail(run_report(vm["trace"].as<std::vector<std::string>>(), path("json"), /*ranks_required=*/true, path("html")));
     return 0;
 }
 

@@ -9,6 +9,7 @@
 
 #include "analyze/step_analysis.h"
 #include "analyze/trace_data.h"
+#include "output/html_report.h"
 
 namespace gtrace {
 namespace {
@@ -60,7 +61,9 @@ nlohmann::json rank_json(const RankAnalysis& r) {
     for (const auto& s : r.steps) {
         nlohmann::json ms = nlohmann::json::object();
         for (int c = 0; c < kCategoryCount; ++c) ms[category_name(static_cast<Category>(c))] = static_cast<double>(s.ns[static_cast<size_t>(c)]) / 1e6;
-        steps.push_back({{"start_ns", s.span.start_ns}, {"wall_ms", static_cast<double>(s.span.dur()) / 1e6}, {"breakdown_ms", ms}});
+        double wall = static_cast<double>(s.span.dur());
+        steps.push_back({{"start_ns", s.span.start_ns}, {"wall_ms", wall / 1e6}, {"breakdown_ms", ms},
+                         {"gpu_utilization", wall > 0 ? static_cast<double>(s.gpu_busy_ns) / wall : 0.0}});
     }
     nlohmann::json top = nlohmann::json::array();
     for (const auto& [name, ms] : r.top_kernels_ms) top.push_back({{"name", name}, {"total_ms", ms}});
@@ -81,7 +84,8 @@ nlohmann::json rank_json(const RankAnalysis& r) {
 
 } // namespace
 
-Result<void> run_report(const std::vector<std::string>& traces, const std::string& json_path, bool ranks_required) {
+Result<void> run_report(const std::vector<std::string>& traces, const std::string& json_path, bool ranks_required,
+                        const std::string& html_path) {
     std::vector<RankAnalysis> ranks;
     for (const auto& path : traces) {
         auto t = load_trace(path);
@@ -120,7 +124,7 @@ Result<void> run_report(const std::vector<std::string>& traces, const std::strin
         fmt::print("\nJOB VERDICT: {}\n", job);
     if (!job.empty()) fmt::print("  what helps: {}\n", remedy(job));
 
-    if (!json_path.empty()) {
+    if (!json_path.empty() || !html_path.empty()) {
         nlohmann::json verdict_ranks = nlohmann::json::object(), per_rank = nlohmann::json::array();
         for (const auto& r : ranks) {
             verdict_ranks[std::to_string(r.rank)] = r.verdict;
@@ -130,9 +134,13 @@ Result<void> run_report(const std::vector<std::string>& traces, const std::strin
                               {"verdict", {{"job", job}, {"ranks", verdict_ranks}, {"remedy", remedy(job)}}},
                               {"ranks", per_rank}};
         if (slow) out["straggler_rank"] = slow->rank;
-        std::ofstream f(json_path);
-        f << out.dump(2) << "\n";
-        if (!f) return make_error(ExitCode::OutputUnwritable, fmt::format("cannot write {}; choose a writable path", json_path));
+        if (!json_path.empty()) {
+            std::ofstream f(json_path);
+            f << out.dump(2) << "\n";
+            if (!f) return make_error(ExitCode::OutputUnwritable, fmt::format("cannot write {}; choose a writable path", json_path));
+        }
+        if (!html_path.empty())
+            if (auto written = write_html_report(out, html_path); !written) return written;
     }
     return {};
 }
