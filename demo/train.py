@@ -159,8 +159,13 @@ def train_scenario(args, sc):
     while args.go_file and not os.path.exists(args.go_file):
         time.sleep(0.02)
     batches = iter(loader)
+    # Ground truth for the tests (GTRACE_TRUTH_LOG): per step, when the wait for the batch began
+    # and ended and when the optimizer step returned, on CLOCK_MONOTONIC like the trace.
+    truth = open(f"{os.environ['GTRACE_TRUTH_LOG']}.{rank}", "w", buffering=1) if "GTRACE_TRUTH_LOG" in os.environ else None
     for step in range(args.steps):
+        loader_start = time.monotonic_ns()
         x, y = next(batches)
+        loader_end = time.monotonic_ns()
         rt.cudaMemcpy(device, host, sc["h2d_bytes"], 1)  # cudaMemcpyHostToDevice
         for k in range(sc["kernels"]):  # the simulator times a kernel by its grid
             rt.cudaLaunchKernel(kernels[k % 4], Dim3(sc["blocks"], 1, 1), Dim3(128, 1, 1), None, 0, None)
@@ -168,6 +173,13 @@ def train_scenario(args, sc):
         opt.zero_grad()
         loss.backward()
         opt.step()
+        if step % 10 == 0:  # activations of a bigger batch every 10 steps: memory over time has a shape
+            scratch = ctypes.c_void_p()
+            rt.cudaMalloc(ctypes.byref(scratch), 256 << 20)
+        elif step % 10 == 5:
+            rt.cudaFree(scratch)
+        if truth:
+            truth.write(json.dumps({"loader": [loader_start, loader_end], "optimizer_end": time.monotonic_ns()}) + "\n")
         rt.cudaDeviceSynchronize()
         if args.step_sleep:
             time.sleep(args.step_sleep)

@@ -2,26 +2,26 @@
 """`gtrace report` against the GPU simulator's scenarios: a 2-rank torchrun job (demo/train.py
 --scenario S on the simulator) is traced for a few seconds by `gtrace attach`, then reported.
 The job's verdict must be the scenario's bottleneck (and rank 1 the straggler), every rank's
-verdict too, and every step's breakdown must add up to the step's wall time.
+verdict too; steps must come from the optimizer's ranges; every step's breakdown must add up to
+the step's wall time, and its Kernel, Memcpy and DataLoader shares must be within 5% of the
+scenario's ground truth (the simulator's log of every GPU op, the program's own timing of each
+wait for a batch: tests/runtime/breakdown_truth.py). The HTML report is checked in Chromium.
 
 Usage: report_scenarios.py SCENARIO --build BUILD_DIR --source SOURCE_DIR"""
 import argparse
 import json
 import os
-import signal
 import subprocess
 import sys
 import tempfile
-import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from breakdown_truth import compare  # noqa: E402
+from demo_job import demo_job, fail, require_root  # noqa: E402
 
 EXPECTED = {"slow_loader": "data_loading", "big_h2d": "copy", "tiny_kernels": "launch_overhead",
             "long_kernels": "gpu", "straggler": "straggler"}
 PORTS = {name: 29600 + i for i, name in enumerate(sorted(EXPECTED))}
-
-
-def fail(msg):
-    print(f"FAIL: {msg}", flush=True)
-    sys.exit(1)
 
 
 def main():
@@ -30,45 +30,28 @@ def main():
     ap.add_argument("--build", required=True)
     ap.add_argument("--source", required=True)
     a = ap.parse_args()
-    if os.geteuid() != 0:
-        print("cannot run: needs root (BPF and ptrace)", flush=True)
-        sys.exit(77 if os.environ.get("GTRACE_ALLOW_SKIP") == "1" else 1)
-    env = dict(os.environ)
+    require_root()
+    gtrace = os.path.join(a.build, "gtrace")
+    env = {}
     if a.scenario == "straggler":
         env.update(GTSIM_SLOW_RANK="1", GTSIM_SLOW_FACTOR="3")
-    with tempfile.TemporaryDirectory() as tmp:
-        log = open(os.path.join(tmp, "job.log"), "w")
-        job = subprocess.Popen(["/usr/bin/python3", "-m", "torch.distributed.run", "--nproc_per_node", "2", "--redirects", "1",
-                                "--tee", "1", "--master_port", str(PORTS[a.scenario]), os.path.join(a.source, "demo/train.py"),
-                                "--scenario", a.scenario, "--cudart", os.path.join(a.build, "gpusim/libcudart.so.13"),
-                                "--kernels", os.path.join(a.build, "programs/libdemo_kernels.so"), "--steps", "1000000"],
-                               stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-        try:
-            deadline = time.time() + 120
-            while open(os.path.join(tmp, "job.log")).read().count("ready rank") < 2:
-                if time.time() > deadline or job.poll() is not None:
-                    fail("the job did not start: " + open(os.path.join(tmp, "job.log")).read()[-2000:])
-                time.sleep(0.5)
-            time.sleep(2)
-            trace, summary = os.path.join(tmp, "trace.json"), os.path.join(tmp, "summary.json")
-            r = subprocess.run([os.path.join(a.build, "gtrace"), "attach", "--pid", str(job.pid), "-d", "6", "-q", "-o", trace],
-                               timeout=120)
+    with tempfile.TemporaryDirectory() as truth_dir:
+        env.update(GTSIM_LOG=os.path.join(truth_dir, "sim.jsonl"), GTRACE_TRUTH_LOG=os.path.join(truth_dir, "steps"))
+        with demo_job(a.build, a.source, a.scenario, PORTS[a.scenario], env) as (job, tmp):
+            trace, summary, html = (os.path.join(tmp, f) for f in ("trace.json", "summary.json", "report.html"))
+            r = subprocess.run([gtrace, "attach", "--pid", str(job), "-d", "6", "-q", "-o", trace], timeout=120)
             if r.returncode != 0:
                 fail(f"gtrace attach exited {r.returncode}")
-        finally:
-            os.killpg(job.pid, signal.SIGKILL)
-            job.wait()
-        html = os.path.join(tmp, "report.html")
-        r = subprocess.run([os.path.join(a.build, "gtrace"), "report", trace, "--json", summary, "--html", html],
-                           capture_output=True, text=True)
-        print(r.stdout, r.stderr, flush=True)
-        if r.returncode != 0:
-            fail(f"gtrace report exited {r.returncode}")
-        s = json.load(open(summary))
-        # The HTML report in headless Chromium: no errors, charts painted, numbers as in the JSON (77: no chromium).
-        check = subprocess.run([sys.executable, os.path.join(a.source, "tests/runtime/html_report_check.py"), html, summary])
-        if check.returncode not in (0, 77):
-            fail(f"the HTML report failed its check (html_report_check.py exited {check.returncode})")
+            r = subprocess.run([gtrace, "report", trace, "--json", summary, "--html", html], capture_output=True, text=True)
+            print(r.stdout, r.stderr, flush=True)
+            if r.returncode != 0:
+                fail(f"gtrace report exited {r.returncode}")
+            s = json.load(open(summary))
+            # The HTML report in headless Chromium: no errors, charts painted, numbers as in the JSON.
+            check = subprocess.run([sys.executable, os.path.join(a.source, "tests/runtime/html_report_check.py"), html, summary])
+            if check.returncode not in (0, 77):
+                fail(f"the HTML report failed its check (html_report_check.py exited {check.returncode})")
+        failures = compare(s, env["GTSIM_LOG"], env["GTRACE_TRUTH_LOG"])
     want = EXPECTED[a.scenario]
     if s["verdict"]["job"] != want:
         fail(f"job verdict {s['verdict']['job']!r}, expected {want!r}")
@@ -82,10 +65,14 @@ def main():
     for rank in s["ranks"]:
         if rank["steps"] < 3:
             fail(f"rank {rank['rank']}: only {rank['steps']} steps found")
+        if "Optimizer.step" not in rank["step_rule"]:
+            fail(f"rank {rank['rank']}: steps not from the optimizer's ranges: {rank['step_rule']}")
         for step in rank["per_step"]:
             if abs(sum(step["breakdown_ms"].values()) - step["wall_ms"]) > 1e-6:
                 fail(f"rank {rank['rank']}: a step's breakdown {step['breakdown_ms']} does not add up to {step['wall_ms']} ms")
-    print(f"ok: {a.scenario}: job verdict {want}, breakdowns add up to every step's wall time")
+    if failures:
+        fail("breakdown off the ground truth by more than 5%: " + "; ".join(failures))
+    print(f"ok: {a.scenario}: job verdict {want}, breakdowns add up and match the ground truth within 5%")
     print("PASS")
 
 

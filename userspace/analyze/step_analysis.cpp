@@ -1,5 +1,7 @@
 #include "analyze/step_analysis.h"
 
+#include <regex>
+
 #include <algorithm>
 #include <cctype>
 #include <unordered_map>
@@ -9,29 +11,64 @@
 namespace gtrace {
 namespace {
 
-bool is_sync_call(const std::string& name) {
+bool is_sync_call(std::string_view name) {
     return name == "cudaDeviceSynchronize" || name.starts_with("cudaStreamSynchronize") ||
            name == "cudaEventSynchronize" || name == "cudaMemcpy" || name == "cudaMemcpy_ptds";
 }
 
-bool is_launch(const std::string& name) { return name.starts_with("cudaLaunchKernel") || name.starts_with("cuLaunchKernel"); }
+bool is_launch(std::string_view name) { return name.starts_with("cudaLaunchKernel") || name.starts_with("cuLaunchKernel"); }
 
-bool is_communication_kernel(const std::string& name) {
+bool is_communication_kernel(std::string_view name) {
     std::string lower(name);
     std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
     return lower.find("nccl") != std::string::npos || lower.find("gloo") != std::string::npos;
 }
 
-bool is_dataloader_frame(const std::string& name) {
+bool is_dataloader_frame(std::string_view name) {
     return (name.starts_with("__next__ (") || name.starts_with("_next_data (")) && name.find("dataloader.py") != std::string::npos;
+}
+
+bool is_dataloader_range(std::string_view name) { return name.starts_with("enumerate(DataLoader)"); }
+
+// Steps end where the main thread's step-marker ranges end (Optimizer.step by default).
+std::vector<Span> steps_from_ranges(const ProcessData& p, const std::regex& marker, const std::string& marker_text,
+                                    std::string* rule) {
+    std::vector<uint64_t> ends;
+    std::string first_name;
+    for (const auto& r : p.ranges)
+        if (r.tid == p.pid && std::regex_search(r.name.begin(), r.name.end(), marker)) {
+            ends.push_back(r.end_ns);
+            if (first_name.empty()) first_name = std::string(r.name);
+        }
+    std::vector<Span> steps;
+    if (ends.size() < 2) return steps;
+    std::sort(ends.begin(), ends.end());
+    for (size_t i = 1; i < ends.size(); ++i) steps.push_back({ends[i - 1], ends[i]});
+    *rule = fmt::format("steps end at each {} range (step marker '{}')", first_name, marker_text);
+    return steps;
+}
+
+// GPU records start when the agent is loaded (after attach) and stop at the capture's end, with
+// kernels still running then missing: a step outside that span would show its GPU time as idle.
+void trim_to_gpu_records(const ProcessData& p, std::vector<Span>& steps, std::string* rule) {
+    if (p.gpu.empty() || steps.empty()) return;
+    uint64_t first = UINT64_MAX, last = 0;
+    for (const auto& g : p.gpu) {
+        first = std::min(first, g.start_ns);
+        last = std::max(last, g.end_ns);
+    }
+    size_t before = steps.size();
+    std::erase_if(steps, [&](const Span& s) { return s.start_ns < first || s.end_ns > last; });
+    if (steps.size() != before)
+        *rule += fmt::format("; {} step(s) outside the span of the GPU records left out", before - steps.size());
 }
 
 // Without torch's record_function ranges, a training loop's steps show as the one synchronizing
 // CUDA call site of the main thread that recurs most (the loss.item(), the synchronize).
-std::vector<Span> find_steps(const ProcessData& p, std::string* rule) {
+std::vector<Span> steps_from_sync_calls(const ProcessData& p, std::string* rule) {
     std::map<std::string, std::vector<uint64_t>> ends_by_site;
     for (const auto& c : p.calls)
-        if (c.tid == p.pid && is_sync_call(c.name)) ends_by_site[c.name + " at " + (c.source.empty() ? "?" : c.source)].push_back(c.end_ns);
+        if (c.tid == p.pid && is_sync_call(c.name)) ends_by_site[fmt::format("{} at {}", c.name, c.source.empty() ? "?" : c.source)].push_back(c.end_ns);
     const std::vector<uint64_t>* best = nullptr;
     for (const auto& [site, ends] : ends_by_site)
         if (!best || ends.size() > best->size()) {
@@ -76,10 +113,15 @@ void break_down(const ProcessData& p, std::vector<StepBreakdown>& steps) {
         if (g.kind == GpuKind::Kernel) add(g, kCategoryCount);
     }
     for (const auto& c : p.calls) add(c, kRuntime);
+    // The DataLoader's own ranges are exact; sampled frames stand in only where there are none.
+    bool loader_ranges = std::any_of(p.ranges.begin(), p.ranges.end(), [](const auto& r) { return is_dataloader_range(r.name); });
     for (const auto& s : p.main_samples) {
         add(s, kCpuExec);
-        if (is_dataloader_frame(s.name)) add(s, kDataLoader);
+        if (!loader_ranges && is_dataloader_frame(s.name)) add(s, kDataLoader);
     }
+    // torch ranges of the main thread: waiting for a batch, or running the model and optimizer.
+    for (const auto& r : p.ranges)
+        if (r.tid == p.pid) add(r, is_dataloader_range(r.name) ? kDataLoader : kCpuExec);
     std::sort(edges.begin(), edges.end(), [](const Edge& a, const Edge& b) { return a.t < b.t; });
     std::array<int, kCategoryCount + 1> active{};
     size_t step = 0, e = 0;
@@ -132,7 +174,7 @@ void summarize(const ProcessData& p, RankAnalysis& r) {
             if (c.correlation) launch_by_corr[c.correlation] = static_cast<double>(c.dur()) / 1e3;
         }
     size_t shorter = 0, paired = 0;
-    std::map<std::string, double> per_kernel;
+    std::map<std::string_view, double> per_kernel;
     uint64_t h2d_bytes = 0, h2d_ns = 0, d2h_bytes = 0, d2h_ns = 0, kernel_ns = 0;
     for (const auto& g : p.gpu) {
         if (!inside(g)) continue;
@@ -163,6 +205,31 @@ void summarize(const ProcessData& p, RankAnalysis& r) {
     r.top_kernels_ms.assign(per_kernel.begin(), per_kernel.end());
     std::sort(r.top_kernels_ms.begin(), r.top_kernels_ms.end(), [](auto& a, auto& b) { return a.second > b.second; });
     if (r.top_kernels_ms.size() > 5) r.top_kernels_ms.resize(5);
+}
+
+// Allocated GPU memory over the capture, relative to the first step (or the first sample),
+// thinned to a few thousand points for the report; the peak from every point.
+void memory_over_time(const ProcessData& p, RankAnalysis& r) {
+    if (p.memory.empty()) return;
+    std::map<uint32_t, uint64_t> per_device;
+    std::vector<std::pair<uint64_t, uint64_t>> totals; // ts, all devices
+    for (const auto& m : p.memory) {
+        per_device[m.device] = m.allocated_bytes;
+        uint64_t sum = 0;
+        for (const auto& [d, b] : per_device) sum += b;
+        totals.emplace_back(m.ts_ns, sum);
+        r.memory_peak_bytes = std::max(r.memory_peak_bytes, sum);
+    }
+    uint64_t origin = r.steps.empty() ? totals.front().first : r.steps.front().span.start_ns;
+    constexpr size_t kMaxPoints = 2000;
+    size_t stride = (totals.size() + kMaxPoints - 1) / kMaxPoints;
+    for (size_t i = 0; i < totals.size(); i += stride) {
+        // Keep the largest value of each stride: a thinned curve must not hide the peak.
+        auto best = std::max_element(totals.begin() + static_cast<long>(i),
+                                     totals.begin() + static_cast<long>(std::min(i + stride, totals.size())),
+                                     [](auto& a, auto& b) { return a.second < b.second; });
+        r.memory_ms_bytes.emplace_back((static_cast<double>(best->first) - static_cast<double>(origin)) / 1e6, best->second);
+    }
 }
 
 std::string pct(double share) { return fmt::format("{:.0f}%", share * 100); }
@@ -211,7 +278,8 @@ const char* category_name(Category c) {
     return c < kCategoryCount ? names[c] : "?";
 }
 
-std::vector<RankAnalysis> analyze_ranks(const TraceData& trace) {
+std::vector<RankAnalysis> analyze_ranks(const TraceData& trace, const AnalysisOptions& options) {
+    const std::regex marker(options.step_marker, std::regex::ECMAScript | std::regex::optimize);
     std::vector<RankAnalysis> out;
     for (const auto& [pid, p] : trace.processes) {
         if (!p.rank || p.forked) continue;
@@ -219,9 +287,14 @@ std::vector<RankAnalysis> analyze_ranks(const TraceData& trace) {
         r.pid = pid;
         r.rank = *p.rank;
         r.label = p.label;
-        for (const Span& s : find_steps(p, &r.step_rule)) r.steps.push_back({s, {}, 0, 0});
+        std::vector<Span> steps = steps_from_ranges(p, marker, options.step_marker, &r.step_rule);
+        if (steps.empty()) steps = steps_from_sync_calls(p, &r.step_rule);
+        trim_to_gpu_records(p, steps, &r.step_rule);
+        for (const Span& s : steps) r.steps.push_back({s, {}, 0, 0});
+        memory_over_time(p, r);
         if (r.steps.empty()) {
-            r.evidence = "no steps found: no synchronizing CUDA call recurs on the main thread";
+            r.evidence = fmt::format("no steps found: no torch range matches '{}' and no synchronizing CUDA call recurs on "
+                                     "the main thread", options.step_marker);
             out.push_back(std::move(r));
             continue;
         }

@@ -34,12 +34,19 @@ struct RankAnalysis {
     double launches_per_step = 0, median_launch_us = 0, median_kernel_us = 0, kernels_shorter_than_launch = 0;
     double h2d_gbps = 0, d2h_gbps = 0;
     std::vector<std::pair<std::string, double>> top_kernels_ms; // name, total ms
+    std::vector<std::pair<double, uint64_t>> memory_ms_bytes; // GPU memory allocated: ms from the first step, bytes
+    uint64_t memory_peak_bytes = 0;
     std::string verdict;  // data_loading, copy, launch_overhead, gpu, communication
     std::string evidence; // the figures behind it
 };
 
-// The rank processes of a trace (not their forked workers), analysed. Steps end at the rank main
-// thread's most frequent synchronizing CUDA call site (see README).
-std::vector<RankAnalysis> analyze_ranks(const TraceData& trace);
+struct AnalysisOptions {
+    std::string step_marker = "^Optimizer\\.step"; // ECMAScript regex on torch range names
+};
+
+// The rank processes of a trace (not their forked workers), analysed. Steps end where the main
+// thread's step-marker ranges end; without such ranges, at its most frequent synchronizing CUDA
+// call site (see README).
+std::vector<RankAnalysis> analyze_ranks(const TraceData& trace, const AnalysisOptions& options = {});
 
 } // namespace gtrace

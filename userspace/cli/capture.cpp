@@ -216,8 +216,10 @@ void Capture::on_func_name(const gt_func_name_event& e) { kernel_names_.on_func_
 
 void Capture::write_memory_sample(const MemorySample& m) {
     std::string name = m.device < 0 ? "GPU memory (cudaMalloc)" : fmt::format("GPU memory (device {})", m.device);
+    // API-based samples do not know the device: they carry none.
     writer_.write_counter(name, "gpu_memory", m.pid, m.ts_ns,
-                          fmt::format("{{\"allocated_bytes\":{},\"device\":{}}}", m.allocated_bytes, m.device));
+                          m.device < 0 ? fmt::format("{{\"allocated_bytes\":{}}}", m.allocated_bytes)
+                                       : fmt::format("{{\"allocated_bytes\":{},\"device\":{}}}", m.allocated_bytes, m.device));
 }
 
 void Capture::on_proc(const gt_proc_event& e) {
@@ -326,8 +328,9 @@ Result<CaptureResult> Capture::run() {
         if (auto r = samples_.write_folded(options_.folded, model_); !r) return r.error();
     auto extra_tracks = sample_track_names_;
     extra_tracks.insert(gpu_tracks_.track_names().begin(), gpu_tracks_.track_names().end());
-    if (auto r = writer_.finish(model_, other_data(reason, elapsed), extra_tracks); !r) return r.error();
-    CaptureResult result{reason, writer_.path(), model_.lost_events(), script_incomplete()};
+    nlohmann::json facts = other_data(reason, elapsed);
+    if (auto r = writer_.finish(model_, facts, extra_tracks); !r) return r.error();
+    CaptureResult result{reason, writer_.path(), model_.lost_events(), script_incomplete(), std::move(facts)};
     if (!options_.quiet) print_summary(result, elapsed);
     return result;
 }

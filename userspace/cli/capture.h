@@ -46,6 +46,7 @@ struct CaptureOptions {
     std::string step_marker = "^Optimizer\\.step";      // --step-marker: the torch range that ends a step
     uint64_t max_events = 0;                            // --max-events: stop after this many (0: no limit)
     int trigger_signal = 0;                             // --trigger: start, then stop, on this signal
+    std::string summary_json;                           // --summary-json: facts and findings at the end
 };
 
 struct CaptureResult {
@@ -53,6 +54,7 @@ struct CaptureResult {
     std::string output;
     uint64_t lost = 0;
     std::string script_incomplete; // why --steps did not reach its last step; empty when it did
+    nlohmann::json facts;          // the trace's otherData: stop reason, window, losses, GPU side
 };
 
 // Set by the CLI's SIGINT/SIGTERM handler; the capture loop stops at the next wakeup.

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <ctime>
 #include <iostream>
+#include <regex>
 
 #include <boost/program_options.hpp>
 #include <fmt/format.h>
@@ -53,6 +54,7 @@ void or_fail(Result<void> r) {
 }
 
 void on_stop_signal(int sig) { g_stop_signal.store(sig); }
+void on_trigger_signal(int) { g_trigger_count.fetch_add(1); }
 
 void install_signal_handlers() {
     struct sigaction sa {};
@@ -62,6 +64,13 @@ void install_signal_handlers() {
     sigaction(SIGINT, &sa, nullptr);
     sigaction(SIGTERM, &sa, nullptr);
     signal(SIGPIPE, SIG_IGN);
+}
+
+void install_trigger_handler(int sig) {
+    struct sigaction sa {};
+    sa.sa_handler = on_trigger_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(sig, &sa, nullptr);
 }
 
 std::string default_output(int pid) {
@@ -90,10 +99,69 @@ po::options_description attach_options() {
         ("sample-hz", po::value<std::string>()->default_value("100"),
          "timer samples per second of the tree's on-CPU threads, with Python and native stacks; 0: off")
         ("folded", po::value<std::string>(), "also write the samples as folded stacks per rank (flamegraph.pl, speedscope)")
+        ("delay", po::value<std::string>(), "record from this long after attach (seconds or 500ms, 2m); --duration counts from then")
+        ("steps", po::value<std::string>(),
+         "A:B: record from the start of the A-th to the end of the B-th training step after attach, then stop "
+         "(steps of rank 0, ended by --step-marker)")
+        ("step-marker", po::value<std::string>()->default_value("^Optimizer\\.step"),
+         "regex (ECMAScript) on PyTorch record_function range names: a matching range ends a step")
+        ("max-events", po::value<std::string>(), "stop once the trace holds this many events")
+        ("summary-json", po::value<std::string>(),
+         "at the end, write the capture's facts and findings (verdicts, step breakdowns) as JSON to this file")
+        ("trigger", po::value<std::string>(),
+         "SIGUSR1 or SIGUSR2: record nothing until gtrace gets this signal, then record until it gets it again")
         ("no-gpu", "CPU side only: do not load the CUPTI agent into the processes")
         ("cupti", po::value<std::string>(), "libcupti to use (colon-separated paths tried first); default: the one matching "
                                             "each process's libcudart");
     return o;
+}
+
+uint64_t parse_count(const std::string& text, const char* option, const char* example) {
+    size_t used = 0;
+    unsigned long long n = 0;
+    try {
+        n = std::stoull(text, &used);
+    } catch (const std::exception&) {
+        used = 0;
+    }
+    if (used != text.size() || n == 0 || text.starts_with('-'))
+        fail(make_error(ExitCode::Usage, fmt::format("{} {}: expected a positive whole number, e.g. {} {}", option, text, option, example)));
+    return n;
+}
+
+void check_step_marker(const std::string& marker) {
+    try {
+        std::regex check(marker, std::regex::ECMAScript);
+    } catch (const std::regex_error& e) {
+        fail(make_error(ExitCode::Usage, fmt::format("--step-marker {}: not a valid regular expression ({})", marker, e.what())));
+    }
+}
+
+// --delay, --steps, --step-marker, --max-events, --trigger.
+void read_script_options(const po::variables_map& vm, CaptureOptions& options) {
+    if (vm.count("delay")) options.delay_s = or_fail(parse_duration(vm["delay"].as<std::string>(), "--delay"));
+    if (vm.count("steps")) {
+        std::string text = vm["steps"].as<std::string>();
+        size_t colon = text.find(':');
+        if (colon == std::string::npos)
+            fail(make_error(ExitCode::Usage, fmt::format("--steps {}: expected A:B (first and last step), e.g. --steps 10:20", text)));
+        uint64_t first = parse_count(text.substr(0, colon), "--steps", "10:20");
+        uint64_t last = parse_count(text.substr(colon + 1), "--steps", "10:20");
+        if (first > last || last > 1000000)
+            fail(make_error(ExitCode::Usage, fmt::format("--steps {}: the first step must not come after the last, e.g. --steps 10:20", text)));
+        options.steps = std::make_pair(static_cast<uint32_t>(first), static_cast<uint32_t>(last));
+    }
+    options.step_marker = vm["step-marker"].as<std::string>();
+    check_step_marker(options.step_marker);
+    if (vm.count("summary-json")) options.summary_json = vm["summary-json"].as<std::string>();
+    if (vm.count("max-events")) options.max_events = parse_count(vm["max-events"].as<std::string>(), "--max-events", "1000000");
+    if (vm.count("trigger")) {
+        std::string sig = vm["trigger"].as<std::string>();
+        if (sig == "SIGUSR1" || sig == "USR1") options.trigger_signal = SIGUSR1;
+        else if (sig == "SIGUSR2" || sig == "USR2") options.trigger_signal = SIGUSR2;
+        else fail(make_error(ExitCode::Usage, fmt::format("--trigger {}: use SIGUSR1 or SIGUSR2", sig)));
+        if (options.steps) fail(make_error(ExitCode::Usage, "--trigger and --steps both decide when to record; give one"));
+    }
 }
 
 // Options common to attach and record; --pid is attach's own.
@@ -106,6 +174,7 @@ void read_capture_options(const po::variables_map& vm, CaptureOptions& options) 
         options.folded = vm["folded"].as<std::string>();
         if (!options.sample_hz) fail(make_error(ExitCode::Usage, "--folded needs sampling; drop --sample-hz 0"));
     }
+    read_script_options(vm, options);
     options.force = vm.count("force") > 0;
     options.quiet = vm.count("quiet") > 0;
     options.gpu = vm.count("no-gpu") == 0;
@@ -123,7 +192,7 @@ void read_capture_options(const po::variables_map& vm, CaptureOptions& options) 
 }
 
 // The capture's findings, as `gtrace report` gives them, when the job has ranks to judge.
-void print_verdict(const std::string& trace) {
+void print_verdict(const std::string& trace, const CaptureOptions& options) {
     constexpr uintmax_t kMaxBytes = 256ull << 20; // larger traces: run gtrace report yourself
     std::error_code ec;
     uintmax_t size = std::filesystem::file_size(trace, ec);
@@ -132,8 +201,28 @@ void print_verdict(const std::string& trace) {
         fmt::print(stderr, "gtrace: for the step breakdown and verdict run: gtrace report {}\n", trace);
         return;
     }
-    if (auto r = run_report({trace}, "", /*ranks_required=*/false); !r)
+    if (auto r = run_report({trace}, {.ranks_required = false, .analysis = {options.step_marker}}); !r)
         fmt::print(stderr, "gtrace: no verdict: {}\n", r.error().message);
+}
+
+// The end of attach and record: the verdict, and exit code 12 when --steps fell short.
+int finish_capture(const CaptureOptions& options, const CaptureResult& result) {
+    if (!options.quiet) print_verdict(result.output, options);
+    if (!options.summary_json.empty()) {
+        nlohmann::json capture = result.facts;
+        capture["trace"] = result.output;
+        if (!result.script_incomplete.empty()) capture["script_incomplete"] = result.script_incomplete;
+        // Quietly: the terminal already has the verdict (or asked for none).
+        ReportOptions report{.json_path = options.summary_json, .ranks_required = false, .print = false,
+                             .analysis = {options.step_marker}, .capture = capture};
+        auto r = run_report({result.output}, report);
+        if (!r) fail(r.error());
+    }
+    if (!result.script_incomplete.empty()) {
+        fmt::print(stderr, "gtrace: error: {}; the trace holds what was captured\n", result.script_incomplete);
+        return to_int(ExitCode::ScriptIncomplete);
+    }
+    return 0;
 }
 
 int run_attach(const std::vector<std::string>& args) {
@@ -157,13 +246,12 @@ int run_attach(const std::vector<std::string>& args) {
     options.output = vm.count("output") ? vm["output"].as<std::string>() : default_output(options.pid);
 
     install_signal_handlers();
+    if (options.trigger_signal) install_trigger_handler(options.trigger_signal);
     auto capture = or_fail(Capture::attach(options));
     if (!options.quiet)
         fmt::print(stderr, "gtrace: attached to PID {} and its children; writing {}{}\n", options.pid, options.output,
                    options.duration_s ? fmt::format(" for {:g} s", *options.duration_s) : " until Ctrl-C");
-    auto result = or_fail(capture->run());
-    if (!options.quiet) print_verdict(result.output);
-    return 0;
+    return finish_capture(options, or_fail(capture->run()));
 }
 
 int run_record(std::vector<std::string> args) {
@@ -189,15 +277,16 @@ int run_record(std::vector<std::string> args) {
     options.launched = true;
     options.output = vm.count("output") ? vm["output"].as<std::string>() : default_output(0);
     install_signal_handlers();
-    int rc = or_fail(record_command(options, command));
-    if (!options.quiet) print_verdict(options.output);
-    return rc;
+    if (options.trigger_signal) install_trigger_handler(options.trigger_signal);
+    return finish_capture(options, or_fail(record_command(options, command)));
 }
 
 int run_report_command(const std::vector<std::string>& args) {
     po::options_description desc("gtrace report options");
     desc.add_options()("help,h", "show this help")("json", po::value<std::string>(), "also write the findings as JSON")
         ("html", po::value<std::string>(), "also write a self-contained HTML report with charts")
+        ("step-marker", po::value<std::string>()->default_value("^Optimizer\\.step"),
+         "regex (ECMAScript) on PyTorch record_function range names: a matching range ends a step")
         ("trace", po::value<std::vector<std::string>>(), "trace files");
     po::positional_options_description pos;
     pos.add("trace", -1);
@@ -214,7 +303,10 @@ int run_report_command(const std::vector<std::string>& args) {
     }
     if (!vm.count("trace")) fail(make_error(ExitCode::Usage, "missing trace file: gtrace report TRACE... [--json FILE] [--html FILE]"));
     auto path = [&](const char* opt) { return vm.count(opt) ? vm[opt].as<std::string>() : std::string(); };
-    or_fail(run_report(vm["trace"].as<std::vector<std::string>>(), path("json"), /*ranks_required=*/true, path("html")));
+    ReportOptions options{.json_path = path("json"), .html_path = path("html")};
+    options.analysis.step_marker = vm["step-marker"].as<std::string>();
+    check_step_marker(options.analysis.step_marker);
+    or_fail(run_report(vm["trace"].as<std::vector<std::string>>(), options));
     return 0;
 }
 

@@ -65,6 +65,8 @@ nlohmann::json rank_json(const RankAnalysis& r) {
         steps.push_back({{"start_ns", s.span.start_ns}, {"wall_ms", wall / 1e6}, {"breakdown_ms", ms},
                          {"gpu_utilization", wall > 0 ? static_cast<double>(s.gpu_busy_ns) / wall : 0.0}});
     }
+    nlohmann::json memory = {{"peak_bytes", r.memory_peak_bytes}, {"points", nlohmann::json::array()}};
+    for (const auto& [ms, bytes] : r.memory_ms_bytes) memory["points"].push_back({ms, bytes});
     nlohmann::json top = nlohmann::json::array();
     for (const auto& [name, ms] : r.top_kernels_ms) top.push_back({{"name", name}, {"total_ms", ms}});
     return {{"rank", r.rank},          {"pid", r.pid},
@@ -79,32 +81,28 @@ nlohmann::json rank_json(const RankAnalysis& r) {
             {"kernels_shorter_than_launch", r.kernels_shorter_than_launch},
             {"h2d_GBps", r.h2d_gbps},  {"d2h_GBps", r.d2h_gbps},
             {"top_kernels", top},      {"verdict", r.verdict},
-            {"evidence", r.evidence},  {"per_step", steps}};
+            {"evidence", r.evidence},  {"per_step", steps},
+            {"memory", memory}};
 }
 
-} // namespace
+struct JobVerdict {
+    std::string job;
+    std::optional<Straggler> slow;
+};
 
-Result<void> run_report(const std::vector<std::string>& traces, const std::string& json_path, bool ranks_required,
-                        const std::string& html_path) {
-    std::vector<RankAnalysis> ranks;
-    for (const auto& path : traces) {
-        auto t = load_trace(path);
-        if (!t) return t.error();
-        for (auto& r : analyze_ranks(*t)) ranks.push_back(std::move(r));
-    }
-    std::sort(ranks.begin(), ranks.end(), [](const auto& a, const auto& b) { return a.rank < b.rank; });
-    if (ranks.empty() && !ranks_required) return {};
-    if (ranks.empty())
-        return make_error(ExitCode::BadTrace, "no rank process in the trace(s): attach gtrace to a torchrun job (ranks carry RANK)");
-
+// The job's verdict: the straggler if there is one, else the ranks' most common verdict.
+JobVerdict job_verdict(const std::vector<RankAnalysis>& ranks) {
     std::map<std::string, int> votes;
     for (const auto& r : ranks)
         if (!r.verdict.empty()) ++votes[r.verdict];
-    std::optional<Straggler> slow = straggler(ranks);
-    std::string job = slow ? "straggler" : votes.empty() ? "" : std::max_element(votes.begin(), votes.end(), [](auto& a, auto& b) {
-                                                               return a.second < b.second;
-                                                           })->first;
+    JobVerdict v{{}, straggler(ranks)};
+    if (v.slow) v.job = "straggler";
+    else if (!votes.empty())
+        v.job = std::max_element(votes.begin(), votes.end(), [](auto& a, auto& b) { return a.second < b.second; })->first;
+    return v;
+}
 
+void print_report(const std::vector<std::string>& traces, const std::vector<RankAnalysis>& ranks, const JobVerdict& v) {
     fmt::print("\ngtrace report: {} ranks from {} trace(s)\n\n", ranks.size(), traces.size());
     fmt::print("{:>5} {:>6} {:>9}", "rank", "steps", "step ms");
     for (int c = 0; c < kCategoryCount; ++c) fmt::print(" {:>13}", category_name(static_cast<Category>(c)));
@@ -115,34 +113,62 @@ Result<void> run_report(const std::vector<std::string>& traces, const std::strin
         fmt::print(" {:>5.1f}%  {}\n", r.gpu_utilization * 100, r.verdict.empty() ? "-" : r.verdict);
     }
     fmt::print("\n");
-    for (const auto& r : ranks) fmt::print("rank {}: {}: {}{}\n", r.rank, r.verdict.empty() ? "no verdict" : r.verdict, r.evidence,
-                                           r.step_rule.empty() ? "" : " [" + r.step_rule + "]");
-    if (slow)
-        fmt::print("\nJOB VERDICT: straggler — rank {} runs {:.2f} ms of kernels per step, the others about {:.2f} ms\n",
-                   slow->rank, slow->kernel_ms, slow->others_ms);
-    else if (!job.empty())
-        fmt::print("\nJOB VERDICT: {}\n", job);
-    if (!job.empty()) fmt::print("  what helps: {}\n", remedy(job));
-
-    if (!json_path.empty() || !html_path.empty()) {
-        nlohmann::json verdict_ranks = nlohmann::json::object(), per_rank = nlohmann::json::array();
-        for (const auto& r : ranks) {
-            verdict_ranks[std::to_string(r.rank)] = r.verdict;
-            per_rank.push_back(rank_json(r));
-        }
-        nlohmann::json out = {{"traces", traces},
-                              {"verdict", {{"job", job}, {"ranks", verdict_ranks}, {"remedy", remedy(job)}}},
-                              {"ranks", per_rank}};
-        if (slow) out["straggler_rank"] = slow->rank;
-        if (!json_path.empty()) {
-            std::ofstream f(json_path);
-            f << out.dump(2) << "\n";
-            if (!f) return make_error(ExitCode::OutputUnwritable, fmt::format("cannot write {}; choose a writable path", json_path));
-        }
-        if (!html_path.empty())
-            if (auto written = write_html_report(out, html_path); !written) return written;
+    for (const auto& r : ranks) {
+        fmt::print("rank {}: {}: {}{}\n", r.rank, r.verdict.empty() ? "no verdict" : r.verdict, r.evidence,
+                   r.step_rule.empty() ? "" : " [" + r.step_rule + "]");
+        if (r.memory_peak_bytes)
+            fmt::print("  GPU memory: peak {:.1f} MiB allocated\n", static_cast<double>(r.memory_peak_bytes) / (1 << 20));
     }
+    if (v.slow)
+        fmt::print("\nJOB VERDICT: straggler — rank {} runs {:.2f} ms of kernels per step, the others about {:.2f} ms\n",
+                   v.slow->rank, v.slow->kernel_ms, v.slow->others_ms);
+    else if (!v.job.empty())
+        fmt::print("\nJOB VERDICT: {}\n", v.job);
+    if (!v.job.empty()) fmt::print("  what helps: {}\n", remedy(v.job));
+}
+
+// The summary JSON (--json, --summary-json) and the HTML page drawn from it.
+Result<void> write_outputs(const std::vector<std::string>& traces, const std::vector<RankAnalysis>& ranks,
+                           const ReportOptions& options) {
+    if (options.json_path.empty() && options.html_path.empty()) return {};
+    JobVerdict v = job_verdict(ranks);
+    nlohmann::json verdict_ranks = nlohmann::json::object(), per_rank = nlohmann::json::array();
+    for (const auto& r : ranks) {
+        verdict_ranks[std::to_string(r.rank)] = r.verdict;
+        per_rank.push_back(rank_json(r));
+    }
+    nlohmann::json out = {{"traces", traces},
+                          {"verdict", {{"job", v.job}, {"ranks", verdict_ranks}, {"remedy", remedy(v.job)}}},
+                          {"ranks", per_rank}};
+    if (v.slow) out["straggler_rank"] = v.slow->rank;
+    if (!options.capture.is_null()) out["capture"] = options.capture;
+    if (!options.json_path.empty()) {
+        std::ofstream f(options.json_path);
+        f << out.dump(2) << "\n";
+        if (!f)
+            return make_error(ExitCode::OutputUnwritable, fmt::format("cannot write {}; choose a writable path", options.json_path));
+    }
+    if (!options.html_path.empty())
+        if (auto written = write_html_report(out, options.html_path); !written) return written;
     return {};
+}
+
+} // namespace
+
+Result<void> run_report(const std::vector<std::string>& traces, const ReportOptions& options) {
+    std::vector<RankAnalysis> ranks;
+    for (const auto& path : traces) {
+        auto t = load_trace(path);
+        if (!t) return t.error();
+        for (auto& r : analyze_ranks(*t, options.analysis)) ranks.push_back(std::move(r));
+    }
+    std::sort(ranks.begin(), ranks.end(), [](const auto& a, const auto& b) { return a.rank < b.rank; });
+    if (ranks.empty() && !options.ranks_required) return write_outputs(traces, ranks, options);
+    if (ranks.empty())
+        return make_error(ExitCode::BadTrace, "no rank process in the trace(s): attach gtrace to a torchrun job (ranks carry RANK)");
+
+    if (options.print) print_report(traces, ranks, job_verdict(ranks));
+    return write_outputs(traces, ranks, options);
 }
 
 } // namespace gtrace

@@ -4,13 +4,21 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "analyze/step_analysis.h"
 #include "cli/result.h"
 
 namespace gtrace {
 
-// Without `ranks_required`, a trace without rank processes prints nothing and is not an error.
-// `json_path` / `html_path`: also write the findings as JSON / as a self-contained HTML page ("" = no).
-Result<void> run_report(const std::vector<std::string>& traces, const std::string& json_path, bool ranks_required = true,
-                        const std::string& html_path = "");
+struct ReportOptions {
+    std::string json_path, html_path; // also write the findings as JSON / as a self-contained HTML page
+    bool ranks_required = true;       // false: a trace without rank processes prints nothing, is no error
+    bool print = true;                // the terminal summary on stdout
+    AnalysisOptions analysis;
+    nlohmann::json capture;           // the facts of the capture that just wrote the trace (--summary-json)
+};
+
+Result<void> run_report(const std::vector<std::string>& traces, const ReportOptions& options);
 
 } // namespace gtrace

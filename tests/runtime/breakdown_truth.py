@@ -1,0 +1,94 @@
+"""The step breakdown a scenario really had, from sources independent of gtrace: the GPU
+simulator's log of every kernel and copy (GTSIM_LOG) and the demo's own timing of each wait for
+a batch (GTRACE_TRUTH_LOG). Credited in the profiler's priority order (Kernel, Memcpy, …,
+DataLoader) over the same steps gtrace reported, it must match gtrace's figures."""
+import glob
+import json
+
+CHECKED = ("Kernel", "Memcpy", "DataLoader")
+
+
+def union(intervals):
+    out = []
+    for s, e in sorted(intervals):
+        if out and s <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], e)
+        else:
+            out.append([s, e])
+    return out
+
+
+def subtract(intervals, taken):
+    """intervals minus taken (both unions)."""
+    out, j = [], 0
+    for s, e in intervals:
+        cur = s
+        while j < len(taken) and taken[j][1] <= cur:
+            j += 1
+        k = j
+        while k < len(taken) and taken[k][0] < e:
+            if taken[k][0] > cur:
+                out.append([cur, taken[k][0]])
+            cur = max(cur, taken[k][1])
+            k += 1
+        if cur < e:
+            out.append([cur, e])
+    return out
+
+
+def clipped_ns(intervals, lo, hi):
+    return sum(max(0, min(e, hi) - max(s, lo)) for s, e in intervals)
+
+
+def load_sources(sim_log, truth_prefix):
+    gpu = {}  # pid -> {"Kernel": [...], "Memcpy": [...]}
+    with open(sim_log) as f:
+        for line in f:
+            op = json.loads(line)
+            kind = {"kernel": "Kernel", "memcpy": "Memcpy"}.get(op.get("kind"))
+            if kind:
+                start = op["mono_start"]
+                gpu.setdefault(op["pid"], {"Kernel": [], "Memcpy": []})[kind].append([start, start + op["end"] - op["start"]])
+    loaders = {}  # rank -> (loader intervals, optimizer ends)
+    for path in glob.glob(truth_prefix + ".*"):
+        rank = int(path.rsplit(".", 1)[1])
+        steps = [json.loads(line) for line in open(path) if line.strip()]
+        loaders[rank] = ([s["loader"] for s in steps], [s["optimizer_end"] for s in steps])
+    return gpu, loaders
+
+
+def compare(summary, sim_log, truth_prefix, tolerance=0.05):
+    """Returns a list of failures (empty: every checked share within tolerance of the truth)."""
+    gpu, loaders = load_sources(sim_log, truth_prefix)
+    failures = []
+    for r in summary["ranks"]:
+        ops = gpu.get(r["pid"])
+        if ops is None or r["rank"] not in loaders:
+            failures.append(f"rank {r['rank']}: no ground truth (sim ops for pid {r['pid']}, loader log)")
+            continue
+        kernel = union(ops["Kernel"])
+        memcpy = subtract(union(ops["Memcpy"]), kernel)
+        loader = subtract(subtract(union(loaders[r["rank"]][0]), kernel), memcpy)
+        truth_parts = {"Kernel": kernel, "Memcpy": memcpy, "DataLoader": loader}
+        ends = sorted(loaders[r["rank"]][1])
+        totals, truth, wall, matched = {c: 0.0 for c in CHECKED}, {c: 0.0 for c in CHECKED}, 0.0, 0
+        for step in r["per_step"]:
+            lo = step["start_ns"]
+            hi = lo + int(step["wall_ms"] * 1e6)
+            # The step must be one the program made: it ends where an optimizer step returned.
+            if not any(abs(e - hi) < 1_000_000 for e in ends):
+                continue
+            matched += 1
+            wall += hi - lo
+            for c in CHECKED:
+                totals[c] += step["breakdown_ms"][c] * 1e6
+                truth[c] += clipped_ns(truth_parts[c], lo, hi)
+        if matched < max(3, len(r["per_step"]) // 2):
+            failures.append(f"rank {r['rank']}: only {matched} of {len(r['per_step'])} steps end where an optimizer step returned")
+            continue
+        for c in CHECKED:
+            got, want = totals[c] / wall, truth[c] / wall
+            print(f"rank {r['rank']}: {c}: gtrace {got * 100:.1f}%, truth {want * 100:.1f}% of {matched} steps", flush=True)
+            if abs(got - want) > tolerance:
+                failures.append(f"rank {r['rank']}: {c} {got * 100:.1f}% of the step, truth {want * 100:.1f}%")
+    return failures
