@@ -1,15 +1,34 @@
 // What the analysis needs from a gtrace trace, per process: its rank, its CUDA calls, its GPU
-// work and its main thread's samples — read from the Chrome trace JSON gtrace wrote.
+// work, its main thread's samples, its torch ranges and GPU memory — read from the Chrome trace
+// JSON gtrace wrote. Traces run to millions of events, so spans are small: their strings are
+// views into one pool of distinct strings that the TraceData owns.
 #pragma once
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <unordered_set>
 #include <vector>
 
 #include "cli/result.h"
 
 namespace gtrace {
+
+// Each distinct string once. Views stay valid for the pool's life, moves included: the
+// characters live in blocks that a move hands over without copying.
+class StringPool {
+public:
+    std::string_view intern(std::string_view s);
+    size_t size() const { return index_.size(); }
+
+private:
+    std::vector<std::unique_ptr<char[]>> blocks_;
+    char* free_ = nullptr;
+    size_t free_left_ = 0;
+    std::unordered_set<std::string_view> index_;
+};
 
 struct Span {
     uint64_t start_ns = 0, end_ns = 0;
@@ -17,22 +36,35 @@ struct Span {
 };
 
 struct CallSpan : Span {
-    std::string name;
-    uint32_t tid = 0;
-    std::string source; // Python line that made the call, when known
+    std::string_view name;
+    std::string_view source; // Python line that made the call, when known
+    std::string_view kind;   // copy direction
     uint64_t bytes = 0;
-    std::string kind; // copy direction
+    uint32_t tid = 0;
     uint32_t correlation = 0;
 };
 
-enum class GpuKind { Kernel, Memcpy, Memset };
+enum class GpuKind : uint8_t { Kernel, Memcpy, Memset };
 
 struct GpuSpan : Span {
-    GpuKind kind = GpuKind::Kernel;
-    std::string name;
+    std::string_view name;
+    std::string_view copy_kind;
     uint64_t bytes = 0;
-    std::string copy_kind;
     uint32_t correlation = 0;
+    GpuKind kind = GpuKind::Kernel;
+};
+
+// A PyTorch record_function range ("Optimizer.step#Adam.step", "ProfilerStep#3").
+struct RangeSpan : Span {
+    std::string_view name;
+    uint32_t tid = 0;
+};
+
+// The CUDA caching allocator's total on one device, after a change.
+struct MemoryPoint {
+    uint64_t ts_ns = 0;
+    uint32_t device = 0;
+    uint64_t allocated_bytes = 0;
 };
 
 struct ProcessData {
@@ -43,16 +75,21 @@ struct ProcessData {
     std::vector<CallSpan> calls;
     std::vector<GpuSpan> gpu;
     std::vector<CallSpan> main_samples; // sample slices of the main thread (name = frame)
+    std::vector<RangeSpan> ranges;
+    std::vector<MemoryPoint> memory; // in file order
 };
 
+// Move-only: the spans' views point into `strings`.
 struct TraceData {
     std::string path;
     std::map<uint32_t, ProcessData> processes;
     bool has_gpu = false; // the capture had the GPU agent on
+    StringPool strings;
 };
 
-// Loads a trace gtrace wrote. A file that is not one (another tool's, truncated, corrupt)
-// gives an error that says so.
-Result<TraceData> load_trace(const std::string& path);
+// Loads a trace gtrace wrote, streaming: memory grows with the spans kept, not the file's size.
+// A file that is not one (another tool's, truncated, corrupt) gives an error that says so.
+// `readers`: threads that read traceEvents; 0: one per core for files over 64 MiB.
+Result<TraceData> load_trace(const std::string& path, unsigned readers = 0);
 
 } // namespace gtrace

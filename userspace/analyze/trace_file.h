@@ -1,0 +1,107 @@
+// A trace file's bytes for JsonCursor: mapped, followed by the zero padding it needs. Pages a
+// reader is done with are dropped from the process, so a multi-gigabyte trace costs no resident
+// memory for itself. Not a regular file (a pipe): read into memory instead.
+#pragma once
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <string>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "analyze/json_cursor.h"
+#include "cli/result.h"
+
+namespace gtrace {
+
+class TraceFile {
+public:
+    static Result<TraceFile> open(const std::string& path) {
+        auto unreadable = [&](int err) {
+            return make_error(ExitCode::Usage, fmt::format("cannot read {}: {}; give the path of a trace gtrace wrote", path, strerror(err)));
+        };
+        TraceFile f;
+        int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+        if (fd < 0) return unreadable(errno);
+        struct stat st {};
+        if (fstat(fd, &st) != 0 || S_ISDIR(st.st_mode)) {
+            int err = S_ISDIR(st.st_mode) ? EISDIR : errno;
+            close(fd);
+            return unreadable(err);
+        }
+        if (S_ISREG(st.st_mode) && st.st_size > 0 && f.map(fd, static_cast<size_t>(st.st_size))) {
+            close(fd);
+            return f;
+        }
+        char buf[1 << 16];
+        for (ssize_t n; (n = read(fd, buf, sizeof buf)) != 0;) {
+            if (n < 0 && errno == EINTR) continue;
+            if (n < 0) {
+                int err = errno;
+                close(fd);
+                return unreadable(err);
+            }
+            f.copy_.append(buf, static_cast<size_t>(n));
+        }
+        close(fd);
+        f.size_ = f.copy_.size();
+        f.copy_.append(JsonCursor::kPadding, '\0');
+        return f;
+    }
+    TraceFile() = default;
+    TraceFile(TraceFile&& o) noexcept : map_(o.map_), map_len_(o.map_len_), size_(o.size_), copy_(std::move(o.copy_)) { o.map_ = nullptr; }
+    TraceFile& operator=(TraceFile&&) = delete;
+    ~TraceFile() {
+        if (map_) munmap(const_cast<char*>(map_), map_len_);
+    }
+
+    const char* begin() const { return map_ ? map_ : copy_.data(); }
+    const char* end() const { return begin() + size_; }
+    size_t size() const { return size_; }
+
+    // Drops, every 64 MiB, the pages before where one reader has got to.
+    class Dropper {
+    public:
+        Dropper(const TraceFile& f, const char* from) : mapped_(f.map_ != nullptr), dropped_(align(from)) {}
+        void done_before(const char* p) {
+            if (!mapped_ || p - dropped_ < (64 << 20)) return;
+            const char* upto = align(p);
+            madvise(const_cast<char*>(dropped_), static_cast<size_t>(upto - dropped_), MADV_DONTNEED);
+            dropped_ = upto;
+        }
+
+    private:
+        static const char* align(const char* p) { return reinterpret_cast<const char*>(reinterpret_cast<uintptr_t>(p) & ~uintptr_t{0xFFFFF}); }
+        bool mapped_;
+        const char* dropped_;
+    };
+
+private:
+    // The file over an anonymous (zero) mapping one page longer: the rest of the file's last page
+    // and that page are the padding. The mapping is 1 MiB aligned, for the Dropper.
+    bool map(int fd, size_t size) {
+        size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE)), align = 1 << 20;
+        size_t len = (size + page - 1) / page * page + page;
+        void* raw = mmap(nullptr, len + align, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (raw == MAP_FAILED) return false;
+        char* base = reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(raw) + align - 1) & ~(align - 1));
+        if (base > raw) munmap(raw, static_cast<size_t>(base - static_cast<char*>(raw)));
+        munmap(base + len, static_cast<size_t>(static_cast<char*>(raw) + len + align - (base + len)));
+        if (mmap(base, size, PROT_READ, MAP_PRIVATE | MAP_FIXED, fd, 0) == MAP_FAILED) {
+            munmap(base, len);
+            return false;
+        }
+        madvise(base, size, MADV_SEQUENTIAL);
+        map_ = base, map_len_ = len, size_ = size;
+        return true;
+    }
+
+    const char* map_ = nullptr;
+    size_t map_len_ = 0, size_ = 0;
+    std::string copy_;
+};
+
+} // namespace gtrace
