@@ -2,6 +2,7 @@
 simulator's log of every kernel and copy (GTSIM_LOG) and the demo's own timing of each wait for
 a batch (GTRACE_TRUTH_LOG). Credited in the profiler's priority order (Kernel, Memcpy, …,
 DataLoader) over the same steps gtrace reported, it must match gtrace's figures."""
+import bisect
 import glob
 import json
 
@@ -36,8 +37,16 @@ def subtract(intervals, taken):
     return out
 
 
-def clipped_ns(intervals, lo, hi):
-    return sum(max(0, min(e, hi) - max(s, lo)) for s, e in intervals)
+def clipped_ns(intervals, lo, hi, starts=None):
+    """Time of a union of intervals (sorted, disjoint) inside [lo, hi)."""
+    starts = starts if starts is not None else [s for s, _ in intervals]
+    i = max(0, bisect.bisect_right(starts, lo) - 1)
+    total = 0
+    while i < len(intervals) and intervals[i][0] < hi:
+        s, e = intervals[i]
+        total += max(0, min(e, hi) - max(s, lo))
+        i += 1
+    return total
 
 
 def load_sources(sim_log, truth_prefix):
@@ -70,6 +79,7 @@ def compare(summary, sim_log, truth_prefix, tolerance=0.05):
         memcpy = subtract(union(ops["Memcpy"]), kernel)
         loader = subtract(subtract(union(loaders[r["rank"]][0]), kernel), memcpy)
         truth_parts = {"Kernel": kernel, "Memcpy": memcpy, "DataLoader": loader}
+        starts = {c: [s for s, _ in v] for c, v in truth_parts.items()}
         ends = sorted(loaders[r["rank"]][1])
         totals, truth, wall, matched = {c: 0.0 for c in CHECKED}, {c: 0.0 for c in CHECKED}, 0.0, 0
         for step in r["per_step"]:
@@ -82,7 +92,7 @@ def compare(summary, sim_log, truth_prefix, tolerance=0.05):
             wall += hi - lo
             for c in CHECKED:
                 totals[c] += step["breakdown_ms"][c] * 1e6
-                truth[c] += clipped_ns(truth_parts[c], lo, hi)
+                truth[c] += clipped_ns(truth_parts[c], lo, hi, starts[c])
         if matched < max(3, len(r["per_step"]) // 2):
             failures.append(f"rank {r['rank']}: only {matched} of {len(r['per_step'])} steps end where an optimizer step returned")
             continue

@@ -4,7 +4,8 @@ GPU simulator). One job; one gtrace attach per option, each checked on the trace
 
   ranges      Optimizer.step / enumerate(DataLoader) / zero_grad ranges on every rank's main
               thread, with the training loop's file:line as their source
-  steps       --steps 3:5 records exactly rank 0's steps 3..5 (3 Optimizer.step ranges) and stops
+  steps       --steps 3:5 records exactly rank 0's steps 3..5 (3 Optimizer.step ranges) and stops;
+              --summary-json holds the capture's facts and both ranks' verdicts
   delay       --delay 2 -d 2: nothing before 2 s after the start, about 2 s recorded
   max_events  --max-events 400: stops at the limit, the trace holds no more than that
   trigger     --trigger SIGUSR1: nothing until the first signal, stops at the second
@@ -78,9 +79,15 @@ def main():
     with demo_job(a.build, a.source, "balanced", 29655) as (job, tmp):
         # --steps 3:5, which also serves the range checks.
         out = os.path.join(tmp, "steps.json")
-        r = attach(gtrace, job, out, "--steps", "3:5", "-d", "60")
+        summary_path = os.path.join(tmp, "summary.json")
+        r = attach(gtrace, job, out, "--steps", "3:5", "-d", "60", "--summary-json", summary_path)
         if r.returncode != 0:
             fail(f"--steps 3:5 exited {r.returncode}")
+        summary = json.load(open(summary_path))
+        if summary.get("capture", {}).get("stop_reason") != "steps 3:5 captured" or summary["capture"].get("trace") != out:
+            fail(f"--summary-json: capture facts missing or wrong: {summary.get('capture')}")
+        if sorted(summary["verdict"]["ranks"]) != ["0", "1"] or len(summary["ranks"]) != 2:
+            fail(f"--summary-json: verdicts of ranks 0 and 1 expected, got {summary['verdict']}")
         trace, events = load(out)
         facts = trace["otherData"]["capture_script"]
         if trace["otherData"]["stop_reason"] != "steps 3:5 captured":
