@@ -43,9 +43,19 @@ for _ in $(seq 1 240); do
 done
 sleep 2 # let it train a little: gtrace attaches to a job already running
 echo "demo: job running (torchrun pid $JOB); attaching gtrace for 10 s, no restart, no code change"
-"$ROOT/build/gtrace" attach --pid "$JOB" --duration 10 -o "$OUT/trace.json" --force
+"$ROOT/build/gtrace" attach --pid "$JOB" --duration 10 -o "$OUT/trace.json" --force \
+  --summary-json "$OUT/summary.json"
+kill -TERM -- -"$JOB" 2>/dev/null || true # the job is no longer needed: free the CPUs for the report
+"$ROOT/build/gtrace" report "$OUT/trace.json" --html "$OUT/report.html" >/dev/null
 echo
-echo "demo: trace written to $OUT/trace.json — open it in Perfetto UI (ui.perfetto.dev) or chrome://tracing"
-echo
-"$ROOT/build/gtrace" report "$OUT/trace.json" --json "$OUT/summary.json" --html "$OUT/report.html"
-echo "demo: findings as JSON in $OUT/summary.json, with charts in $OUT/report.html (open it in any browser)"
+echo "demo: trace:    $OUT/trace.json — open it in Perfetto UI (ui.perfetto.dev) or chrome://tracing"
+echo "demo: report:   $OUT/report.html (charts; open it in any browser)"
+echo "demo: findings: $OUT/summary.json"
+/usr/bin/python3 - "$OUT/summary.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+v = s["verdict"]
+ranks = ", ".join(f"rank {r}: {x or 'none'}" for r, x in sorted(v["ranks"].items(), key=lambda kv: int(kv[0])))
+slow = f" (rank {s['straggler_rank']})" if "straggler_rank" in s else ""
+print(f"demo: VERDICT: {v['job'] or 'none'}{slow} — {ranks}")
+PY
