@@ -58,10 +58,10 @@ def run(cmd, tracer=None, stats_of=None):
         return float(fields[1]) if fields[0] == "wall_ns_per_op" else float(fields[-1])
 
 
-def gtrace(build, *args, pin=False):
+def gtrace(build, *args, pin=False, env=None):
     def start(pid, tmp):
         t = subprocess.Popen((PIN if pin else []) + [os.path.join(build, "gtrace"), "attach", "--pid", str(pid), "-q", "-o",
-                              os.path.join(tmp, "t.json"), *args])
+                              os.path.join(tmp, "t.json"), *args], env=dict(os.environ, **(env or {})))
         time.sleep(2.5)
         if t.poll() is not None:
             sys.exit(f"gtrace {' '.join(args)} exited with {t.returncode} before the measurement; fix that first")
@@ -116,9 +116,16 @@ def stack_comparison(args):
         "no gtrace": None,
         "gtrace --py-stacks off": gtrace(args.build, "--py-stacks", "off", "--sample-hz", "0"),
         "gtrace --py-stacks all": gtrace(args.build, "--py-stacks", "all", "--sample-hz", "0"),
+        # The same walk reading each frame on its own instead of through the window (before 2026-11-22).
+        "gtrace all, frame by frame": gtrace(args.build, "--py-stacks", "all", "--sample-hz", "0",
+                                             env={"GTRACE_TEST_PY_FRAME_BY_FRAME": "1"}),
     }, args.rounds, [py, os.path.join(HERE, "py_workload.py"), "stack", "100000"], "gtrace --py-stacks off",
         "cuda_api_enter")
-    print(f"  => stack walk adds {(med['gtrace --py-stacks all'] - med['gtrace --py-stacks off']) / 1000:.2f} us per call")
+    for mode in ("gtrace --py-stacks all", "gtrace all, frame by frame"):
+        wall = (med[mode] - med["gtrace --py-stacks off"]) / 1000
+        per = {m: statistics.median([t / c for t, c in STATS[m] if c]) for m in (mode, "gtrace --py-stacks off")}
+        print(f"  => {mode}: the walk adds {wall:.2f} us per call (wall), "
+              f"{(per[mode] - per['gtrace --py-stacks off']) / 1000:.2f} us (BPF time)")
 
 
 def sampling_comparison(args):

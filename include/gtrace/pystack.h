@@ -20,7 +20,8 @@ struct gt_py_layout {
 	unsigned char instr_is_pointer;
 	unsigned char owner_c_stack;     /* owner value of frames that belong to the C stack (skipped) */
 	unsigned char code_tagged;       /* the code reference has a tag in its low bit (3.14) */
-	unsigned char pad;
+	unsigned char frames_stacked;    /* 3.11+: a thread's frames lie in its data stack, callers below
+					  * callees: one read of a window serves many frames */
 	/* One read per frame: the byte range [frame_read_start, +frame_read_len) holds every field
 	 * above (offsets stay relative to the frame); frame_read_len <= GT_PY_FRAME_READ. Reading
 	 * no more than needed matters: the walk is ~50 such reads per call. */

@@ -3,6 +3,7 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <regex>
 #include <unordered_set>
@@ -125,6 +126,8 @@ PythonDetection detect_python(int pid, const std::vector<Mapping>& maps) {
             out.unsupported = "CPython " + rt.version() + "'s frame fields are too far apart";
             return out;
         }
+        // _PyInterpreterFrame in the thread's data stack; the benchmark compares with frame-by-frame reads.
+        rt.layout.frames_stacked = minor >= 11 && !getenv("GTRACE_TEST_PY_FRAME_BY_FRAME");
         rt.layout.frame_read_start = lo;
         rt.layout.frame_read_len = static_cast<uint16_t>(hi - lo);
         rt.layout.tss_key_addr = rt.runtime_addr + layout->tss_key;
