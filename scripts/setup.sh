@@ -8,7 +8,7 @@ PACKAGES=(
   libelf-dev libdw-dev zlib1g-dev libzstd-dev
   libunwind-dev libboost-program-options-dev
   catch2 nlohmann-json3-dev libfmt-dev
-  python3 python3-torch austin
+  python3 python3-torch austin time
   chromium
 )
 

@@ -84,7 +84,7 @@ public:
     std::string_view string(std::string& scratch) { return expect('"') ? string_body(scratch) : std::string_view(); }
 
     // A number's text, checked against JSON's grammar.
-    std::string_view number() {
+    [[gnu::always_inline]] std::string_view number() {
         const char* p = skip_ws(p_);
         const char* s = p;
         p += *p == '-';
@@ -99,8 +99,8 @@ public:
         }
         p_ = p;
         std::string_view text(s, static_cast<size_t>(p - s));
-        // Beyond a double's range, like nlohmann (the reader gtrace used before): an error.
-        if ((exponent || text.size() > 300) && std::isinf(std::strtod(std::string(text).c_str(), nullptr))) return fail_at(s);
+        if (exponent || text.size() > 300) [[unlikely]]
+            return in_range(text);
         return text;
     }
 
@@ -148,6 +148,11 @@ public:
 private:
     static constexpr int kMaxDepth = 4096;
 
+    // Beyond a double's range, like nlohmann (the reader gtrace used before): an error.
+    [[gnu::noinline]] std::string_view in_range(std::string_view number) {
+        return std::isinf(std::strtod(std::string(number).c_str(), nullptr)) ? fail_at(number.data()) : number;
+    }
+
     static const char* skip_ws(const char* p) {
         while (static_cast<unsigned char>(*p) <= ' ' && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')) ++p;
         return p;
@@ -182,8 +187,19 @@ private:
         return p > s;
     }
 
-    // The string after its opening quote, up to and past its closing one.
-    std::string_view string_body(std::string& scratch) {
+    // The string after its opening quote, up to and past its closing one. Inline for the usual
+    // string, plain ASCII (all keys); the rest out of line.
+    [[gnu::always_inline]] std::string_view string_body(std::string& scratch) {
+        const char* end = scan_plain(p_);
+        if (*end == '"') {
+            std::string_view out(p_, static_cast<size_t>(end - p_));
+            p_ = end + 1;
+            return out;
+        }
+        return string_slow(scratch);
+    }
+
+    [[gnu::noinline]] std::string_view string_slow(std::string& scratch) {
         const char *p = p_, *start = p;
         bool copied = false;
         for (;;) {
@@ -210,7 +226,7 @@ private:
 
     // The first byte at or after p that ends a plain run of a string: '"', '\\', a control
     // character (the padding's zeros included) or a non-ASCII byte.
-    static const char* scan_plain(const char* p) {
+    [[gnu::always_inline]] static const char* scan_plain(const char* p) {
 #ifdef __SSE2__
         // 16 at a time: a signed compare with 0x20 catches control and non-ASCII bytes at once.
         const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\'), space = _mm_set1_epi8(0x20);
