@@ -97,7 +97,8 @@ struct MetaSeen {
 };
 
 // Reads events into processes: the whole file (the first reader), or, on another thread, the
-// elements of traceEvents from a guessed element boundary up to the next reader's (see below).
+// elements of traceEvents from a guessed element boundary up to the next reader's (see Loader
+// in trace_data.cpp).
 class Reader {
 public:
     enum class Stop { Boundary, ArrayEnd, Error, Cancelled };
@@ -131,6 +132,7 @@ public:
         drop_.done_before(c_.position());
     }
 
+private:
     void metadata(const Event& e, ProcessData& p) {
         if (is(e.name, "process_name")) p.label = e.arg_name, meta_[p.pid].label = true;
         if (is(e.name, "process_labels")) {
@@ -143,7 +145,6 @@ public:
         }
     }
 
-private:
     // Reads a value only when it has the type wanted; anything else is skipped, as if absent.
     bool str(std::string_view& out, std::string& scratch) {
         if (c_.peek() != '"') return c_.skip(), false;
