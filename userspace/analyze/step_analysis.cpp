@@ -18,10 +18,13 @@ bool is_sync_call(std::string_view name) {
 
 bool is_launch(std::string_view name) { return name.starts_with("cudaLaunchKernel") || name.starts_with("cuLaunchKernel"); }
 
+bool contains_ignoring_case(std::string_view text, std::string_view word) {
+    auto eq = [](char a, char b) { return std::tolower(static_cast<unsigned char>(a)) == b; };
+    return std::search(text.begin(), text.end(), word.begin(), word.end(), eq) != text.end();
+}
+
 bool is_communication_kernel(std::string_view name) {
-    std::string lower(name);
-    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
-    return lower.find("nccl") != std::string::npos || lower.find("gloo") != std::string::npos;
+    return contains_ignoring_case(name, "nccl") || contains_ignoring_case(name, "gloo");
 }
 
 bool is_dataloader_frame(std::string_view name) {
@@ -105,9 +108,16 @@ void break_down(const ProcessData& p, std::vector<StepBreakdown>& steps) {
         edges.push_back({s.start_ns, category, +1});
         edges.push_back({s.end_ns, category, -1});
     };
+    // Kernel names are interned: one verdict per distinct name, not per kernel.
+    std::unordered_map<const char*, bool> communication;
+    auto is_communication = [&](std::string_view name) {
+        auto [it, fresh] = communication.try_emplace(name.data(), false);
+        if (fresh) it->second = is_communication_kernel(name);
+        return it->second;
+    };
     for (const auto& g : p.gpu) {
         int c = g.kind == GpuKind::Memcpy ? kMemcpy : g.kind == GpuKind::Memset ? kMemset
-                : is_communication_kernel(g.name)     ? kCommunication
+                : is_communication(g.name)            ? kCommunication
                                                       : kKernel;
         add(g, c);
         if (g.kind == GpuKind::Kernel) add(g, kCategoryCount);
