@@ -39,14 +39,33 @@ STATS = {}
 PIN = ["taskset", "-c", "1"]  # the sampling comparison: workload and profiler share one CPU
 
 
+def cpu_seconds(pid):
+    """Time on CPU of a process (all its threads), in seconds, to the nanosecond (schedstat)."""
+    total = 0
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            total += int(open(f"/proc/{pid}/task/{task}/schedstat").read().split()[0])
+        except (FileNotFoundError, ProcessLookupError):
+            pass  # a thread that just exited
+    return total / 1e9
+
+
+PROFILER_CPU = {}  # mode -> [share of one CPU the profiler used while the workload ran]
+
+
 def run(cmd, tracer=None, stats_of=None):
     with tempfile.TemporaryDirectory() as tmp:
         go = os.path.join(tmp, "go")
         p = subprocess.Popen(cmd + [go] + ([CUDART] if cmd[-2] == "stack" else []), stdout=subprocess.PIPE, text=True)
         assert p.stdout.readline().startswith("ready")
         t = tracer(p.pid, tmp) if tracer else None
+        cpu0, bpf0, wall0 = (cpu_seconds(t.pid) if t else 0), (bpf_stats(stats_of[0])[0] if t and stats_of else 0), time.time()
         open(go, "w").close()
         out = p.stdout.readline()
+        if t:  # what the profiler took from the machine while the workload ran: its CPU, and BPF's
+            wall = time.time() - wall0
+            bpf = (bpf_stats(stats_of[0])[0] - bpf0) / 1e9 if stats_of else 0
+            PROFILER_CPU.setdefault(stats_of[1] if stats_of else None, []).append((cpu_seconds(t.pid) - cpu0 + bpf) / wall)
         if t and stats_of:  # BPF time inside the traced process's calls/samples: no VM noise
             STATS.setdefault(stats_of[1], []).append(bpf_stats(stats_of[0]))
         p.wait()
@@ -82,7 +101,8 @@ def compare(title, modes, rounds, cmd, baseline, stats_prog=None):
     results = {m: [] for m in modes}
     for r in range(rounds):
         for name, tracer in modes.items():
-            results[name].append(run(cmd, tracer, (stats_prog, name) if stats_prog and name.startswith("gtrace") else None))
+            stats = (stats_prog, name) if stats_prog and name.startswith("gtrace") else ("-", name)
+            results[name].append(run(cmd, tracer, stats))
         print(f"  round {r + 1}: " + "  ".join(f"{m}={v[-1]:.1f}" for m, v in results.items()), flush=True)
     med = {m: statistics.median(v) for m, v in results.items()}
     print(f"\n{title} (median ns per operation over {rounds} rounds):")
@@ -139,6 +159,11 @@ def sampling_comparison(args):
         "gtrace 1000 Hz": gtrace(args.build, "--sample-hz", "1000", pin=True),
         "austin 1000 Hz": austin(1000),
     }, args.rounds, PIN + [py310[-1], os.path.join(HERE, "py_workload.py"), "cpu", "8000000"], "unsampled", "on_sample")
+    print("  CPU the profiler used while the loop ran (its process + its BPF programs), share of one CPU —")
+    print("  on the CPU it shares with the loop, this is the loop's slowdown:")
+    for mode in ("gtrace 100 Hz", "austin 100 Hz", "gtrace 1000 Hz", "austin 1000 Hz"):
+        if PROFILER_CPU.get(mode):
+            print(f"    {mode:16s} {statistics.median(PROFILER_CPU[mode]) * 100:6.2f}%  (median of {len(PROFILER_CPU[mode])} rounds)")
     for hz in (100, 1000):
         per = [t / c for t, c in STATS.get(f"gtrace {hz} Hz", []) if c]
         if per:
