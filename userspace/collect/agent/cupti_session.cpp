@@ -288,6 +288,10 @@ std::string start_session(gt_agent_ring* ring, const SessionConfig& config) {
         s.ring = ring;
     }
     measure_clock();
+    // BPF reads a thread's slot at every traced call from now on. A .bss page never written is
+    // not mapped, and each read of it would fault (~1 µs a call, measured): map them all now.
+    for (size_t i = 0; i < GT_AGENT_SLOTS; i += 4096 / sizeof(uint64_t))
+        __atomic_store_n(&gtrace_agent_slots[i], uint64_t{0}, __ATOMIC_RELAXED);
     gtrace_agent_announce(gtrace_agent_slots);
     // API records must name threads by their kernel tid (the default is pthread_self()).
     s.cupti.cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
