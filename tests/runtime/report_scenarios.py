@@ -58,6 +58,8 @@ def main():
     if want == "straggler":
         if s.get("straggler_rank") != 1:
             fail(f"straggler rank {s.get('straggler_rank')}, expected 1")
+        if s["verdict"]["ranks"].get("0") != "straggler":  # rank 0 is bound by rank 1
+            fail(f"rank 0: verdict {s['verdict']['ranks'].get('0')!r}, expected 'straggler' (it waits for rank 1)")
     else:
         for rank, v in s["verdict"]["ranks"].items():
             if v != want:

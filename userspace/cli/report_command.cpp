@@ -90,6 +90,19 @@ struct JobVerdict {
     std::optional<Straggler> slow;
 };
 
+// With a straggler, every other rank is bound by it: each collective waits for that rank.
+void blame_straggler(std::vector<RankAnalysis>& ranks) {
+    std::optional<Straggler> slow = straggler(ranks);
+    if (!slow) return;
+    for (auto& r : ranks)
+        if (r.rank != slow->rank && !r.steps.empty()) {
+            r.evidence = fmt::format("waits for rank {} in every collective (it runs {:.2f} ms of kernels per step, this rank "
+                                     "{:.2f} ms); own figures: {}",
+                                     slow->rank, slow->kernel_ms, r.kernel_ms_per_step, r.evidence);
+            r.verdict = "straggler";
+        }
+}
+
 // The job's verdict: the straggler if there is one, else the ranks' most common verdict.
 JobVerdict job_verdict(const std::vector<RankAnalysis>& ranks) {
     std::map<std::string, int> votes;
@@ -163,6 +176,7 @@ Result<void> run_report(const std::vector<std::string>& traces, const ReportOpti
         for (auto& r : analyze_ranks(*t, options.analysis)) ranks.push_back(std::move(r));
     }
     std::sort(ranks.begin(), ranks.end(), [](const auto& a, const auto& b) { return a.rank < b.rank; });
+    blame_straggler(ranks);
     if (ranks.empty() && !options.ranks_required) return write_outputs(traces, ranks, options);
     if (ranks.empty())
         return make_error(ExitCode::BadTrace, "no rank process in the trace(s): attach gtrace to a torchrun job (ranks carry RANK)");
