@@ -50,6 +50,7 @@ struct gt_py_window {
 	__u64 base; /* address of bytes[0]; 0: empty */
 	__u64 len;
 	__u8 bytes[GT_PY_WINDOW];
+	__u8 single[GT_PY_FRAME_READ]; /* one frame read on its own (before 3.11, or off the window) */
 };
 
 struct {
@@ -62,44 +63,51 @@ struct {
 struct gt_walk_ctx {
 	const struct gt_py_layout *layout;
 	struct gt_py_stack_event *event;
+	struct gt_py_window *window;
 	__u64 frame;
 	__u32 n;
 	int failed;
-	struct gt_py_window *window; /* NULL: one read per frame */
 };
 
-/* The frame's bytes [addr, addr + len) into buf, from the window when it holds them; else the
- * window is refilled with the memory from addr's page start to addr + len, where the frame's
- * callers are. A read that started lower could cross below the data stack's first chunk into
- * unmapped memory, and a faulting read costs more than several reads. Returns nonzero if the
- * memory cannot be read. */
-static __always_inline int gt_read_frame(struct gt_walk_ctx *w, __u64 addr, __u32 len, __u8 *buf)
+/* Where the frame's bytes [addr, addr + len) can be read, or NULL: in the window when it holds
+ * them (3.11+); else the window is refilled with the memory from addr's page start (or 1 KiB
+ * below addr) to addr + len, where the frame's callers are — a read that started lower could
+ * cross below the data stack's first chunk, and a faulting read costs more than several reads.
+ * Fields are then loaded in place: no copy per frame. */
+static __always_inline const __u8 *gt_frame_bytes(struct gt_walk_ctx *w, __u64 addr, __u32 len)
 {
 	struct gt_py_window *win = w->window;
-	if (!win)
-		return bpf_probe_read_user(buf, len, (void *)addr) != 0;
+	if (!w->layout->frames_stacked)
+		goto single;
 	__u64 off = addr - win->base;
 	if (!win->base || addr < win->base || off + len > win->len) {
 		__u64 end = addr + len;
 		__u64 page = addr & ~4095ull;
-		__u64 start = end - page > GT_PY_WINDOW ? end - GT_PY_WINDOW : page;
+		/* 8-aligned like the frames, so that fields load as aligned words */
+		__u64 start = end - page > GT_PY_WINDOW ? (end - GT_PY_WINDOW + 7) & ~7ull : page;
 		__u64 n = end - start;
-		if (n > GT_PY_WINDOW || bpf_probe_read_user(win->bytes, n, (void *)start)) {
-			win->base = 0;
-			return bpf_probe_read_user(buf, len, (void *)addr) != 0;
-		}
+		win->base = 0;
+		if (n > GT_PY_WINDOW || bpf_probe_read_user(win->bytes, n, (void *)start))
+			goto single;
 		win->base = start;
 		win->len = n;
 		off = addr - start;
 	}
 	if (off > GT_PY_WINDOW - GT_PY_FRAME_READ)
-		return bpf_probe_read_user(buf, len, (void *)addr) != 0;
-	__builtin_memcpy(buf, win->bytes + off, GT_PY_FRAME_READ);
-	return 0;
+		goto single;
+	return win->bytes + off;
+single:
+	if (bpf_probe_read_user(win->single, len, (void *)addr))
+		return NULL;
+	return win->single;
 }
 
-/* One frame per call from bpf_loop (the verifier checks it once, not per iteration). Each frame
- * is fetched with a single read of the bytes that hold its fields. */
+static __always_inline __u64 gt_field_u64(const __u8 *p, __u32 off)
+{
+	return off <= GT_PY_FRAME_READ - 8 ? *(const __u64 *)(p + off) : 0;
+}
+
+/* One frame per call from bpf_loop (the verifier checks it once, not per iteration). */
 static long gt_walk_step(__u32 index, void *data)
 {
 	struct gt_walk_ctx *w = data;
@@ -108,36 +116,27 @@ static long gt_walk_step(__u32 index, void *data)
 	__u64 frame = w->frame;
 	if (!frame)
 		return 1;
-	__u8 buf[GT_PY_FRAME_READ] = {};
 	__u32 len = l->frame_read_len;
 	if (len > GT_PY_FRAME_READ)
 		len = GT_PY_FRAME_READ;
-	if (gt_read_frame(w, frame + l->frame_read_start, len, buf)) {
+	const __u8 *p = gt_frame_bytes(w, frame + l->frame_read_start, len);
+	if (!p) {
 		w->failed = 1;
 		w->frame = 0;
 		return 1;
 	}
 	__u32 base = l->frame_read_start;
-	__u64 previous = 0, code = 0, instr = 0;
-	__u32 off = l->frame_previous - base;
-	if (off <= GT_PY_FRAME_READ - 8)
-		__builtin_memcpy(&previous, buf + off, 8);
-	off = l->frame_code - base;
-	if (off <= GT_PY_FRAME_READ - 8)
-		__builtin_memcpy(&code, buf + off, 8);
-	off = l->frame_instr - base;
-	if (l->instr_is_pointer) {
-		if (off <= GT_PY_FRAME_READ - 8)
-			__builtin_memcpy(&instr, buf + off, 8);
-	} else if (off <= GT_PY_FRAME_READ - 4) {
-		int lasti;
-		__builtin_memcpy(&lasti, buf + off, 4);
-		instr = (__u64)(__s64)lasti;
-	}
-	w->frame = previous;
+	__u64 code = gt_field_u64(p, l->frame_code - base);
+	__u64 instr = 0;
+	__u32 off = l->frame_instr - base;
+	if (l->instr_is_pointer)
+		instr = gt_field_u64(p, off);
+	else if (off <= GT_PY_FRAME_READ - 4)
+		instr = (__u64)(__s64) * (const int *)(p + off);
+	w->frame = gt_field_u64(p, l->frame_previous - base);
 	if (l->frame_owner != GT_PY_NO_OFFSET) {
 		off = l->frame_owner - base;
-		if (off <= GT_PY_FRAME_READ - 1 && buf[off] == l->owner_c_stack)
+		if (off <= GT_PY_FRAME_READ - 1 && p[off] == l->owner_c_stack)
 			return 0; /* a shim frame owned by the C stack: not a Python frame */
 	}
 	if (w->n >= GT_PY_MAX_FRAMES) {
@@ -154,15 +153,15 @@ static long gt_walk_step(__u32 index, void *data)
 /* Fills e->frames with the current thread's Python stack, innermost first. */
 static __always_inline void gt_walk_python(const struct gt_py_layout *l, struct gt_py_stack_event *e)
 {
-	struct gt_walk_ctx w = {.layout = l, .event = e};
-	if (l->frames_stacked) {
-		__u32 zero = 0;
-		w.window = bpf_map_lookup_elem(&py_window, &zero);
-		if (w.window)
-			w.window->base = 0; /* another thread's memory, or stale: refill */
-	}
+	__u32 zero = 0;
+	struct gt_walk_ctx w = {.layout = l, .event = e, .window = bpf_map_lookup_elem(&py_window, &zero)};
 	e->nframes = 0;
 	e->truncated = 0;
+	if (!w.window) {
+		e->status = GT_PY_READ_FAILED;
+		return;
+	}
+	w.window->base = 0; /* another thread's memory, or stale: refill */
 	__u64 tstate = gt_py_thread_state(l, &w.failed);
 	if (!tstate) {
 		e->status = w.failed ? GT_PY_READ_FAILED : GT_PY_NO_THREAD_STATE;
