@@ -177,12 +177,13 @@ void summarize(const ProcessData& p, RankAnalysis& r) {
     auto inside = [&](const Span& s) { return s.start_ns >= window.start_ns && s.start_ns < window.end_ns; };
 
     std::vector<double> launch_us, kernel_us;
-    std::unordered_map<uint32_t, double> launch_by_corr;
+    std::unordered_map<uint32_t, const CallSpan*> launch_by_corr;
     for (const auto& c : p.calls)
         if (is_launch(c.name) && inside(c)) {
             launch_us.push_back(static_cast<double>(c.dur()) / 1e3);
-            if (c.correlation) launch_by_corr[c.correlation] = static_cast<double>(c.dur()) / 1e3;
+            if (c.correlation) launch_by_corr[c.correlation] = &c;
         }
+    std::vector<double> delay_us; // launch call's start to its kernel's start: queueing and launch latency
     size_t shorter = 0, paired = 0;
     std::map<std::string_view, double> per_kernel;
     uint64_t h2d_bytes = 0, h2d_ns = 0, d2h_bytes = 0, d2h_ns = 0, kernel_ns = 0;
@@ -195,7 +196,9 @@ void summarize(const ProcessData& p, RankAnalysis& r) {
             per_kernel[g.name] += us / 1e3;
             if (auto it = launch_by_corr.find(g.correlation); it != launch_by_corr.end()) {
                 ++paired;
-                shorter += us < it->second;
+                shorter += us < static_cast<double>(it->second->dur()) / 1e3;
+                if (g.start_ns >= it->second->start_ns)
+                    delay_us.push_back(static_cast<double>(g.start_ns - it->second->start_ns) / 1e3);
             }
         } else if (g.kind == GpuKind::Memcpy && g.copy_kind == "HtoD") {
             h2d_bytes += g.bytes, h2d_ns += g.dur();
@@ -208,6 +211,7 @@ void summarize(const ProcessData& p, RankAnalysis& r) {
     if (!paired) // no correlation ids (no agent callbacks): against the typical launch instead
         for (double k : kernel_us) ++paired, shorter += k < r.median_launch_us;
     r.median_kernel_us = median(kernel_us);
+    r.median_launch_delay_us = median(delay_us);
     r.kernels_shorter_than_launch = paired ? static_cast<double>(shorter) / static_cast<double>(paired) : 0;
     r.kernel_ms_per_step = static_cast<double>(kernel_ns) / 1e6 / static_cast<double>(n);
     r.h2d_gbps = h2d_ns ? static_cast<double>(h2d_bytes) / static_cast<double>(h2d_ns) : 0;
@@ -264,9 +268,9 @@ void judge(RankAnalysis& r) {
     } else if (r.launches_per_step >= 50 && r.kernels_shorter_than_launch >= 0.5) {
         r.verdict = "launch_overhead";
         r.evidence = fmt::format("{:.0f} launches per step, {} of kernels shorter than their launch (median kernel {:.1f} µs, "
-                                 "launch {:.1f} µs); CUDA runtime {} of the step; {}",
+                                 "launch {:.1f} µs, launch to kernel start {:.1f} µs); CUDA runtime {} of the step; {}",
                                  r.launches_per_step, pct(r.kernels_shorter_than_launch), r.median_kernel_us, r.median_launch_us,
-                                 pct(s[kRuntime]), busy);
+                                 r.median_launch_delay_us, pct(s[kRuntime]), busy);
     } else if (s[kOther] >= 0.5 && r.gpu_utilization < 0.2) {
         // Sampling sees on-CPU time only: a main thread that is neither in CUDA nor running
         // Python is blocked — in a training loop, waiting for its next batch.

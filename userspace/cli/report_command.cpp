@@ -77,6 +77,7 @@ nlohmann::json rank_json(const RankAnalysis& r) {
             {"kernel_ms_per_step", r.kernel_ms_per_step},
             {"launches_per_step", r.launches_per_step},
             {"median_launch_us", r.median_launch_us},
+            {"median_launch_delay_us", r.median_launch_delay_us},
             {"median_kernel_us", r.median_kernel_us},
             {"kernels_shorter_than_launch", r.kernels_shorter_than_launch},
             {"h2d_GBps", r.h2d_gbps},  {"d2h_GBps", r.d2h_gbps},
