@@ -20,9 +20,14 @@ def require_root():
         sys.exit(77 if os.environ.get("GTRACE_ALLOW_SKIP") == "1" else 1)
 
 
+def _exit_on_sigterm(signum, frame):
+    raise SystemExit(f"stopped by signal {signum}")  # runs the finally below: no job left running
+
+
 @contextlib.contextmanager
 def demo_job(build, source, scenario, port, env_extra=None, settle_s=2.0):
     """Yields (torchrun pid, temp dir) once both ranks train."""
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     env = dict(os.environ, **(env_extra or {}))
     with tempfile.TemporaryDirectory() as tmp:
         log_path = os.path.join(tmp, "job.log")
