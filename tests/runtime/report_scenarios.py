@@ -5,7 +5,8 @@ The job's verdict must be the scenario's bottleneck (and rank 1 the straggler), 
 verdict too; steps must come from the optimizer's ranges; every step's breakdown must add up to
 the step's wall time, and its Kernel, Memcpy and DataLoader shares must be within 5% of the
 scenario's ground truth (the simulator's log of every GPU op, the program's own timing of each
-wait for a batch: tests/runtime/breakdown_truth.py). The HTML report is checked in Chromium.
+wait for a batch: tests/runtime/breakdown_truth.py); GPU memory over time must show the demo's
+256 MiB allocations. The HTML report is checked in Chromium.
 
 Usage: report_scenarios.py SCENARIO --build BUILD_DIR --source SOURCE_DIR"""
 import argparse
@@ -67,6 +68,10 @@ def main():
     for rank in s["ranks"]:
         if rank["steps"] < 3:
             fail(f"rank {rank['rank']}: only {rank['steps']} steps found")
+        memory = rank.get("memory", {})  # the demo allocates 256 MiB every 10 steps and frees it 5 later
+        if memory.get("peak_bytes", 0) < 256 << 20 or len(memory.get("points", [])) < 4:
+            fail(f"rank {rank['rank']}: GPU memory over time missing: peak {memory.get('peak_bytes')}, "
+                 f"{len(memory.get('points', []))} points")
         if "Optimizer.step" not in rank["step_rule"]:
             fail(f"rank {rank['rank']}: steps not from the optimizer's ranges: {rank['step_rule']}")
         for step in rank["per_step"]:
