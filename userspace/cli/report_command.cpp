@@ -91,19 +91,6 @@ struct JobVerdict {
     std::optional<Straggler> slow;
 };
 
-// With a straggler, every other rank is bound by it: each collective waits for that rank.
-void blame_straggler(std::vector<RankAnalysis>& ranks) {
-    std::optional<Straggler> slow = straggler(ranks);
-    if (!slow) return;
-    for (auto& r : ranks)
-        if (r.rank != slow->rank && !r.steps.empty()) {
-            r.evidence = fmt::format("waits for rank {} in every collective (it runs {:.2f} ms of kernels per step, this rank "
-                                     "{:.2f} ms); own figures: {}",
-                                     slow->rank, slow->kernel_ms, r.kernel_ms_per_step, r.evidence);
-            r.verdict = "straggler";
-        }
-}
-
 // The job's verdict: the straggler if there is one, else the ranks' most common verdict.
 JobVerdict job_verdict(const std::vector<RankAnalysis>& ranks) {
     std::map<std::string, int> votes;
@@ -114,6 +101,17 @@ JobVerdict job_verdict(const std::vector<RankAnalysis>& ranks) {
     else if (!votes.empty())
         v.job = std::max_element(votes.begin(), votes.end(), [](auto& a, auto& b) { return a.second < b.second; })->first;
     return v;
+}
+
+// With a straggler, every other rank is bound by it: each collective waits for that rank.
+void blame_straggler(std::vector<RankAnalysis>& ranks, const Straggler& slow) {
+    for (auto& r : ranks)
+        if (r.rank != slow.rank && !r.steps.empty()) {
+            r.evidence = fmt::format("waits for rank {} in every collective (it runs {:.2f} ms of kernels per step, this rank "
+                                     "{:.2f} ms); own figures: {}",
+                                     slow.rank, slow.kernel_ms, r.kernel_ms_per_step, r.evidence);
+            r.verdict = "straggler";
+        }
 }
 
 void print_report(const std::vector<std::string>& traces, const std::vector<RankAnalysis>& ranks, const JobVerdict& v) {
@@ -143,9 +141,8 @@ void print_report(const std::vector<std::string>& traces, const std::vector<Rank
 
 // The summary JSON (--json, --summary-json) and the HTML page drawn from it.
 Result<void> write_outputs(const std::vector<std::string>& traces, const std::vector<RankAnalysis>& ranks,
-                           const ReportOptions& options) {
+                           const JobVerdict& v, const ReportOptions& options) {
     if (options.json_path.empty() && options.html_path.empty()) return {};
-    JobVerdict v = job_verdict(ranks);
     nlohmann::json verdict_ranks = nlohmann::json::object(), per_rank = nlohmann::json::array();
     for (const auto& r : ranks) {
         verdict_ranks[std::to_string(r.rank)] = r.verdict;
@@ -177,13 +174,15 @@ Result<void> run_report(const std::vector<std::string>& traces, const ReportOpti
         for (auto& r : analyze_ranks(*t, options.analysis)) ranks.push_back(std::move(r));
     }
     std::sort(ranks.begin(), ranks.end(), [](const auto& a, const auto& b) { return a.rank < b.rank; });
-    blame_straggler(ranks);
-    if (ranks.empty() && !options.ranks_required) return write_outputs(traces, ranks, options);
+    // The job's verdict first: the straggler is judged on kernel time, which blaming leaves alone.
+    JobVerdict verdict = job_verdict(ranks);
+    if (verdict.slow) blame_straggler(ranks, *verdict.slow);
+    if (ranks.empty() && !options.ranks_required) return write_outputs(traces, ranks, verdict, options);
     if (ranks.empty())
         return make_error(ExitCode::BadTrace, "no rank process in the trace(s): attach gtrace to a torchrun job (ranks carry RANK)");
 
-    if (options.print) print_report(traces, ranks, job_verdict(ranks));
-    return write_outputs(traces, ranks, options);
+    if (options.print) print_report(traces, ranks, verdict);
+    return write_outputs(traces, ranks, verdict, options);
 }
 
 } // namespace gtrace
