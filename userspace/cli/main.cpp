@@ -56,7 +56,8 @@ void or_fail(Result<void> r) {
 void on_stop_signal(int sig) { g_stop_signal.store(sig); }
 void on_trigger_signal(int) { g_trigger_count.fetch_add(1); }
 
-void install_signal_handlers() {
+// SIGINT/SIGTERM stop; a --trigger signal (0: none) opens, then closes, the capture's window.
+void install_signal_handlers(int trigger_signal = 0) {
     struct sigaction sa {};
     sa.sa_handler = on_stop_signal;
     sigemptyset(&sa.sa_mask);
@@ -64,13 +65,10 @@ void install_signal_handlers() {
     sigaction(SIGINT, &sa, nullptr);
     sigaction(SIGTERM, &sa, nullptr);
     signal(SIGPIPE, SIG_IGN);
-}
-
-void install_trigger_handler(int sig) {
-    struct sigaction sa {};
-    sa.sa_handler = on_trigger_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(sig, &sa, nullptr);
+    if (trigger_signal) {
+        sa.sa_handler = on_trigger_signal;
+        sigaction(trigger_signal, &sa, nullptr);
+    }
 }
 
 std::string default_output(int pid) {
@@ -191,33 +189,40 @@ void read_capture_options(const po::variables_map& vm, CaptureOptions& options) 
     }
 }
 
-// The capture's findings, as `gtrace report` gives them, when the job has ranks to judge.
-void print_verdict(const std::string& trace, const CaptureOptions& options) {
-    constexpr uintmax_t kMaxBytes = 256ull << 20; // larger traces: run gtrace report yourself
-    std::error_code ec;
-    uintmax_t size = std::filesystem::file_size(trace, ec);
-    if (ec) return;
-    if (size > kMaxBytes) {
-        fmt::print(stderr, "gtrace: for the step breakdown and verdict run: gtrace report {}\n", trace);
-        return;
+// The capture's findings, as `gtrace report` gives them: printed when the job has ranks to judge
+// (unless quiet), and written with the capture's facts for --summary-json. One pass over the trace.
+void report_capture(const CaptureOptions& options, const CaptureResult& result) {
+    constexpr uintmax_t kMaxPrintBytes = 256ull << 20; // larger traces: run gtrace report yourself
+    bool print = !options.quiet;
+    if (print) {
+        std::error_code ec;
+        uintmax_t size = std::filesystem::file_size(result.output, ec);
+        if (ec) print = false;
+        else if (size > kMaxPrintBytes) {
+            fmt::print(stderr, "gtrace: for the step breakdown and verdict run: gtrace report {}\n", result.output);
+            print = false;
+        }
     }
-    if (auto r = run_report({trace}, {.ranks_required = false, .analysis = {options.step_marker}}); !r)
+    if (!print && options.summary_json.empty()) return;
+    ReportOptions report;
+    report.json_path = options.summary_json;
+    report.ranks_required = false;
+    report.print = print;
+    report.analysis.step_marker = options.step_marker;
+    if (!options.summary_json.empty()) {
+        report.capture = result.facts;
+        report.capture["trace"] = result.output;
+        if (!result.script_incomplete.empty()) report.capture["script_incomplete"] = result.script_incomplete;
+    }
+    if (auto r = run_report({result.output}, report); !r) {
+        if (!options.summary_json.empty()) fail(r.error());
         fmt::print(stderr, "gtrace: no verdict: {}\n", r.error().message);
+    }
 }
 
 // The end of attach and record: the verdict, and exit code 12 when --steps fell short.
 int finish_capture(const CaptureOptions& options, const CaptureResult& result) {
-    if (!options.quiet) print_verdict(result.output, options);
-    if (!options.summary_json.empty()) {
-        nlohmann::json capture = result.facts;
-        capture["trace"] = result.output;
-        if (!result.script_incomplete.empty()) capture["script_incomplete"] = result.script_incomplete;
-        // Quietly: the terminal already has the verdict (or asked for none).
-        ReportOptions report{.json_path = options.summary_json, .ranks_required = false, .print = false,
-                             .analysis = {options.step_marker}, .capture = capture};
-        auto r = run_report({result.output}, report);
-        if (!r) fail(r.error());
-    }
+    report_capture(options, result);
     if (!result.script_incomplete.empty()) {
         fmt::print(stderr, "gtrace: error: {}; the trace holds what was captured\n", result.script_incomplete);
         return to_int(ExitCode::ScriptIncomplete);
@@ -245,8 +250,7 @@ int run_attach(const std::vector<std::string>& args) {
     read_capture_options(vm, options);
     options.output = vm.count("output") ? vm["output"].as<std::string>() : default_output(options.pid);
 
-    install_signal_handlers();
-    if (options.trigger_signal) install_trigger_handler(options.trigger_signal);
+    install_signal_handlers(options.trigger_signal);
     auto capture = or_fail(Capture::attach(options));
     if (!options.quiet)
         fmt::print(stderr, "gtrace: attached to PID {} and its children; writing {}{}\n", options.pid, options.output,
@@ -276,8 +280,7 @@ int run_record(std::vector<std::string> args) {
     read_capture_options(vm, options);
     options.launched = true;
     options.output = vm.count("output") ? vm["output"].as<std::string>() : default_output(0);
-    install_signal_handlers();
-    if (options.trigger_signal) install_trigger_handler(options.trigger_signal);
+    install_signal_handlers(options.trigger_signal);
     return finish_capture(options, or_fail(record_command(options, command)));
 }
 
@@ -303,7 +306,9 @@ int run_report_command(const std::vector<std::string>& args) {
     }
     if (!vm.count("trace")) fail(make_error(ExitCode::Usage, "missing trace file: gtrace report TRACE... [--json FILE] [--html FILE]"));
     auto path = [&](const char* opt) { return vm.count(opt) ? vm[opt].as<std::string>() : std::string(); };
-    ReportOptions options{.json_path = path("json"), .html_path = path("html")};
+    ReportOptions options;
+    options.json_path = path("json");
+    options.html_path = path("html");
     options.analysis.step_marker = vm["step-marker"].as<std::string>();
     check_step_marker(options.analysis.step_marker);
     or_fail(run_report(vm["trace"].as<std::vector<std::string>>(), options));
