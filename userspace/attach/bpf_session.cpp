@@ -50,6 +50,16 @@ Result<void> share_maps(std::initializer_list<SharedMap> maps) {
     return {};
 }
 
+// An object not loaded yet joins the session: the tree, ring buffer and counters of the loaded
+// process-tree object, and its ring wakeup threshold.
+template <typename Skeleton>
+Result<void> join_session(Skeleton* skel, const gtrace_proctree* proc) {
+    skel->rodata->wakeup_threshold = proc->rodata->wakeup_threshold;
+    return share_maps({{skel->maps.tracked, proc->maps.tracked},
+                       {skel->maps.events, proc->maps.events},
+                       {skel->maps.counters, proc->maps.counters}});
+}
+
 uint64_t round_ring_size(uint64_t bytes) {
     uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
     uint64_t size = page;
@@ -113,13 +123,8 @@ Result<std::unique_ptr<BpfSession>> BpfSession::create(const BpfOptions& options
         if (multi && getenv("GTRACE_TEST_NO_UPROBE_MULTI")) continue; // tests: the pre-6.6 path
         s->cuda_ = gtrace_cuda_api__open();
         if (!s->cuda_) return bpf_error("opening the CUDA API BPF object", errno);
-        s->cuda_->rodata->wakeup_threshold = ring / 4;
         s->cuda_->rodata->py_stack_every = options.py_stack_every;
-        if (auto r = share_maps({{s->cuda_->maps.tracked, s->proc_->maps.tracked},
-                                 {s->cuda_->maps.events, s->proc_->maps.events},
-                                 {s->cuda_->maps.counters, s->proc_->maps.counters}});
-            !r)
-            return r.error();
+        if (auto r = join_session(s->cuda_, s->proc_); !r) return r.error();
         if (multi)
             for (bpf_program* p : {s->cuda_->progs.cuda_api_enter, s->cuda_->progs.cuda_api_exit})
                 bpf_program__set_expected_attach_type(p, static_cast<bpf_attach_type>(kTraceUprobeMulti));
@@ -146,13 +151,8 @@ Result<std::unique_ptr<BpfSession>> BpfSession::create(const BpfOptions& options
 Result<void> BpfSession::load_torch_ranges() {
     torch_ = gtrace_torch_ranges__open();
     if (!torch_) return bpf_error("opening the PyTorch range BPF object", errno);
-    if (auto r = share_maps({{torch_->maps.tracked, proc_->maps.tracked},
-                             {torch_->maps.events, proc_->maps.events},
-                             {torch_->maps.counters, proc_->maps.counters},
-                             {torch_->maps.py_layouts, cuda_->maps.py_layouts}});
-        !r)
-        return r;
-    torch_->rodata->wakeup_threshold = proc_->rodata->wakeup_threshold;
+    if (auto r = join_session(torch_, proc_); !r) return r;
+    if (auto r = share_maps({{torch_->maps.py_layouts, cuda_->maps.py_layouts}}); !r) return r;
     if (multi_uprobes_)
         bpf_program__set_expected_attach_type(torch_->progs.torch_range_probe, static_cast<bpf_attach_type>(kTraceUprobeMulti));
     if (int err = gtrace_torch_ranges__load(torch_)) return bpf_error("loading the PyTorch range BPF program", err);
@@ -162,13 +162,8 @@ Result<void> BpfSession::load_torch_ranges() {
 Result<void> BpfSession::start_sampling(uint32_t hz) {
     sampling_ = gtrace_sampling__open();
     if (!sampling_) return bpf_error("opening the sampling BPF object", errno);
-    if (auto r = share_maps({{sampling_->maps.tracked, proc_->maps.tracked},
-                             {sampling_->maps.events, proc_->maps.events},
-                             {sampling_->maps.counters, proc_->maps.counters},
-                             {sampling_->maps.py_layouts, cuda_->maps.py_layouts}});
-        !r)
-        return r;
-    sampling_->rodata->wakeup_threshold = proc_->rodata->wakeup_threshold;
+    if (auto r = join_session(sampling_, proc_); !r) return r;
+    if (auto r = share_maps({{sampling_->maps.py_layouts, cuda_->maps.py_layouts}}); !r) return r;
     if (int err = gtrace_sampling__load(sampling_)) return bpf_error("loading the sampling BPF program", err);
     int ncpu = libbpf_num_possible_cpus();
     for (int cpu = 0; cpu < ncpu; ++cpu) {
