@@ -22,6 +22,9 @@ uint64_t monotonic_now_ns() {
 
 constexpr uint64_t kNever = UINT64_MAX;
 
+// Whole steps seen: the first marker only ends the step that was running at attach.
+int64_t steps_completed(int64_t markers_seen) { return markers_seen > 0 ? markers_seen - 1 : 0; }
+
 } // namespace
 
 void Capture::start_script() {
@@ -83,7 +86,7 @@ std::string Capture::script_incomplete() const {
         return fmt::format("--steps {}:{}: no step seen: no PyTorch range matched --step-marker '{}' ({} ranges traced)", first,
                            last, options_.step_marker, torch_ranges_);
     return fmt::format("--steps {}:{}: the capture ended after step {} of pid {}, before step {}", first, last,
-                       markers_seen_ > 0 ? markers_seen_ - 1 : 0, lead_pid_, last);
+                       steps_completed(markers_seen_), lead_pid_, last);
 }
 
 nlohmann::json Capture::script_facts() const {
@@ -97,7 +100,7 @@ nlohmann::json Capture::script_facts() const {
     if (options_.delay_s > 0) j["delay_s"] = options_.delay_s;
     if (options_.steps) {
         j["steps"] = fmt::format("{}:{}", options_.steps->first, options_.steps->second);
-        j["steps_seen"] = markers_seen_ > 0 ? markers_seen_ - 1 : 0;
+        j["steps_seen"] = steps_completed(markers_seen_);
     }
     if (options_.max_events) j["max_events"] = options_.max_events;
     if (options_.trigger_signal) j["trigger"] = strsignal(options_.trigger_signal);
