@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "decode/elf_symbols.h"
+#include "foundation/elf_symbols.h"
 
 using namespace gtrace;
 

@@ -12,7 +12,7 @@
 #include <unordered_set>
 #include <vector>
 
-#include "cli/result.h"
+#include "foundation/result.h"
 
 namespace gtrace {
 

@@ -13,7 +13,7 @@
 #include <fmt/format.h>
 
 #include "analyze/json_cursor.h"
-#include "cli/result.h"
+#include "foundation/result.h"
 
 namespace gtrace {
 

@@ -19,7 +19,7 @@
 
 #include <fmt/format.h>
 
-#include "decode/elf_symbols.h"
+#include "foundation/elf_symbols.h"
 #include "discover/proc_tree.h"
 #include "attach/sigreturn_frame.h"
 #include "discover/process_memory.h"

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "cli/result.h"
+#include "foundation/result.h"
 #include "discover/proc_maps.h"
 
 namespace gtrace {

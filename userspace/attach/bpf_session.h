@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "cli/result.h"
+#include "foundation/result.h"
 #include "gtrace/events.h"
 #include "gtrace/pystack.h"
 

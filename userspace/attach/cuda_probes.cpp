@@ -7,7 +7,7 @@
 #include <unordered_set>
 
 #include "decode/api_table.h"
-#include "decode/elf_symbols.h"
+#include "foundation/elf_symbols.h"
 #include "discover/proc_maps.h"
 #include "discover/proc_tree.h"
 

@@ -12,7 +12,7 @@
 
 #include "attach/bpf_session.h"
 #include "discover/proc_maps.h"
-#include "cli/result.h"
+#include "foundation/result.h"
 
 namespace gtrace {
 

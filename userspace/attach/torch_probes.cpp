@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <unordered_set>
 
-#include "decode/elf_symbols.h"
+#include "foundation/elf_symbols.h"
 #include "discover/proc_tree.h"
 #include "gtrace/torch_ranges.h"
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "attach/bpf_session.h"
-#include "cli/result.h"
+#include "foundation/result.h"
 #include "discover/proc_maps.h"
 
 namespace gtrace {

@@ -12,7 +12,7 @@
 #include "attach/bpf_session.h"
 #include "attach/cuda_probes.h"
 #include "attach/torch_probes.h"
-#include "cli/result.h"
+#include "foundation/result.h"
 #include "collect/agent_channel.h"
 #include "collect/ring_reader.h"
 #include "decode/kernel_names.h"

@@ -10,7 +10,7 @@
 
 #include "attach/agent_injector.h"
 #include "cli/capture.h"
-#include "decode/elf_symbols.h"
+#include "foundation/elf_symbols.h"
 
 namespace gtrace {
 namespace {

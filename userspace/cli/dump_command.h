@@ -3,7 +3,7 @@
 #pragma once
 #include <atomic>
 
-#include "cli/result.h"
+#include "foundation/result.h"
 
 namespace gtrace {
 

@@ -16,7 +16,7 @@
 #include "cli/dump_command.h"
 #include "cli/record_command.h"
 #include "cli/report_command.h"
-#include "cli/exit_codes.h"
+#include "foundation/exit_codes.h"
 #include "cli/preflight.h"
 
 namespace po = boost::program_options;

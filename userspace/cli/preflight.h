@@ -2,7 +2,7 @@
 #pragma once
 #include <string>
 
-#include "cli/result.h"
+#include "foundation/result.h"
 
 namespace gtrace {
 

@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "analyze/step_analysis.h"
-#include "cli/result.h"
+#include "foundation/result.h"
 
 namespace gtrace {
 

@@ -8,7 +8,7 @@
 #include <vector>
 #include <string>
 
-#include "cli/result.h"
+#include "foundation/result.h"
 #include "gtrace/agent.h"
 
 namespace gtrace {

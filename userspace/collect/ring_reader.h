@@ -3,7 +3,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "cli/result.h"
+#include "foundation/result.h"
 #include "gtrace/events.h"
 #include "gtrace/pystack.h"
 #include "gtrace/sampling.h"

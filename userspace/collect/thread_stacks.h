@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "cli/result.h"
+#include "foundation/result.h"
 #include "discover/python_runtime.h"
 #include "gtrace/pystack.h"
 

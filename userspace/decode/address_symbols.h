@@ -9,7 +9,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "decode/elf_symbols.h"
+#include "foundation/elf_symbols.h"
 #include "discover/proc_maps.h"
 
 namespace gtrace {

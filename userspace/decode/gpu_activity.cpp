@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "decode/elf_symbols.h"
+#include "foundation/elf_symbols.h"
 
 namespace gtrace {
 namespace {

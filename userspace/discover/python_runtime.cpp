@@ -8,7 +8,7 @@
 #include <regex>
 #include <unordered_set>
 
-#include "decode/elf_symbols.h"
+#include "foundation/elf_symbols.h"
 #include "discover/process_memory.h"
 
 namespace gtrace {

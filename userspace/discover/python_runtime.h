@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "cli/result.h"
+#include "foundation/result.h"
 #include "discover/proc_maps.h"
 #include "gtrace/pystack.h"
 

@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cli/result.h"
+#include "foundation/result.h"
 #include "decode/api_call.h"
 #include "model/trace_model.h"
 

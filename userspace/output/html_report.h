@@ -6,7 +6,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "cli/result.h"
+#include "foundation/result.h"
 
 namespace gtrace {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "cli/result.h"
+#include "foundation/result.h"
 #include "model/trace_model.h"
 #include "output/chrome_trace.h"
 

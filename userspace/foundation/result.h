@@ -5,7 +5,7 @@
 #include <utility>
 #include <variant>
 
-#include "cli/exit_codes.h"
+#include "foundation/exit_codes.h"
 
 namespace gtrace {
 

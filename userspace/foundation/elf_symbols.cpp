@@ -1,4 +1,4 @@
-#include "decode/elf_symbols.h"
+#include "foundation/elf_symbols.h"
 
 #include <cxxabi.h>
 #include <fcntl.h>

@@ -17,6 +17,7 @@ enum class ExitCode : int {
     CommandFailed = 10,     // gtrace record: the command could not be started
     BadTrace = 11,          // gtrace report: the file is not a complete gtrace trace
     ScriptIncomplete = 12,  // --steps: the capture ended before its last step (trace written)
+    WriteFailed = 13,       // writing an output failed mid-capture (disk full, I/O error, quota); a shorter trace is kept
 };
 
 inline int to_int(ExitCode c) { return static_cast<int>(c); }
@@ -35,6 +36,7 @@ constexpr const char* kExitCodeHelp =
     "  9  output file exists (use --force to overwrite)\n"
     "  10 gtrace record: the command could not be started (not found, not executable)\n"
     "  11 gtrace report: a file is not a complete trace written by gtrace\n"
-    "  12 --steps A:B: the capture ended (job exit, --duration, Ctrl-C) before step B; the trace holds what was captured\n";
+    "  12 --steps A:B: the capture ended (job exit, --duration, Ctrl-C) before step B; the trace holds what was captured\n"
+    "  13 writing the trace failed mid-capture (disk full, I/O error, quota); the trace holds what was written before\n";
 
 } // namespace gtrace
