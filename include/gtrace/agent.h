@@ -1,17 +1,33 @@
 /* The channel between the agent inside a traced process (libgtrace_agent.so, CUPTI side) and
- * gtrace: a shared-memory file per process holding this header and a single-producer ring of
- * variable-size GPU records. Fixed-size fields only; both sides are x86-64. */
+ * gtrace. Fixed-size fields only; both sides are x86-64.
+ *
+ * Nothing of it lives in the file system, so no local user can forge or redirect it:
+ * - gtrace asks through the agent's mailbox (symbol gtrace_agent_mailbox), a struct in the
+ *   agent's own memory that gtrace writes with process_vm_writev — which only a process allowed
+ *   to ptrace the target can do, i.e. one that could already do anything to it.
+ * - The agent answers by creating a sealed memfd holding a ring of GPU records (this header, then
+ *   a single-producer ring of variable-size records) and a pipe, and naming both fds in the
+ *   mailbox. gtrace takes them with pidfd_getfd (again: ptrace rights needed), maps the ring and
+ *   keeps the pipe's write end: when gtrace dies, however it dies, the agent's read end hangs up.
+ * - Launch mode (CUDA_INJECTION64_PATH): the agent starts from its environment's config at CUDA
+ *   initialization and offers its ring the same way to the gtrace named in that config. */
 #ifndef GTRACE_AGENT_H
 #define GTRACE_AGENT_H
 
-#define GT_AGENT_MAGIC 0x31524147u /* "GAR1" */
-#define GT_AGENT_VERSION 1u
+#define GT_AGENT_MAGIC 0x32524147u /* "GAR2" */
+#define GT_AGENT_VERSION 2u
 #define GT_AGENT_DATA_OFFSET 4096u           /* records start one page after the header */
 #define GT_AGENT_DEFAULT_RING (8u << 20)     /* bytes of records, a power of two */
+#define GT_AGENT_MIN_RING (64u << 10)
+#define GT_AGENT_MAX_RING (1u << 30)
 #define GT_AGENT_NAME_MAX 1024u              /* kernel names longer than this are cut */
 #define GT_AGENT_SLOTS 4096u             /* correlation slots, indexed by tid % GT_AGENT_SLOTS */
 #define GT_AGENT_ANNOUNCE_SYMBOL "gtrace_agent_announce" /* (uint64_t *slots), probed by gtrace */
+#define GT_AGENT_MAILBOX_SYMBOL "gtrace_agent_mailbox"   /* struct gt_agent_mailbox */
 #define GT_AGENT_ENV_CONFIG "GTRACE_AGENT_CONFIG" /* launch mode: the config string */
+#define GT_MAILBOX_MAGIC 0x32584d47u /* "GMX2" */
+#define GT_MAILBOX_CONFIG_MAX 2048u
+#define GT_OWNER_TOKEN_MAX 64u
 
 #ifndef __bpf__ /* BPF reads only the correlation slots: the constants above */
 #include <stdint.h>
@@ -35,6 +51,36 @@ enum gt_agent_flags {
 	GT_AGENT_LATE_ATTACH = 1 << 1, /* started in a process whose CUDA was already initialized */
 };
 
+/* What the agent's mailbox says, written by the agent. */
+enum gt_mailbox_status {
+	GT_MAILBOX_IDLE = 0,    /* dormant: no session */
+	GT_MAILBOX_OFFERED = 1, /* a session's ring and owner pipe wait to be taken (fds below) */
+	GT_MAILBOX_OWNED = 2,   /* taken by the gtrace named in owner_token */
+	GT_MAILBOX_REFUSED = 3, /* the request answered last was refused: message says why */
+};
+
+/* In the agent's .data (found through its symbol); the agent initializes magic and version, so
+ * it is valid from the moment the library is mapped. */
+struct gt_agent_mailbox {
+	uint32_t magic;
+	uint32_t version;
+	/* gtrace → agent. gtrace writes config (NUL-terminated), then increments request_seq. */
+	char config[GT_MAILBOX_CONFIG_MAX];
+	volatile uint64_t request_seq;
+	/* agent → gtrace, under a sequence lock: answer_gen is odd while the agent writes. */
+	volatile uint32_t answer_gen;
+	uint32_t status;                /* enum gt_mailbox_status */
+	uint64_t answered_seq;          /* the request_seq answered last (launch mode: 0) */
+	int32_t ring_fd;                /* the ring's memfd in the agent's process (OFFERED, OWNED) */
+	int32_t owner_fd;               /* the owner pipe's write end (OFFERED only) */
+	uint32_t session;               /* counts the agent's sessions */
+	uint32_t pad;
+	uint64_t ring_inode;            /* st_ino of the memfd and of the pipe: gtrace checks the fds */
+	uint64_t pipe_inode;
+	char owner_token[GT_OWNER_TOKEN_MAX]; /* who the offer is for, then who owns it */
+	char message[256];
+};
+
 struct gt_agent_ring {
 	uint32_t magic;
 	uint32_t version;
@@ -42,6 +88,8 @@ struct gt_agent_ring {
 	volatile uint32_t state;   /* enum gt_agent_state */
 	volatile uint32_t control; /* enum gt_agent_control */
 	volatile uint32_t flags;   /* enum gt_agent_flags */
+	volatile uint32_t owner_pid; /* gtrace's pid once it took the ring (compare-and-swap from 0) */
+	uint32_t pad0;
 	uint64_t data_bytes;       /* ring capacity, a power of two */
 	uint64_t head;             /* bytes produced (agent; release store) */
 	uint64_t tail;             /* bytes consumed (gtrace; release store) */

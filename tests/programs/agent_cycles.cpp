@@ -1,5 +1,5 @@
 // Test tool: loads gtrace's agent into a running process and detaches it, N times over, the way
-// `gtrace attach` does (request file, a borrowed thread's dlopen, start, detach) but without
+// `gtrace attach` does (a borrowed thread's dlopen, a mailbox request, start, detach) but without
 // the BPF side, so a test can do a hundred cycles in seconds. Every cycle forces the borrowed
 // call (a no-op dlopen once the agent is loaded) to exercise the stop/restore path each time.
 //
@@ -35,23 +35,27 @@ int main(int argc, char** argv) {
     int cycles = atoi(argv[3]);
     uint64_t total_records = 0;
     for (int i = 0; i < cycles; ++i) {
-        auto channel = gtrace::AgentChannel::create();
+        auto channel = gtrace::AgentChannel::create(agent);
         if (!channel) {
             fprintf(stderr, "cycle %d: %s\n", i, channel.error().message.c_str());
-            return 1;
-        }
-        if (auto r = channel->request(static_cast<uint32_t>(pid), channel->config("")); !r) {
-            fprintf(stderr, "cycle %d: %s\n", i, r.error().message.c_str());
             return 1;
         }
         if (auto r = gtrace::load_agent(pid, agent, 5000, true); !r) {
             fprintf(stderr, "cycle %d: %s\n", i, r.error().message.c_str());
             return 1;
         }
-        Sink sink;
         auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+        uint64_t mailbox = 0;
+        while (!(mailbox = channel->mailbox_address(gtrace::read_maps(pid))) && std::chrono::steady_clock::now() < deadline)
+            usleep(5000);
+        auto asked = channel->ask(static_cast<uint32_t>(pid), mailbox, channel->config(""), true);
+        if (!mailbox || !asked) {
+            fprintf(stderr, "cycle %d: cannot ask the agent: %s\n", i, asked ? "not loaded" : asked.error().message.c_str());
+            return 1;
+        }
+        Sink sink;
         while (sink.state != GT_AGENT_ACTIVE && std::chrono::steady_clock::now() < deadline) {
-            channel->poll(sink);
+            for (const auto& [p, why] : channel->poll(sink)) fprintf(stderr, "cycle %d: %s\n", i, why.c_str());
             usleep(5000);
         }
         if (sink.state != GT_AGENT_ACTIVE) {

@@ -42,11 +42,30 @@ TEST_CASE("agent ring: records wrap with a pad, never split, and a full ring ref
     for (int round = 0; round < 50; ++round) {
         while (put(b.ring, next, 72 + (next % 5) * 8)) ++next; // fill until refused
         REQUIRE(b.ring->head - b.ring->tail <= 1024);
-        agent_ring_consume(b.ring, [&](const gt_gpu_header& h) { seen.push_back(h.correlation); });
+        auto got = agent_ring_consume_copy(b.ring, 1024, [&](const gt_gpu_header& h) { seen.push_back(h.correlation); });
+        REQUIRE(got.corrupt == 0);
         REQUIRE(b.ring->tail == b.ring->head);
     }
     REQUIRE(seen.size() == next - 1);
     for (size_t i = 0; i < seen.size(); ++i) REQUIRE(seen[i] == i + 1); // in order, none lost, none twice
+}
+
+TEST_CASE("agent ring: a reader never trusts the producer's positions or sizes") {
+    RingBuffer b(1024);
+    for (uint32_t c = 1; c <= 3; ++c) REQUIRE(put(b.ring, c, 64));
+    // The second record claims to run past the ring's end: it and what follows are skipped.
+    auto* h = reinterpret_cast<gt_gpu_header*>(agent_ring_data(b.ring) + 64);
+    h->size = 1000;
+    std::vector<uint32_t> seen;
+    auto got = agent_ring_consume_copy(b.ring, 1024, [&](const gt_gpu_header& r) { seen.push_back(r.correlation); });
+    REQUIRE(seen == std::vector<uint32_t>{1});
+    REQUIRE(got.corrupt == 1);
+    REQUIRE(b.ring->tail == b.ring->head);
+    // A head far beyond what the ring can hold: the reader starts over at the head.
+    b.ring->head = b.ring->tail + (1u << 20);
+    got = agent_ring_consume_copy(b.ring, 1024, [&](const gt_gpu_header&) { FAIL("read garbage"); });
+    REQUIRE(got.corrupt == 1);
+    REQUIRE(b.ring->tail == b.ring->head);
 }
 
 TEST_CASE("GPU join: by correlation id, in either order, per process") {

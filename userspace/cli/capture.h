@@ -102,6 +102,7 @@ private:
     // GPU side (capture_gpu.cpp)
     Result<void> start_gpu();
     void inject_if_cuda(int pid, const std::vector<Mapping>& maps);
+    void warn_no_gpu(uint32_t pid, const std::string& why);
     void poll_gpu();
     void finish_gpu();
     nlohmann::json gpu_facts() const;
@@ -131,7 +132,8 @@ private:
     GpuTracks gpu_tracks_{writer_};
     GpuJoin join_{[this](const CallRef& call, const GpuOp& op) { gpu_tracks_.write_flow(call, op); }};
     GpuMemory memory_{[this](const MemorySample& m) { write_memory_sample(m); }};
-    std::map<uint32_t, int> injection_tries_; // pid -> attempts; -1 once loaded
+    std::map<uint32_t, int> injection_tries_; // pid -> attempts; -1 once asked (or given up)
+    std::map<uint32_t, std::chrono::steady_clock::time_point> injected_at_; // dlopen handed over, mailbox not yet seen
     std::map<uint32_t, std::string> gpu_warnings_;
     TraceModel model_;
     std::set<int> pending_scan_;

@@ -18,7 +18,7 @@ namespace {
 constexpr int kInjectPatienceMs = 300; // per try; the capture loop must keep draining BPF events
 constexpr int kMaxInjectTries = 10;    // one try per rescan (about a second apart)
 constexpr int kDetachTimeoutMs = 3000;
-constexpr int kAgentStartTimeoutMs = 5000; // a dormant agent answers within 0.5 s, a new one at once
+constexpr int kAgentStartTimeoutMs = 5000; // an agent reads its mailbox within 0.1 s (10 ms after loading)
 
 std::string agent_library() {
     if (const char* p = getenv("GTRACE_AGENT")) return p;
@@ -46,7 +46,7 @@ Result<void> Capture::start_gpu() {
     auto link = bpf_->attach_agent_probe(agent_path_, *offset);
     if (!link) return link.error();
     agent_link_.emplace(std::move(*link));
-    auto channel = AgentChannel::create();
+    auto channel = AgentChannel::create(agent_path_);
     if (!channel) return channel.error();
     agents_.emplace(std::move(*channel));
     return {};
@@ -54,8 +54,13 @@ Result<void> Capture::start_gpu() {
 
 std::string Capture::agent_config() const { return agents_ ? agents_->config(options_.cupti) : std::string(); }
 
+void Capture::warn_no_gpu(uint32_t pid, const std::string& why) {
+    gpu_warnings_[pid] = why;
+    if (!options_.quiet) fmt::print(stderr, "gtrace: warning: no GPU data from pid {}: {}; its CPU side is traced\n", pid, why);
+}
+
 void Capture::inject_if_cuda(int pid, const std::vector<Mapping>& maps) {
-    if (!agents_ || options_.launched) return;
+    if (!agents_) return;
     uint32_t upid = static_cast<uint32_t>(pid);
     int& tries = injection_tries_[upid];
     if (tries < 0 || tries >= kMaxInjectTries || agents_->has_agent(upid)) return;
@@ -67,15 +72,31 @@ void Capture::inject_if_cuda(int pid, const std::vector<Mapping>& maps) {
         if (m.executable && probes_->objects().contains({m.dev, m.inode}) && probes_->objects().at({m.dev, m.inode}).mapped)
             uses_cuda = true;
     if (!uses_cuda) return;
-    ++tries;
-    if (auto r = agents_->request(upid, agents_->config(options_.cupti)); !r) {
-        tries = kMaxInjectTries;
-        gpu_warnings_[upid] = r.error().message;
+    // The agent is mapped (dormant from an earlier capture, just loaded by us, or started by
+    // CUDA in launch mode): ask it through its mailbox, or take what it offers us.
+    if (uint64_t mailbox = agents_->mailbox_address(maps)) {
+        auto asked = agents_->ask(upid, mailbox, agents_->config(options_.cupti), !options_.launched);
+        if (!asked) {
+            tries = -1;
+            warn_no_gpu(upid, asked.error().message);
+        } else if (*asked != AgentAsk::Waiting) {
+            tries = -1;
+        }
         return;
     }
+    if (options_.launched) return; // CUDA loads it at initialization
+    if (auto it = injected_at_.find(upid); it != injected_at_.end()) {
+        if (std::chrono::steady_clock::now() - it->second > std::chrono::milliseconds(kAgentStartTimeoutMs)) {
+            tries = -1;
+            warn_no_gpu(upid, "the agent library did not load");
+        }
+        return; // its dlopen is under way: a later scan finds the mailbox
+    }
+    ++tries;
     auto r = load_agent(pid, agent_path_, kInjectPatienceMs);
     if (r) {
-        tries = -1;
+        injected_at_[upid] = std::chrono::steady_clock::now();
+        pending_scan_.insert(pid);
         return;
     }
     if (r.error().code == ExitCode::ProcessExited) {
@@ -84,9 +105,7 @@ void Capture::inject_if_cuda(int pid, const std::vector<Mapping>& maps) {
     }
     if (tries >= kMaxInjectTries || r.error().message.find("no safe point") == std::string::npos) {
         tries = kMaxInjectTries;
-        gpu_warnings_[upid] = r.error().message;
-        if (!options_.quiet)
-            fmt::print(stderr, "gtrace: warning: no GPU data from pid {}: {}; its CPU side is traced\n", pid, r.error().message);
+        warn_no_gpu(upid, r.error().message);
     }
 }
 
@@ -119,21 +138,17 @@ void Capture::on_agent_state(uint32_t pid, const gt_agent_ring& ring) {
             if (!options_.quiet) fmt::print(stderr, "gtrace: pid {}: {}\n", pid, message);
         }
     } else if (ring.state == GT_AGENT_FAILED) {
-        gpu_warnings_[pid] = message;
-        if (!options_.quiet) fmt::print(stderr, "gtrace: warning: no GPU data from pid {}: {}; its CPU side is traced\n", pid, message);
+        warn_no_gpu(pid, message);
     }
     // A detached agent's slots stay known to BPF: a call still in flight then keeps its id.
 }
 
 void Capture::poll_gpu() {
     if (!agents_) return;
-    agents_->poll(*this);
+    for (const auto& [pid, why] : agents_->poll(*this)) warn_no_gpu(pid, why);
     for (uint32_t pid : agents_->unanswered_requests(kAgentStartTimeoutMs)) {
         if (!model_.find(pid) || model_.find(pid)->exited) continue;
-        gpu_warnings_[pid] = "the agent did not start";
-        if (!options_.quiet)
-            fmt::print(stderr, "gtrace: warning: no GPU data from pid {}: the agent did not start within {} s; its CPU side is traced\n",
-                       pid, kAgentStartTimeoutMs / 1000);
+        warn_no_gpu(pid, fmt::format("the agent did not answer within {} s", kAgentStartTimeoutMs / 1000));
     }
 }
 
@@ -160,6 +175,7 @@ nlohmann::json Capture::gpu_facts() const {
             {"joined_by_cupti_api_record", j.joined_by_api_record},
             {"calls_with_correlation", j.calls_with_correlation},
             {"lost_ring_full", t.ring_dropped},
+            {"ring_records_corrupt", t.ring_corrupt},
             {"lost_by_cupti", t.cupti_dropped},
             {"cupti_buffers_refused", t.buffers_refused},
             {"warnings", warnings}};
@@ -174,6 +190,8 @@ void Capture::print_gpu_summary() const {
     const JoinStats& j = join_.stats();
     fmt::print(stderr, "  GPU: {} agents ({} active, {} failed), {} kernels/copies/sets, {} linked to their CPU call\n",
                t.agents, t.active, t.failed, j.gpu_ops, j.joined);
+    if (t.ring_corrupt)
+        fmt::print(stderr, "  WARNING: {} positions or records in the agents' rings made no sense and were skipped\n", t.ring_corrupt);
     if (t.ring_dropped || t.cupti_dropped)
         fmt::print(stderr, "  WARNING: {} GPU records were LOST ({} agent ring full, {} by CUPTI)\n", t.ring_dropped + t.cupti_dropped,
                    t.ring_dropped, t.cupti_dropped);

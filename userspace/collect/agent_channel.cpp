@@ -1,94 +1,193 @@
 #include "collect/agent_channel.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
-#include <filesystem>
 
 #include <fmt/format.h>
 
 #include "collect/agent_ring.h"
+#include "discover/proc_tree.h"
+#include "discover/process_memory.h"
+#include "foundation/elf_symbols.h"
 
 namespace gtrace {
 namespace {
 
-constexpr const char* kShmRoot = "/dev/shm";
-constexpr const char* kDirPrefix = "gtrace-";
-
-// Directories left by a gtrace that was killed: their agents went dormant and unlinked their
-// rings; the directory itself is ours to remove.
-void remove_stale_dirs() {
-    std::error_code ec;
-    for (const auto& entry : std::filesystem::directory_iterator(kShmRoot, ec)) {
-        std::string name = entry.path().filename().string();
-        if (!name.starts_with(kDirPrefix)) continue;
-        int owner = atoi(name.c_str() + strlen(kDirPrefix));
-        if (owner > 0 && kill(owner, 0) != 0 && errno == ESRCH) std::filesystem::remove_all(entry.path(), ec);
+// A file descriptor we own.
+class Fd {
+public:
+    explicit Fd(int fd = -1) : fd_(fd) {}
+    Fd(const Fd&) = delete;
+    ~Fd() {
+        if (fd_ >= 0) close(fd_);
     }
+    int get() const { return fd_; }
+    int release() { return std::exchange(fd_, -1); }
+
+private:
+    int fd_;
+};
+
+// A consistent copy of pid's mailbox (the agent writes its answer under a sequence lock).
+bool read_mailbox(uint32_t pid, uint64_t address, gt_agent_mailbox& m) {
+    for (int attempt = 0; attempt < 3; ++attempt) {
+        uint32_t gen_after = 0;
+        if (!read_process_memory(static_cast<pid_t>(pid), address, &m, sizeof m)) return false;
+        if (!read_process_value(static_cast<pid_t>(pid), address + offsetof(gt_agent_mailbox, answer_gen), gen_after)) return false;
+        if (m.magic != GT_MAILBOX_MAGIC || m.version != GT_AGENT_VERSION) return false;
+        if (m.answer_gen % 2 == 0 && gen_after == m.answer_gen) {
+            m.owner_token[sizeof m.owner_token - 1] = 0;
+            m.message[sizeof m.message - 1] = 0;
+            return true;
+        }
+    }
+    return false;
+}
+
+bool write_process_memory(uint32_t pid, uint64_t address, const void* data, size_t len) {
+    iovec local{const_cast<void*>(data), len}, remote{reinterpret_cast<void*>(address), len};
+    return process_vm_writev(static_cast<pid_t>(pid), &local, 1, &remote, 1, 0) == static_cast<ssize_t>(len);
+}
+
+// A copy of one of pid's fds (needs the right to ptrace pid, which gtrace has).
+int take_fd(int pidfd, int fd) {
+    if (fd < 0) return -1;
+    return static_cast<int>(syscall(SYS_pidfd_getfd, pidfd, fd, 0));
+}
+
+std::string own_token() {
+    auto st = read_proc_stat(getpid());
+    return fmt::format("{}.{}", getpid(), st ? st->start_time_ticks : 0);
 }
 
 } // namespace
 
-Result<AgentChannel> AgentChannel::create() {
-    remove_stale_dirs();
+Result<AgentChannel> AgentChannel::create(const std::string& agent_path) {
     AgentChannel c;
-    c.dir_ = fmt::format("{}/{}{}", kShmRoot, kDirPrefix, getpid());
-    std::error_code ec;
-    std::filesystem::remove_all(c.dir_, ec);
-    if (mkdir(c.dir_.c_str(), 0700) != 0)
-        return make_error(ExitCode::Internal, fmt::format("cannot create {}: {}; is /dev/shm mounted?", c.dir_, strerror(errno)));
-    // Agents run as the target's user: they may create files here, not list or remove others'.
-    chmod(c.dir_.c_str(), 01733);
+    c.token_ = own_token();
+    struct stat st {};
+    if (stat(agent_path.c_str(), &st) != 0)
+        return make_error(ExitCode::Internal, fmt::format("the agent library {} is missing; rebuild gtrace or pass --no-gpu", agent_path));
+    c.agent_dev_ = st.st_dev;
+    c.agent_inode_ = st.st_ino;
+    std::unordered_set<std::string_view> only = {GT_AGENT_MAILBOX_SYMBOL};
+    auto syms = ElfSymbols::load(agent_path, &only);
+    const ElfSymbol* mailbox = syms ? (*syms)->find(GT_AGENT_MAILBOX_SYMBOL) : nullptr;
+    auto offset = mailbox ? (*syms)->vaddr_to_offset(mailbox->vaddr) : std::nullopt;
+    if (!offset || mailbox->size < sizeof(gt_agent_mailbox))
+        return make_error(ExitCode::Internal, fmt::format("{} lacks a usable {}; rebuild gtrace", agent_path, GT_AGENT_MAILBOX_SYMBOL));
+    c.mailbox_offset_ = *offset;
     return c;
 }
 
-AgentChannel::AgentChannel(AgentChannel&& o) noexcept : dir_(std::move(o.dir_)), rings_(std::move(o.rings_)) {
-    o.dir_.clear();
+AgentChannel::AgentChannel(AgentChannel&& o) noexcept
+    : token_(std::move(o.token_)), mailbox_offset_(o.mailbox_offset_), agent_dev_(o.agent_dev_), agent_inode_(o.agent_inode_),
+      rings_(std::move(o.rings_)), pending_(std::move(o.pending_)) {
     o.rings_.clear();
 }
 
 AgentChannel::~AgentChannel() {
-    for (auto& [pid, r] : rings_) munmap(r.header, r.size);
-    if (!dir_.empty()) {
-        std::error_code ec;
-        std::filesystem::remove_all(dir_, ec);
-    }
+    for (auto& [pid, r] : rings_) release(r);
+}
+
+void AgentChannel::release(Ring& r) {
+    if (r.header) munmap(r.header, r.size);
+    if (r.owner_fd >= 0) close(r.owner_fd);
+    r.header = nullptr;
+    r.owner_fd = -1;
 }
 
 std::string AgentChannel::config(const std::string& cupti_override) const {
-    std::string c = fmt::format("dir={};owner={}", dir_, getpid());
+    std::string c = fmt::format("owner={};ring={}", token_, GT_AGENT_DEFAULT_RING);
     if (!cupti_override.empty()) c += ";cupti=" + cupti_override;
     return c;
 }
 
-std::string AgentChannel::request_path(uint32_t pid) const { return fmt::format("{}/request-{}", dir_, pid); }
+uint64_t AgentChannel::mailbox_address(const std::vector<Mapping>& maps) const {
+    // By device and inode, not by path: in a container the path differs, the file is the same.
+    for (const auto& m : maps)
+        if (m.dev == agent_dev_ && m.inode == agent_inode_ && mailbox_offset_ >= m.offset &&
+            mailbox_offset_ + sizeof(gt_agent_mailbox) <= m.offset + (m.end - m.start) && !m.executable)
+            return m.start + (mailbox_offset_ - m.offset);
+    return 0;
+}
 
-Result<void> AgentChannel::request(uint32_t pid, const std::string& config) {
-    std::string path = request_path(pid), temp = path + ".new";
-    FILE* f = fopen(temp.c_str(), "w");
-    if (!f) return make_error(ExitCode::Internal, fmt::format("cannot write {}: {}", temp, strerror(errno)));
-    fputs(config.c_str(), f);
-    fchmod(fileno(f), 0644); // the agent runs as the target's user
-    bool ok = fclose(f) == 0 && rename(temp.c_str(), path.c_str()) == 0;
-    if (!ok) return make_error(ExitCode::Internal, fmt::format("cannot write {}: {}", path, strerror(errno)));
-    requests_[pid] = std::chrono::steady_clock::now();
+Result<AgentAsk> AgentChannel::ask(uint32_t pid, uint64_t mailbox, const std::string& config, bool may_request) {
+    gt_agent_mailbox m{};
+    if (!read_mailbox(pid, mailbox, m)) return make_error(ExitCode::Internal, "cannot read the agent's mailbox");
+    bool ours = token_ == m.owner_token;
+    if (m.status == GT_MAILBOX_OFFERED && ours) {
+        if (auto r = adopt(pid, m); !r) return r.error();
+        awaited_.erase(pid);
+        return AgentAsk::Adopted;
+    }
+    if ((m.status == GT_MAILBOX_OWNED || m.status == GT_MAILBOX_OFFERED) && !ours)
+        return make_error(ExitCode::Internal, fmt::format("its GPU side belongs to another gtrace capture (gtrace pid {})",
+                                                          std::string(m.owner_token).substr(0, std::string(m.owner_token).find('.'))));
+    if (!may_request) { // polled from now on: the offer comes at its CUDA's initialization
+        awaited_[pid] = mailbox;
+        return AgentAsk::Waiting;
+    }
+    if (config.size() >= GT_MAILBOX_CONFIG_MAX) return make_error(ExitCode::Internal, "the agent's settings are too long");
+    // The text first, then the sequence number that makes the agent read it.
+    uint64_t seq = m.request_seq + 1;
+    if (!write_process_memory(pid, mailbox + offsetof(gt_agent_mailbox, config), config.c_str(), config.size() + 1) ||
+        !write_process_memory(pid, mailbox + offsetof(gt_agent_mailbox, request_seq), &seq, sizeof seq))
+        return make_error(ExitCode::Internal, fmt::format("cannot write the agent's mailbox: {}", strerror(errno)));
+    pending_[pid] = {mailbox, seq, std::chrono::steady_clock::now()};
+    return AgentAsk::Requested;
+}
+
+Result<void> AgentChannel::adopt(uint32_t pid, const gt_agent_mailbox& m) {
+    auto fail = [&](const std::string& what) {
+        return make_error(ExitCode::Internal, fmt::format("the agent's ring is unusable ({})", what));
+    };
+    Fd pidfd(static_cast<int>(syscall(SYS_pidfd_open, pid, 0)));
+    if (pidfd.get() < 0) return fail(fmt::format("pidfd_open: {}", strerror(errno)));
+    Fd ring_fd(take_fd(pidfd.get(), m.ring_fd));
+    if (ring_fd.get() < 0)
+        return fail(errno == ENOSYS ? "this kernel lacks pidfd_getfd (Linux 5.6+)" : fmt::format("pidfd_getfd: {}", strerror(errno)));
+    struct stat st {};
+    if (fstat(ring_fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_ino != m.ring_inode) return fail("not the memfd it named");
+    // Sealed against shrinking: the process cannot pull pages out from under our mapping.
+    int seals = fcntl(ring_fd.get(), F_GET_SEALS);
+    uint64_t size = static_cast<uint64_t>(st.st_size), data = size - GT_AGENT_DATA_OFFSET;
+    if (seals < 0 || !(seals & F_SEAL_SHRINK)) return fail("not sealed");
+    if (size <= GT_AGENT_DATA_OFFSET || data < GT_AGENT_MIN_RING || data > GT_AGENT_MAX_RING || (data & (data - 1))) return fail("size");
+    Fd owner_fd(take_fd(pidfd.get(), m.owner_fd));
+    struct stat pst {};
+    if (owner_fd.get() < 0 || fstat(owner_fd.get(), &pst) != 0 || !S_ISFIFO(pst.st_mode) || pst.st_ino != m.pipe_inode)
+        return fail("no owner pipe");
+    void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, ring_fd.get(), 0);
+    if (p == MAP_FAILED) return fail(fmt::format("mmap: {}", strerror(errno)));
+    auto* h = static_cast<gt_agent_ring*>(p);
+    uint32_t none = 0;
+    if (h->magic != GT_AGENT_MAGIC || h->version != GT_AGENT_VERSION || h->data_bytes != data ||
+        !__atomic_compare_exchange_n(&h->owner_pid, &none, static_cast<uint32_t>(getpid()), false, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_ACQUIRE)) {
+        munmap(p, size);
+        return fail(none ? "taken by another capture" : "bad header");
+    }
+    rings_[pid] = Ring{h, size, data, owner_fd.release(), 0, 0, 0};
+    pending_.erase(pid);
     return {};
 }
 
 std::vector<uint32_t> AgentChannel::unanswered_requests(int ms) {
     std::vector<uint32_t> late;
     auto now = std::chrono::steady_clock::now();
-    for (auto it = requests_.begin(); it != requests_.end();) {
-        if (now - it->second > std::chrono::milliseconds(ms)) {
+    for (auto it = pending_.begin(); it != pending_.end();) {
+        if (now - it->second.since > std::chrono::milliseconds(ms)) {
             late.push_back(it->first);
-            unlink(request_path(it->first).c_str());
-            it = requests_.erase(it);
+            it = pending_.erase(it);
         } else {
             ++it;
         }
@@ -96,48 +195,53 @@ std::vector<uint32_t> AgentChannel::unanswered_requests(int ms) {
     return late;
 }
 
-void AgentChannel::open_new_rings() {
-    DIR* d = opendir(dir_.c_str());
-    if (!d) return;
-    while (dirent* e = readdir(d)) {
-        unsigned pid = 0;
-        char tail[8] = {};
-        if (sscanf(e->d_name, "agent-%u.%7s", &pid, tail) != 2 || strcmp(tail, "ring") != 0) continue;
-        if (rings_.contains(pid)) continue;
-        std::string path = dir_ + "/" + e->d_name;
-        int fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
-        if (fd < 0) continue;
-        struct stat st {};
-        void* p = MAP_FAILED;
-        if (fstat(fd, &st) == 0 && static_cast<size_t>(st.st_size) > GT_AGENT_DATA_OFFSET)
-            p = mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-        close(fd);
-        if (p == MAP_FAILED) continue;
-        auto* h = static_cast<gt_agent_ring*>(p);
-        if (h->magic != GT_AGENT_MAGIC || h->version != GT_AGENT_VERSION ||
-            agent_ring_file_size(h->data_bytes) != static_cast<size_t>(st.st_size)) {
-            munmap(p, static_cast<size_t>(st.st_size));
-            continue;
-        }
-        rings_[pid] = Ring{h, static_cast<size_t>(st.st_size), 0, 0};
-        if (requests_.erase(pid)) unlink(request_path(pid).c_str()); // answered
-    }
-    closedir(d);
-}
-
 void AgentChannel::read_ring(uint32_t pid, Ring& r, AgentSink& sink) {
     int64_t offset = __atomic_load_n(&r.header->clock_offset_ns, __ATOMIC_ACQUIRE);
-    r.records += agent_ring_consume(r.header, [&](const gt_gpu_header& h) { sink.on_gpu_record(pid, h, offset); });
+    AgentRingRead got = agent_ring_consume_copy(r.header, r.data_bytes, [&](const gt_gpu_header& h) { sink.on_gpu_record(pid, h, offset); });
+    r.records += got.records;
+    r.corrupt += got.corrupt;
     uint32_t state = __atomic_load_n(&r.header->state, __ATOMIC_ACQUIRE);
-    if (state != r.reported_state && state != GT_AGENT_STARTING) {
+    if (state != r.reported_state && state != GT_AGENT_STARTING &&
+        (state == GT_AGENT_ACTIVE || state == GT_AGENT_FAILED || state == GT_AGENT_DETACHED)) {
         r.reported_state = state;
         sink.on_agent_state(pid, *r.header);
     }
 }
 
-void AgentChannel::poll(AgentSink& sink) {
-    open_new_rings();
+// Launch mode: an agent offers its ring when CUDA initializes, and a process may exit soon after
+// (the agent waits for us at exit): look every poll.
+void AgentChannel::take_offers() {
+    for (auto it = awaited_.begin(); it != awaited_.end();) {
+        gt_agent_mailbox m{};
+        bool offered = read_mailbox(it->first, it->second, m) && m.status == GT_MAILBOX_OFFERED && token_ == m.owner_token;
+        if (offered && !adopt(it->first, m)) offered = false;
+        bool gone = kill(static_cast<pid_t>(it->first), 0) != 0;
+        it = offered || gone ? awaited_.erase(it) : std::next(it);
+    }
+}
+
+std::map<uint32_t, std::string> AgentChannel::poll(AgentSink& sink) {
+    std::map<uint32_t, std::string> refused;
+    take_offers();
+    for (auto it = pending_.begin(); it != pending_.end();) {
+        uint32_t pid = it->first;
+        gt_agent_mailbox m{};
+        bool answered = read_mailbox(pid, it->second.mailbox, m) && m.answered_seq == it->second.seq;
+        if (!answered) {
+            ++it;
+            continue;
+        }
+        it = pending_.erase(it);
+        if (m.status == GT_MAILBOX_OFFERED && token_ == m.owner_token) {
+            if (auto r = adopt(pid, m); !r) refused[pid] = r.error().message;
+        } else if (m.status == GT_MAILBOX_REFUSED) {
+            refused[pid] = fmt::format("the agent refused: {}", m.message);
+        } else {
+            refused[pid] = fmt::format("its GPU side belongs to another gtrace capture ({})", m.owner_token);
+        }
+    }
     for (auto& [pid, r] : rings_) read_ring(pid, r, sink);
+    return refused;
 }
 
 void AgentChannel::detach_all(AgentSink& sink, int timeout_ms) {
@@ -166,6 +270,7 @@ AgentTotals AgentChannel::totals() const {
         t.cupti_dropped += r.header->cupti_dropped;
         t.buffers_refused += r.header->buffers_refused;
         t.records += r.records;
+        t.ring_corrupt += r.corrupt;
     }
     return t;
 }

@@ -1,13 +1,19 @@
-// gtrace's end of the agents' rings: one directory per capture (/dev/shm/gtrace-PID) where each
-// process's agent creates its ring file. Polled from the capture loop: new rings are mapped,
-// records handed to the sink, state changes (started, failed, detached) reported once each.
+// gtrace's end of the channel to the agents (gtrace/agent.h): requests go into each agent's
+// mailbox with process_vm_writev; the ring and owner pipe an agent offers are taken with
+// pidfd_getfd, checked (a sealed regular memfd, a pipe, the inodes it named) and mapped.
+// Nothing is created in the file system. Polled from the capture loop: answers adopted, records
+// handed to the sink, state changes (started, failed, detached) reported once each.
+//
+// A traced process may be hostile: everything read from its mailbox and ring is checked before
+// use, and each record is copied out of the shared ring before it is looked at.
 #pragma once
-#include <cstdint>
 #include <chrono>
+#include <cstdint>
 #include <map>
-#include <vector>
 #include <string>
+#include <vector>
 
+#include "discover/proc_maps.h"
 #include "foundation/result.h"
 #include "gtrace/agent.h"
 
@@ -25,26 +31,39 @@ struct AgentTotals {
     uint64_t agents = 0, active = 0, failed = 0;
     uint64_t ring_dropped = 0, cupti_dropped = 0, buffers_refused = 0;
     uint64_t records = 0;
+    uint64_t ring_corrupt = 0; // ring positions or records that made no sense (skipped)
+};
+
+// What asking an agent gave.
+enum class AgentAsk {
+    Requested, // the request is in its mailbox; poll() takes the answer
+    Adopted,   // it had offered us a session (launch mode): taken
+    Waiting,   // launch mode: its CUDA has not started the agent yet
 };
 
 class AgentChannel {
 public:
-    // Creates the directory (removing those of earlier gtrace runs that died).
-    static Result<AgentChannel> create();
+    // `agent_path`: the agent library gtrace loads (its mailbox symbol is looked up once).
+    static Result<AgentChannel> create(const std::string& agent_path);
     AgentChannel(AgentChannel&& o) noexcept;
     AgentChannel(const AgentChannel&) = delete;
-    ~AgentChannel(); // unmaps the rings and removes the directory
+    ~AgentChannel(); // unmaps the rings and closes the owner pipes: every agent goes dormant
 
-    // The string gtrace_agent_start() / GTRACE_AGENT_CONFIG takes.
+    // The agent's settings (the mailbox request, or GTRACE_AGENT_CONFIG in launch mode).
     std::string config(const std::string& cupti_override) const;
-    const std::string& dir() const { return dir_; }
+    // Who this capture is, as agents name their owner ("PID.STARTTIME").
+    const std::string& owner_token() const { return token_; }
 
-    // Asks pid's agent to start (the file its constructor, or its dormant thread, looks for).
-    Result<void> request(uint32_t pid, const std::string& config);
+    // The address of the agent's mailbox in a process with these mappings; 0: not mapped.
+    uint64_t mailbox_address(const std::vector<Mapping>& maps) const;
+    // Asks pid's agent for a session (`may_request`; else only takes one offered to us). An
+    // error says why not, in words for the user (e.g. another capture owns its GPU side).
+    Result<AgentAsk> ask(uint32_t pid, uint64_t mailbox, const std::string& config, bool may_request);
     // Requests older than `ms` that no agent answered (pids), each reported once.
     std::vector<uint32_t> unanswered_requests(int ms);
 
-    void poll(AgentSink& sink);
+    // Takes answered offers, reads every ring; refusals are returned as pid → reason.
+    std::map<uint32_t, std::string> poll(AgentSink& sink);
     // Asks every active agent to flush and detach, and reads until all did or `timeout_ms`.
     void detach_all(AgentSink& sink, int timeout_ms);
     AgentTotals totals() const;
@@ -54,17 +73,27 @@ private:
     AgentChannel() = default;
     struct Ring {
         gt_agent_ring* header = nullptr;
-        size_t size = 0;
+        size_t size = 0;         // of the mapping
+        uint64_t data_bytes = 0; // from the memfd's size, never from the header
+        int owner_fd = -1;       // our copy of the agent's pipe write end
         uint32_t reported_state = 0;
-        uint64_t records = 0;
+        uint64_t records = 0, corrupt = 0;
     };
-    void open_new_rings();
-    std::string request_path(uint32_t pid) const;
+    struct Pending {
+        uint64_t mailbox = 0, seq = 0;
+        std::chrono::steady_clock::time_point since;
+    };
+    Result<void> adopt(uint32_t pid, const gt_agent_mailbox& m);
+    void take_offers();
     void read_ring(uint32_t pid, Ring& r, AgentSink& sink);
+    void release(Ring& r);
 
-    std::string dir_;
+    std::string token_;
+    uint64_t mailbox_offset_ = 0; // file offset of gtrace_agent_mailbox in the agent library
+    uint64_t agent_dev_ = 0, agent_inode_ = 0;
     std::map<uint32_t, Ring> rings_;
-    std::map<uint32_t, std::chrono::steady_clock::time_point> requests_;
+    std::map<uint32_t, Pending> pending_;
+    std::map<uint32_t, uint64_t> awaited_; // launch mode: pid → mailbox of an agent not offering yet
 };
 
 } // namespace gtrace

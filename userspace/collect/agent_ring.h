@@ -37,26 +37,46 @@ inline void agent_ring_commit(gt_agent_ring* r, uint64_t position, uint16_t size
     __atomic_store_n(&r->head, position + size, __ATOMIC_RELEASE);
 }
 
-// Calls visit(const gt_gpu_header&) for every committed record; returns how many it read.
+struct AgentRingRead {
+    size_t records = 0; // handed to visit
+    size_t corrupt = 0; // positions or records that made no sense: skipped
+};
+
+// gtrace's side: calls visit(const gt_gpu_header&) for every committed record, each copied out
+// of the shared ring first — the producer is another process, possibly hostile, and may rewrite
+// a record while it is being read. `cap` is the capacity gtrace measured itself, never the
+// header's; positions that make no sense resynchronize the reader at the producer's head.
 template <typename Visit>
-size_t agent_ring_consume(gt_agent_ring* r, Visit&& visit) {
-    const uint64_t cap = r->data_bytes;
+AgentRingRead agent_ring_consume_copy(gt_agent_ring* r, uint64_t cap, Visit&& visit) {
+    alignas(8) static thread_local uint8_t record[65536];
+    AgentRingRead got;
     uint64_t head = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE);
     uint64_t tail = r->tail;
-    size_t n = 0;
+    if (head < tail || head - tail > cap) { // not a ring any more: start over where it is now
+        ++got.corrupt;
+        __atomic_store_n(&r->tail, head, __ATOMIC_RELEASE);
+        return got;
+    }
+    const uint8_t* data = agent_ring_data(r);
     while (tail < head) {
         uint64_t offset = tail & (cap - 1);
-        const auto* h = reinterpret_cast<const gt_gpu_header*>(agent_ring_data(r) + offset);
-        if (h->type == GT_GPU_PAD || h->size < sizeof(gt_gpu_header) || offset + h->size > cap) {
+        gt_gpu_header h;
+        std::memcpy(&h, data + offset, sizeof h);
+        if (h.type == GT_GPU_PAD || h.size < sizeof(gt_gpu_header) || h.size % 8 || offset + h.size > cap) {
+            got.corrupt += h.type != GT_GPU_PAD;
             tail += cap - offset; // PAD, or garbage: skip to the end rather than read past it
             continue;
         }
-        visit(*h);
-        tail += h->size;
-        ++n;
+        std::memcpy(record, data + offset, h.size);
+        auto* copy = reinterpret_cast<gt_gpu_header*>(record);
+        copy->size = h.size; // what was checked, whatever the producer wrote since
+        visit(*copy);
+        tail += h.size;
+        ++got.records;
     }
+    if (tail > head) tail = head; // skipped garbage past what was produced
     __atomic_store_n(&r->tail, tail, __ATOMIC_RELEASE);
-    return n;
+    return got;
 }
 
 } // namespace gtrace

@@ -1,19 +1,13 @@
-// libgtrace_agent.so: loaded into a traced process by gtrace (a borrowed thread's dlopen; the
-// constructor then finds gtrace's request file) or by CUDA at initialization
-// (CUDA_INJECTION64_PATH → InitializeInjection, launch mode). It runs CUPTI and ships GPU
-// records to gtrace through a shared-memory ring, and never blocks the application. Its own
-// thread flushes, watches gtrace, and detaches on request — or within a second of gtrace dying
-// — and then stays dormant, looking for the next gtrace's request four times a second.
-#include <fcntl.h>
-#include <poll.h>
+// libgtrace_agent.so: loaded into a traced process by gtrace (a borrowed thread's dlopen) or by
+// CUDA at initialization (CUDA_INJECTION64_PATH → InitializeInjection, launch mode). It runs
+// CUPTI and ships GPU records to gtrace through a ring in a sealed memfd, and never blocks the
+// application. It obeys only requests written into its own memory (the mailbox, see
+// gtrace/agent.h), opens no file and follows no path: a local user who cannot ptrace the process
+// cannot reach it. Its own thread flushes, watches its owner through a pipe, detaches on request
+// or as soon as gtrace is gone, and then stays dormant, reading its mailbox ten times a second.
 #include <pthread.h>
 #include <signal.h>
-#include <sys/mman.h>
-#include <sys/syscall.h>
 #include <unistd.h>
-
-#include <dirent.h>
-#include <sys/stat.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -23,37 +17,37 @@
 #include <string>
 
 #include "collect/agent/cupti_session.h"
-#include "collect/agent_ring.h"
+#include "collect/agent/offer.h"
 
 namespace gtrace::agent {
 namespace {
 
-constexpr int kWatchMs = 200;        // how often the control thread wakes
-constexpr int kFlushEveryMs = 500;   // records reach gtrace within about this
-constexpr int kClockEveryMs = 5000;  // re-measure the clock offset
-constexpr int kDormantPollMs = 250;  // how often a dormant agent looks for a request
+constexpr int kWatchMs = 200;          // how often the control thread wakes in a session
+constexpr int kFlushEveryMs = 500;     // records reach gtrace within about this
+constexpr int kClockEveryMs = 5000;    // re-measure the clock offset
+constexpr int kAdoptTimeoutMs = 10000; // an offer nobody takes is withdrawn
+constexpr int kQuickPollMs = 10;       // mailbox reads just after loading or a session: a new
+constexpr int kQuickPollFor = 300;     //   gtrace is expected (300 × 10 ms), then
+constexpr int kDormantPollMs = 100;    //   a read every 100 ms: one memory load, nothing else
 
 struct Config {
-    std::string dir;
-    int owner = 0;
+    std::string owner; // the gtrace the offer is for
     uint64_t ring_bytes = GT_AGENT_DEFAULT_RING;
     SessionConfig session;
 };
 
-Config parse(const char* text) {
-    Config c;
-    std::string s = text ? text : "";
-    size_t pos = 0;
-    while (pos <= s.size()) {
+// Parses "owner=TOKEN;ring=BYTES;callbacks=0|1;cupti=PATH:PATH". Empty error: valid.
+std::string parse(const std::string& s, Config& c) {
+    for (size_t pos = 0; pos <= s.size();) {
         size_t end = s.find(';', pos);
         if (end == std::string::npos) end = s.size();
         std::string item = s.substr(pos, end - pos);
         pos = end + 1;
         size_t eq = item.find('=');
-        if (eq == std::string::npos) continue;
+        if (item.empty()) continue;
+        if (eq == std::string::npos) return "malformed item '" + item + "'";
         std::string key = item.substr(0, eq), value = item.substr(eq + 1);
-        if (key == "dir") c.dir = value;
-        else if (key == "owner") c.owner = atoi(value.c_str());
+        if (key == "owner") c.owner = value;
         else if (key == "ring") c.ring_bytes = strtoull(value.c_str(), nullptr, 10);
         else if (key == "callbacks") c.session.callbacks = value != "0";
         else if (key == "cupti") {
@@ -63,154 +57,62 @@ Config parse(const char* text) {
                 if (colon > p) c.session.cupti_candidates.push_back(value.substr(p, colon - p));
                 p = colon + 1;
             }
+        } else {
+            return "unknown key '" + key + "'";
         }
     }
-    if (c.ring_bytes < 65536 || (c.ring_bytes & (c.ring_bytes - 1))) c.ring_bytes = GT_AGENT_DEFAULT_RING;
-    return c;
+    if (c.owner.empty() || c.owner.size() >= GT_OWNER_TOKEN_MAX) return "no valid owner";
+    if (c.ring_bytes < GT_AGENT_MIN_RING || c.ring_bytes > GT_AGENT_MAX_RING || (c.ring_bytes & (c.ring_bytes - 1)))
+        return "ring size out of range";
+    return {};
 }
 
 struct Agent {
     std::mutex mutex;
-    bool active = false;          // a session is running (or starting) for an owner
+    bool active = false; // a session exists (offered, owned, or failed and waiting to be read)
     bool thread_started = false;
-    pthread_t thread{};
     Config config;
-    gt_agent_ring* ring = nullptr;
-    size_t ring_size = 0;
-    std::string ring_path;
-    int owner_fd = -1;            // pidfd of gtrace: readable once gtrace has exited
-    std::string last_request;     // identity of the request file acted on last
+    Offer offer;
+    uint32_t sessions = 0;
+    uint64_t last_request = 0;
+    int quick_polls = kQuickPollFor;
 };
 
-// Constructed on first use: the load-time constructor below may run before this file's static
-// initializers would.
+// Constructed on first use (the load-time constructor below may run before this file's static
+// initializers would) and never destroyed: at exit the agent's thread and CUPTI's last buffer
+// completions still use the ring while static destructors run.
 Agent& the_agent() {
-    static Agent a;
-    return a;
+    static Agent* a = new Agent;
+    return *a;
 }
 
-gt_agent_ring* create_ring(const Config& c, std::string* path) {
-    *path = c.dir + "/agent-" + std::to_string(getpid()) + ".ring";
-    std::string temp = *path + ".new";
-    int fd = open(temp.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fd < 0) return nullptr;
-    size_t size = agent_ring_file_size(c.ring_bytes);
-    void* p = MAP_FAILED;
-    if (ftruncate(fd, static_cast<off_t>(size)) == 0) p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    close(fd);
-    if (p == MAP_FAILED) {
-        unlink(temp.c_str());
-        return nullptr;
-    }
-    auto* r = static_cast<gt_agent_ring*>(p);
-    r->magic = GT_AGENT_MAGIC;
-    r->version = GT_AGENT_VERSION;
-    r->pid = static_cast<uint32_t>(getpid());
-    r->data_bytes = c.ring_bytes;
-    r->state = GT_AGENT_STARTING;
-    rename(temp.c_str(), path->c_str()); // gtrace only ever sees an initialized header
-    return r;
-}
-
-// Lets go of the ring and the owner (under the mutex).
-void release(Agent& a, uint32_t final_state, bool unlink_ring) {
-    __atomic_store_n(&a.ring->state, final_state, __ATOMIC_RELEASE);
-    munmap(a.ring, a.ring_size);
-    a.ring = nullptr;
-    if (unlink_ring) unlink(a.ring_path.c_str()); // nobody will read it
-    if (a.owner_fd >= 0) close(a.owner_fd);
-    a.owner_fd = -1;
-    a.active = false;
-}
-
-// Starts CUPTI; on failure leaves the reason in the ring and lets go of it (under the mutex).
-bool begin_session(Agent& a) {
-    std::string error = start_session(a.ring, a.config.session);
+// Starts CUPTI; on failure leaves the reason in the ring for gtrace (under the mutex).
+void begin_session(Agent& a) {
+    std::string error = start_session(a.offer.ring(), a.config.session);
     if (error.empty()) {
-        __atomic_store_n(&a.ring->state, GT_AGENT_ACTIVE, __ATOMIC_RELEASE);
-        return true;
+        __atomic_store_n(&a.offer.ring()->state, GT_AGENT_ACTIVE, __ATOMIC_RELEASE);
+        return;
     }
-    snprintf(a.ring->message, sizeof a.ring->message, "%s", error.c_str());
-    release(a, GT_AGENT_FAILED, false);
-    return false;
+    snprintf(a.offer.ring()->message, sizeof a.offer.ring()->message, "%s", error.c_str());
+    __atomic_store_n(&a.offer.ring()->state, GT_AGENT_FAILED, __ATOMIC_RELEASE);
 }
 
-// gtrace has exited, or is exiting: a killed gtrace takes seconds to finish exiting (the kernel
-// removes its uprobes one by one), and the agent must not wait for that.
-bool owner_gone(Agent& a) {
-    if (a.owner_fd >= 0) {
-        pollfd p{a.owner_fd, POLLIN, 0};
-        if (poll(&p, 1, 0) > 0) return true;
-    } else if (kill(a.config.owner, 0) != 0 && errno == ESRCH) {
-        return true;
-    }
-    constexpr unsigned long kPfExiting = 0x4; // linux/sched.h
-    char path[64], buf[1024];
-    snprintf(path, sizeof path, "/proc/%d/stat", a.config.owner);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return false; // another PID namespace: the pidfd decides
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0) return true;
-    buf[n] = 0;
-    const char* p = strrchr(buf, ')'); // fields after the command name: state ppid pgrp session tty tpgid flags
-    unsigned long flags = 0;
-    char state = 0;
-    if (!p || sscanf(p + 1, " %c %*d %*d %*d %*d %*d %lu", &state, &flags) != 2) return false;
-    return state == 'Z' || state == 'X' || (flags & kPfExiting);
-}
-
-int start(const std::string& config_text, bool from_injection);
-
-// A request is /dev/shm/gtrace-OWNER/request-PID holding the config; each file is acted on once.
-void check_requests() {
-    std::string mine = "/request-" + std::to_string(getpid());
-    DIR* d = opendir("/dev/shm");
-    if (!d) return;
-    std::string found, identity;
-    while (dirent* e = readdir(d)) {
-        if (strncmp(e->d_name, "gtrace-", 7) != 0) continue;
-        std::string path = std::string("/dev/shm/") + e->d_name + mine;
-        struct stat st {};
-        if (stat(path.c_str(), &st) != 0) continue;
-        identity = path + ":" + std::to_string(st.st_ino) + ":" + std::to_string(st.st_mtim.tv_nsec);
-        if (identity != the_agent().last_request) found = path;
-        break;
-    }
-    closedir(d);
-    if (found.empty()) return;
-    FILE* f = fopen(found.c_str(), "r");
-    if (!f) return;
-    char buf[4096] = {};
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    {
-        std::lock_guard lock(the_agent().mutex);
-        the_agent().last_request = identity;
-    }
-    start(std::string(buf, n), false);
-}
-
-// Runs one active session until gtrace asks to detach or dies.
+// Runs one session until gtrace asks to detach, goes away, or never takes the offer.
 void serve(Agent& a) {
     {
         std::lock_guard lock(a.mutex);
-        if (a.ring->state == GT_AGENT_STARTING && !begin_session(a)) return;
+        if (a.offer.ring()->state == GT_AGENT_STARTING) begin_session(a);
     }
-    bool owner_died = false;
-    int since_flush = 0, since_clock = 0;
+    gt_agent_ring* ring = a.offer.ring();
+    bool taken = false;
+    int waited = 0, since_flush = 0, since_clock = 0;
     for (;;) {
-        if (a.owner_fd >= 0) {
-            pollfd p{a.owner_fd, POLLIN, 0};
-            poll(&p, 1, kWatchMs);
-        } else {
-            usleep(kWatchMs * 1000);
-        }
-        if (owner_gone(a)) {
-            owner_died = true;
-            break;
-        }
-        if (__atomic_load_n(&a.ring->control, __ATOMIC_ACQUIRE) == GT_AGENT_DETACH) break;
+        if (!taken && (taken = a.offer.taken())) publish_owned();
+        if (!taken && waited >= kAdoptTimeoutMs) break;
+        if (a.offer.owner_gone(kWatchMs)) break;
+        waited += kWatchMs;
+        if (__atomic_load_n(&ring->control, __ATOMIC_ACQUIRE) == GT_AGENT_DETACH) break;
+        if (ring->state != GT_AGENT_ACTIVE) continue;
         if ((since_flush += kWatchMs) >= kFlushEveryMs) {
             since_flush = 0;
             flush_session(false);
@@ -220,9 +122,45 @@ void serve(Agent& a) {
             measure_clock();
         }
     }
-    stop_session();
+    bool was_active = ring->state == GT_AGENT_ACTIVE;
+    if (was_active) stop_session();
     std::lock_guard lock(a.mutex);
-    release(a, GT_AGENT_DETACHED, owner_died);
+    __atomic_store_n(&ring->state, was_active ? GT_AGENT_DETACHED : ring->state, __ATOMIC_RELEASE);
+    a.offer.close_all();
+    publish_idle();
+    a.active = false;
+    a.quick_polls = kQuickPollFor; // a re-attach usually follows soon
+}
+
+// Answers a request (seq > 0) or the launch-mode config (seq 0). 0: offered; negative: refused.
+int start(const std::string& config_text, uint64_t seq, bool from_injection) {
+    Agent& a = the_agent();
+    std::lock_guard lock(a.mutex);
+    Config c;
+    if (std::string why = parse(config_text, c); !why.empty()) {
+        fprintf(stderr, "gtrace agent (pid %d): refused a request: %s\n", getpid(), why.c_str());
+        publish_refusal(seq, "refused: " + why);
+        return -EINVAL;
+    }
+    if (a.active) { // owned by another capture: the mailbox keeps naming it
+        publish_busy(seq);
+        return -EBUSY;
+    }
+    Offer offer = Offer::create(c.ring_bytes);
+    if (!offer) {
+        int err = errno;
+        publish_refusal(seq, std::string("cannot create the ring: ") + strerror(err));
+        return -err;
+    }
+    a.config = c;
+    a.offer = std::move(offer);
+    if (!from_injection) __atomic_or_fetch(&a.offer.ring()->flags, GT_AGENT_LATE_ATTACH, __ATOMIC_RELEASE);
+    a.active = true;
+    // At CUDA initialization CUPTI must be on before the first kernel: start it here. In a
+    // running process the agent's thread starts it (serve), never the application's threads.
+    if (from_injection) begin_session(a);
+    a.offer.publish(c.owner, seq, ++a.sessions);
+    return 0;
 }
 
 void* agent_loop(void*) {
@@ -233,11 +171,16 @@ void* agent_loop(void*) {
             std::lock_guard lock(a.mutex);
             active = a.active;
         }
-        if (active) serve(a);
-        else {
-            usleep(kDormantPollMs * 1000);
-            check_requests();
+        if (active) {
+            serve(a);
+            continue;
         }
+        usleep((a.quick_polls > 0 ? kQuickPollMs : kDormantPollMs) * 1000);
+        if (a.quick_polls > 0) --a.quick_polls;
+        Request r = take_request(a.last_request);
+        if (r.seq == 0) continue;
+        a.last_request = r.seq;
+        start(r.config, r.seq, false);
     }
     return nullptr;
 }
@@ -247,9 +190,10 @@ void ensure_thread(Agent& a) {
     sigset_t all, old;
     sigfillset(&all); // the agent's thread must not take the application's signals
     pthread_sigmask(SIG_SETMASK, &all, &old);
-    if (pthread_create(&a.thread, nullptr, agent_loop, nullptr) == 0) {
-        pthread_detach(a.thread);
-        pthread_setname_np(a.thread, "gtrace-agent");
+    pthread_t thread;
+    if (pthread_create(&thread, nullptr, agent_loop, nullptr) == 0) {
+        pthread_detach(thread);
+        pthread_setname_np(thread, "gtrace-agent");
         a.thread_started = true;
     }
     pthread_sigmask(SIG_SETMASK, &old, nullptr);
@@ -258,47 +202,29 @@ void ensure_thread(Agent& a) {
 void in_forked_child() {
     Agent& a = the_agent();
     forget_ring_in_child();
+    a.offer.forget_in_child();
     a.thread_started = false; // the agent's thread was not copied
     a.active = false;
-    a.ring = nullptr;
-    if (a.owner_fd >= 0) close(a.owner_fd);
-    a.owner_fd = -1;
-}
-
-// 0: started; 1: already running for this owner; negative: failed (the ring says why when it exists).
-int start(const std::string& config_text, bool from_injection) {
-    Agent& a = the_agent();
-    std::lock_guard lock(a.mutex);
-    Config c = parse(config_text.c_str());
-    if (c.dir.empty() || c.owner <= 0) return -EINVAL;
-    if (a.active) return a.config.owner == c.owner ? 1 : -EBUSY;
-    a.config = c;
-    a.ring = create_ring(c, &a.ring_path);
-    if (!a.ring) return -errno;
-    a.ring_size = agent_ring_file_size(c.ring_bytes);
-    a.owner_fd = static_cast<int>(syscall(SYS_pidfd_open, c.owner, 0));
-    if (!from_injection) __atomic_or_fetch(&a.ring->flags, GT_AGENT_LATE_ATTACH, __ATOMIC_RELEASE);
-    a.active = true;
-    // At CUDA initialization CUPTI must be on before the first kernel: start it here. In a
-    // running process this is a borrowed thread: keep it short, the agent's thread starts CUPTI.
-    if (from_injection && !begin_session(a)) return -ENOENT;
-    ensure_thread(a);
-    return 0;
+    a.last_request = __atomic_load_n(&gtrace_agent_mailbox.request_seq, __ATOMIC_ACQUIRE); // the parent's
 }
 
 __attribute__((constructor)) void on_load() {
     pthread_atfork(nullptr, nullptr, in_forked_child);
-    {
-        std::lock_guard lock(the_agent().mutex);
-        ensure_thread(the_agent());
-    }
-    check_requests(); // loaded by gtrace: its request is waiting
+    std::lock_guard lock(the_agent().mutex);
+    ensure_thread(the_agent());
 }
 
-// At exit the records still in CUPTI's buffers would die with the process: hand them over.
+// At exit the records still in CUPTI's buffers would die with the process: hand them over. A
+// ring not yet taken (a launched process that ends right after CUDA started) dies with the
+// process unless gtrace takes it: give gtrace a moment (it looks every 50 ms).
 __attribute__((destructor)) void flush_at_exit() {
+    constexpr int kExitWaitMs = 1000;
     Agent& a = the_agent();
-    if (a.active && a.ring) flush_session(true);
+    std::lock_guard lock(a.mutex);
+    if (!a.active || !a.offer || a.offer.ring()->state != GT_AGENT_ACTIVE) return;
+    for (int waited = 0; !__atomic_load_n(&a.offer.ring()->owner_pid, __ATOMIC_ACQUIRE) && waited < kExitWaitMs; waited += 10)
+        usleep(10000);
+    flush_session(true);
 }
 
 } // namespace
@@ -310,7 +236,7 @@ extern "C" {
 __attribute__((visibility("default"))) int InitializeInjection(void) {
     const char* config = getenv(GT_AGENT_ENV_CONFIG);
     if (!config) return 1;
-    int rc = gtrace::agent::start(config, true);
+    int rc = gtrace::agent::start(config, 0, true);
     if (rc < 0) fprintf(stderr, "gtrace agent: could not start in pid %d (%s)\n", getpid(), strerror(-rc));
     return 1; // CUDA goes on whatever happened here
 }

@@ -56,8 +56,15 @@ Session& the_session() { // constructed on first use, whatever the order of load
 }
 
 // Which runtime API call is in progress on this thread: a driver call made inside it (the
-// runtime's own cuLaunchKernel) must not overwrite the runtime call's correlation id.
-thread_local int t_runtime_depth = 0;
+// runtime's own cuLaunchKernel) must not overwrite the runtime call's correlation id. Counted
+// per session: a session that ends while a thread is inside a call never sees that call's exit,
+// and a depth carried into the next session would silence the thread's calls for good.
+std::atomic<uint32_t> g_session_generation{0};
+struct RuntimeDepth {
+    uint32_t generation = 0;
+    int depth = 0;
+};
+thread_local RuntimeDepth t_runtime;
 
 const CUpti_CallbackId kRuntimeWork[] = {
     CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
@@ -84,15 +91,17 @@ uint32_t current_tid() { // a system call per API call would be most of the call
 void CUPTIAPI on_api_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId, const void* data) {
     const auto* cb = static_cast<const CUpti_CallbackData*>(data);
     bool enter = cb->callbackSite == CUPTI_API_ENTER;
+    uint32_t generation = g_session_generation.load(std::memory_order_relaxed);
+    if (t_runtime.generation != generation) t_runtime = {generation, 0};
     if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
         // Callbacks can be switched on while a thread is inside a call: its exit then comes
         // without an entry, and must not leave the depth below zero for good.
         if (!enter) {
-            if (t_runtime_depth > 0) --t_runtime_depth;
+            if (t_runtime.depth > 0) --t_runtime.depth;
             return;
         }
-        if (++t_runtime_depth != 1) return;
-    } else if (!enter || t_runtime_depth > 0) {
+        if (++t_runtime.depth != 1) return;
+    } else if (!enter || t_runtime.depth > 0) {
         return;
     }
     uint32_t tid = current_tid();
@@ -299,6 +308,7 @@ std::string start_session(gt_agent_ring* ring, const SessionConfig& config) {
         return std::string(ring->cupti_path) + ": cuptiActivityRegisterCallbacks: " + result_text(r);
 
     if (config.callbacks) {
+        g_session_generation.fetch_add(1, std::memory_order_relaxed);
         CUptiResult r = s.cupti.cuptiSubscribe(&s.subscriber, on_api_callback, nullptr);
         if (r == CUPTI_SUCCESS) {
             for (auto cbid : kRuntimeWork) s.cupti.cuptiEnableCallback(1, s.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, cbid);
