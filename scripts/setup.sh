@@ -6,7 +6,7 @@ PACKAGES=(
   build-essential cmake pkg-config clang llvm
   libbpf-dev bpftool bpftrace linux-perf
   libelf-dev libdw-dev zlib1g-dev libzstd-dev
-  libunwind-dev libboost-program-options-dev
+  libunwind-dev libboost-program-options-dev libcapstone-dev
   catch2 nlohmann-json3-dev libfmt-dev
   python3 python3-torch austin time
   chromium

@@ -145,7 +145,24 @@ Result<std::unique_ptr<BpfSession>> BpfSession::create(const BpfOptions& options
     s->mmap_link_ = bpf_program__attach(s->proc_->progs.on_mmap); // nullptr: fall back to polling
     if (options.sample_hz)
         if (auto r = s->start_sampling(options.sample_hz); !r) return r.error();
+    if (options.stats && (s->stats_fd_ = bpf_enable_stats(BPF_STATS_RUN_TIME)) < 0)
+        return bpf_error("enabling BPF run-time statistics (--bpf-stats)", errno);
     return s;
+}
+
+std::vector<ProgramStats> BpfSession::program_stats() const {
+    std::vector<ProgramStats> out;
+    if (stats_fd_ < 0) return out;
+    std::vector<bpf_program*> progs = {cuda_->progs.cuda_api_enter, cuda_->progs.cuda_api_exit, cuda_->progs.agent_announce,
+                                       torch_->progs.torch_range_probe, proc_->progs.on_mmap};
+    if (sampling_) progs.push_back(sampling_->progs.on_sample);
+    for (bpf_program* p : progs) {
+        bpf_prog_info info{};
+        uint32_t len = sizeof info;
+        if (bpf_program__fd(p) < 0 || bpf_obj_get_info_by_fd(bpf_program__fd(p), &info, &len) != 0) continue;
+        out.push_back({bpf_program__name(p), info.run_cnt, info.run_time_ns});
+    }
+    return out;
 }
 
 Result<void> BpfSession::load_torch_ranges() {
@@ -190,6 +207,7 @@ Result<void> BpfSession::start_sampling(uint32_t hz) {
 }
 
 BpfSession::~BpfSession() {
+    if (stats_fd_ >= 0) close(stats_fd_);
     for (bpf_link* link : sample_links_) bpf_link__destroy(link);
     if (sampling_) gtrace_sampling__destroy(sampling_);
     if (mmap_link_) bpf_link__destroy(mmap_link_);

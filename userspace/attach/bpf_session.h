@@ -25,6 +25,13 @@ struct BpfOptions {
     uint64_t ring_buffer_bytes = 64ull << 20;
     uint32_t py_stack_every = 1; // Python stack at every Nth CUDA call of a thread; 0: never
     uint32_t sample_hz = 100;    // timer samples per second per CPU; 0: no sampling
+    bool stats = false;          // count runs and run time of every gtrace BPF program (--bpf-stats)
+};
+
+// How often one of gtrace's BPF programs ran, and for how long (kernel BPF stats).
+struct ProgramStats {
+    std::string name;
+    uint64_t runs = 0, run_ns = 0;
 };
 
 // Attached uprobes (one libbpf link, or a multi-uprobe link's fd); detached when destroyed.
@@ -80,6 +87,8 @@ public:
     // Sum over CPUs of every counter in enum gt_counter (loss per event class and the others).
     std::array<uint64_t, GT_CNT_COUNT> read_counters() const;
     bool mmap_notifications() const { return mmap_link_ != nullptr; }
+    // Runs and run time per program since the session started (empty without BpfOptions::stats).
+    std::vector<ProgramStats> program_stats() const;
 
 private:
     BpfSession() = default;
@@ -94,6 +103,7 @@ private:
     gtrace_sampling* sampling_ = nullptr;
     gtrace_torch_ranges* torch_ = nullptr;
     std::vector<bpf_link*> sample_links_; // one CPU-clock perf event per CPU
+    int stats_fd_ = -1;                   // holds the kernel's BPF run-time statistics on
 };
 
 } // namespace gtrace

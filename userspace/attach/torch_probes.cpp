@@ -2,10 +2,12 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <unordered_set>
 
+#include "attach/call_sites.h"
 #include "foundation/elf_symbols.h"
 #include "discover/proc_tree.h"
 #include "gtrace/torch_ranges.h"
@@ -13,31 +15,22 @@
 namespace gtrace {
 namespace {
 
-struct TorchSite {
-    const char* symbol;
-    gt_torch_site site;
-};
-
-// Itanium-mangled names, stable from torch 1.13 to 2.x. record_function_enter_new took a
-// c10::optional before torch 2.1 and a std::optional since.
-constexpr TorchSite kSites[] = {
-    {"_ZN2at14RecordFunctionC1ENS_11RecordScopeE", GT_TORCH_RANGE_BEGIN},
-    {"_ZN2at14RecordFunctionC2ENS_11RecordScopeE", GT_TORCH_RANGE_BEGIN},
-    {"_ZN2at14RecordFunction3endEv", GT_TORCH_RANGE_END},
-    {"_ZN2at14RecordFunctionD1Ev", GT_TORCH_RANGE_END},
-    {"_ZN2at14RecordFunctionD2Ev", GT_TORCH_RANGE_END},
-    {"_ZN5torch8autograd8profiler25record_function_enter_newERKNSt7__cxx1112basic_stringIcSt11char_"
-     "traitsIcESaIcEEERKN3c108optionalIS7_EE",
-     GT_TORCH_RANGE_NAME},
-    {"_ZN5torch8autograd8profiler25record_function_enter_newERKNSt7__cxx1112basic_stringIcSt11char_"
-     "traitsIcESaIcEEERKSt8optionalIS7_E",
-     GT_TORCH_RANGE_NAME},
+constexpr const char* kCtor[] = {"_ZN2at14RecordFunctionC1ENS_11RecordScopeE", "_ZN2at14RecordFunctionC2ENS_11RecordScopeE"};
+constexpr const char* kEnd = "_ZN2at14RecordFunction3endEv";
+constexpr const char* kDtor[] = {"_ZN2at14RecordFunctionD1Ev", "_ZN2at14RecordFunctionD2Ev"};
+// record_function_enter_new took a c10::optional before torch 2.1 and a std::optional since.
+constexpr const char* kEnterNew[] = {
+    "_ZN5torch8autograd8profiler25record_function_enter_newERKNSt7__cxx1112basic_stringIcSt11char_"
+    "traitsIcESaIcEEERKN3c108optionalIS7_EE",
+    "_ZN5torch8autograd8profiler25record_function_enter_newERKNSt7__cxx1112basic_stringIcSt11char_"
+    "traitsIcESaIcEEERKSt8optionalIS7_E",
 };
 
 const std::unordered_set<std::string_view>& site_symbols() {
     static const std::unordered_set<std::string_view> names = [] {
-        std::unordered_set<std::string_view> n;
-        for (const auto& s : kSites) n.insert(s.symbol);
+        std::unordered_set<std::string_view> n = {kEnd};
+        for (auto* list : {&kCtor, &kDtor, &kEnterNew})
+            for (const char* name : *list) n.insert(name);
         return n;
     }();
     return names;
@@ -49,7 +42,61 @@ bool is_torch_library(const std::string& path) {
     return file.starts_with("libtorch_cpu.so") || file.starts_with("libtorch.so");
 }
 
+void add_entry(const ElfSymbols& syms, const char* name, gt_torch_site site, std::vector<ApiProbeSite>& out,
+               std::set<uint64_t>& offsets) {
+    const ElfSymbol* sym = syms.find(name);
+    auto offset = sym ? syms.vaddr_to_offset(sym->vaddr) : std::nullopt;
+    if (offset && offsets.insert(*offset).second) out.push_back({*offset, static_cast<uint64_t>(site)});
+}
+
 } // namespace
+
+// Where a range begins and ends. Function entries are hit by every RecordFunction libtorch makes
+// — one per autograd node, hundreds per step — so the probes go on the call sites instead: the
+// constructor's callers that may pass USER_SCOPE (BPF still checks the scope), and the callers of
+// end() other than the destructor (user ranges are ended explicitly; other guards end in their
+// destructor). When the code cannot be analysed, the entries are probed as before.
+TorchProbes::Plan TorchProbes::plan(const std::string& path, const ElfSymbols& syms) {
+    Plan plan;
+    std::set<uint64_t> offsets;
+    for (const char* name : kEnterNew) add_entry(syms, name, GT_TORCH_RANGE_NAME, plan.sites, offsets);
+    std::vector<std::string> wanted = {kCtor[0], kCtor[1], kEnd};
+    auto found = find_call_sites(path, wanted);
+    std::set<uint64_t> dtors;
+    for (const char* name : kDtor)
+        if (const ElfSymbol* d = syms.find(name)) dtors.insert(d->vaddr);
+    if (found) {
+        size_t begins = 0, ends = 0;
+        for (const char* name : kCtor)
+            for (const CallSite& c : (*found)[name])
+                if ((!c.second_arg || *c.second_arg == GT_TORCH_USER_SCOPE) && offsets.insert(c.offset).second) {
+                    plan.sites.push_back({c.offset, GT_TORCH_RANGE_BEGIN});
+                    ++begins;
+                }
+        for (const CallSite& c : (*found)[kEnd])
+            if (!dtors.contains(c.function) && offsets.insert(c.offset).second) {
+                plan.sites.push_back({c.offset, GT_TORCH_RANGE_END});
+                ++ends;
+            }
+        if (begins && ends) {
+            plan.at_call_sites = true;
+            plan.begin_sites = begins, plan.end_sites = ends;
+            return plan;
+        }
+        plan.why_entries = "no user-scope call sites found";
+    } else {
+        plan.why_entries = found.error().message;
+    }
+    std::erase_if(plan.sites, [](const ApiProbeSite& s) { return s.cookie != GT_TORCH_RANGE_NAME; });
+    offsets.clear();
+    for (const auto& s : plan.sites) offsets.insert(s.offset);
+    for (const char* name : kCtor) add_entry(syms, name, GT_TORCH_RANGE_BEGIN, plan.sites, offsets);
+    add_entry(syms, kEnd, GT_TORCH_RANGE_END, plan.sites, offsets);
+    for (const char* name : kDtor) add_entry(syms, name, GT_TORCH_RANGE_END, plan.sites, offsets);
+    plan.begin_sites = std::count_if(plan.sites.begin(), plan.sites.end(), [](auto& s) { return s.cookie == GT_TORCH_RANGE_BEGIN; });
+    plan.end_sites = std::count_if(plan.sites.begin(), plan.sites.end(), [](auto& s) { return s.cookie == GT_TORCH_RANGE_END; });
+    return plan;
+}
 
 Result<int> TorchProbes::scan_maps(int pid, const std::vector<Mapping>& maps) {
     int added = 0;
@@ -63,19 +110,10 @@ Result<int> TorchProbes::scan_maps(int pid, const std::vector<Mapping>& maps) {
         not_torch_.insert(key); // until probed: a file that fails is not retried for every event
         auto syms = ElfSymbols::load(open_path, &site_symbols());
         if (!syms) continue;
-        std::vector<ApiProbeSite> sites;
-        std::set<uint64_t> offsets; // C1/C2 and D1/D2 are usually one function
-        bool begins = false, ends = false;
-        for (const auto& s : kSites) {
-            const ElfSymbol* sym = (*syms)->find(s.symbol);
-            if (!sym) continue;
-            auto offset = (*syms)->vaddr_to_offset(sym->vaddr);
-            if (!offset || !offsets.insert(*offset).second) continue;
-            sites.push_back({*offset, static_cast<uint64_t>(s.site)});
-            begins |= s.site == GT_TORCH_RANGE_BEGIN;
-            ends |= s.site == GT_TORCH_RANGE_END;
-        }
-        if (!begins || !ends) continue; // libtorch.so of split builds: RecordFunction is in libtorch_cpu
+        Plan plan = this->plan(open_path, **syms);
+        // libtorch.so of split builds: RecordFunction is in libtorch_cpu.
+        if (!plan.begin_sites || !plan.end_sites) continue;
+        const std::vector<ApiProbeSite>& sites = plan.sites;
         auto links = bpf_.attach_torch_probes(open_path, sites);
         if (!links) {
             if (links.error().code == ExitCode::Privileges) return links.error();
@@ -84,16 +122,21 @@ Result<int> TorchProbes::scan_maps(int pid, const std::vector<Mapping>& maps) {
         }
         for (auto& l : *links) links_.push_back(std::move(l));
         not_torch_.erase(key);
-        probed_.emplace(key, m.path);
+        probed_.emplace(key, Probed{m.path, plan.at_call_sites, plan.begin_sites, plan.end_sites, plan.why_entries});
         ++added;
     }
     return added;
 }
 
-std::vector<std::string> TorchProbes::files() const {
-    std::vector<std::string> out;
-    for (const auto& [key, path] : probed_) out.push_back(path);
-    return out;
+nlohmann::json TorchProbes::facts() const {
+    nlohmann::json files = nlohmann::json::array();
+    for (const auto& [key, p] : probed_) {
+        nlohmann::json f = {{"path", p.path}, {"probed_at", p.at_call_sites ? "call_sites" : "function_entries"},
+                            {"begin_sites", p.begin_sites}, {"end_sites", p.end_sites}};
+        if (!p.at_call_sites) f["why_not_call_sites"] = p.why_entries;
+        files.push_back(std::move(f));
+    }
+    return files;
 }
 
 } // namespace gtrace

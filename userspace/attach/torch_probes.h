@@ -1,6 +1,8 @@
 // Finds the libtorch each process mapped (Debian's, a pip wheel's, a conda one) and puts the
-// record_function probes on it: the exported RecordFunction constructor, end() and destructor,
-// and record_function_enter_new where it exists (torch 2.x). One set of probes per file.
+// record_function probes on it: the call sites that construct user-scope RecordFunctions and
+// those that end them explicitly (or, where the code cannot be analysed, the constructor, end()
+// and destructor themselves), and record_function_enter_new where it exists (torch 2.x). One
+// set of probes per file.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -10,6 +12,9 @@
 #include <vector>
 
 #include "attach/bpf_session.h"
+#include <nlohmann/json.hpp>
+
+#include "foundation/elf_symbols.h"
 #include "foundation/result.h"
 #include "discover/proc_maps.h"
 
@@ -21,12 +26,26 @@ public:
 
     // Probe the libtorch files among a process's mappings; returns how many new files got probes.
     Result<int> scan_maps(int pid, const std::vector<Mapping>& maps);
-    // Files probed (shown path), for the capture's facts.
-    std::vector<std::string> files() const;
+    // Files probed and how (call sites or entries, how many), for the capture's facts.
+    nlohmann::json facts() const;
 
 private:
+    struct Plan {
+        std::vector<ApiProbeSite> sites;
+        bool at_call_sites = false;
+        size_t begin_sites = 0, end_sites = 0;
+        std::string why_entries; // why the entries are probed instead of call sites
+    };
+    struct Probed {
+        std::string path;
+        bool at_call_sites = false;
+        size_t begin_sites = 0, end_sites = 0;
+        std::string why_entries;
+    };
+    static Plan plan(const std::string& path, const ElfSymbols& syms);
+
     BpfSession& bpf_;
-    std::map<std::pair<uint64_t, uint64_t>, std::string> probed_; // (dev, inode) -> path
+    std::map<std::pair<uint64_t, uint64_t>, Probed> probed_; // (dev, inode) -> how it is probed
     std::set<std::pair<uint64_t, uint64_t>> not_torch_;
     std::vector<UprobeLink> links_;
 };

@@ -45,7 +45,7 @@ Result<std::unique_ptr<Capture>> Capture::attach(const CaptureOptions& options) 
     c->started_ = std::chrono::steady_clock::now();
     c->start_wall_unix_ms_ = static_cast<uint64_t>(
         std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
-    auto bpf = BpfSession::create({options.ring_buffer_bytes, options.py_stack_every, options.sample_hz});
+    auto bpf = BpfSession::create({options.ring_buffer_bytes, options.py_stack_every, options.sample_hz, options.bpf_stats});
     if (!bpf) return bpf.error();
     c->bpf_ = std::move(*bpf);
     c->probes_ = std::make_unique<CudaProbes>(*c->bpf_);
@@ -360,9 +360,17 @@ nlohmann::json Capture::other_data(const std::string& stop_reason, double elapse
             {"counters", counters},
             {"calls", calls},
             {"probed_objects", objects},
-            {"torch_libraries", torch_probes_->files()},
+            {"torch_libraries", torch_probes_->facts()},
             {"capture_script", script_facts()},
+            {"bpf_stats", bpf_stats_facts()},
             {"gpu", gpu_facts()}};
+}
+
+nlohmann::json Capture::bpf_stats_facts() const {
+    nlohmann::json out = nlohmann::json::object();
+    for (const auto& p : bpf_->program_stats())
+        out[p.name] = {{"runs", p.runs}, {"run_ns", p.run_ns}, {"ns_per_run", p.runs ? p.run_ns / p.runs : 0}};
+    return out;
 }
 
 void Capture::print_summary(const CaptureResult& r, double elapsed_s) const {

@@ -47,6 +47,7 @@ struct CaptureOptions {
     uint64_t max_events = 0;                            // --max-events: stop after this many (0: no limit)
     int trigger_signal = 0;                             // --trigger: start, then stop, on this signal
     std::string summary_json;                           // --summary-json: facts and findings at the end
+    bool bpf_stats = false;                             // --bpf-stats: runs and run time per BPF program
 };
 
 struct CaptureResult {
@@ -91,6 +92,7 @@ private:
     void forget_python(uint32_t pid);
     void print_status(double elapsed_s);
     nlohmann::json other_data(const std::string& stop_reason, double elapsed_s) const;
+    nlohmann::json bpf_stats_facts() const;
     void print_summary(const CaptureResult& r, double elapsed_s) const;
     // Scripted captures (capture_script.cpp)
     void start_script();

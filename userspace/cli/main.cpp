@@ -109,6 +109,8 @@ po::options_description attach_options() {
         ("trigger", po::value<std::string>(),
          "SIGUSR1 or SIGUSR2: record nothing until gtrace gets this signal, then record until it gets it again")
         ("no-gpu", "CPU side only: do not load the CUPTI agent into the processes")
+        ("bpf-stats", "count the runs and run time of each gtrace BPF program (kernel BPF statistics, on while gtrace "
+                      "runs) into the trace's otherData.bpf_stats")
         ("cupti", po::value<std::string>(), "libcupti to use (colon-separated paths tried first); default: the one matching "
                                             "each process's libcudart");
     return o;
@@ -176,6 +178,7 @@ void read_capture_options(const po::variables_map& vm, CaptureOptions& options) 
     options.force = vm.count("force") > 0;
     options.quiet = vm.count("quiet") > 0;
     options.gpu = vm.count("no-gpu") == 0;
+    options.bpf_stats = vm.count("bpf-stats") > 0;
     if (vm.count("cupti")) {
         options.cupti = vm["cupti"].as<std::string>();
         if (!options.gpu) fail(make_error(ExitCode::Usage, "--cupti and --no-gpu contradict each other; drop one"));

@@ -1,0 +1,36 @@
+#include <catch2/catch.hpp>
+
+#include <map>
+
+#include "attach/call_sites.h"
+#include "foundation/elf_symbols.h"
+
+using namespace gtrace;
+
+TEST_CASE("call sites: every call and tail call of a function through its PLT, with the immediate second argument") {
+    std::string lib = std::string(TEST_PROGRAMS) + "/libcall_sites_lib.so";
+    auto found = find_call_sites(lib, {"gt_target", "no_such_function"});
+    REQUIRE(found);
+    REQUIRE(found->contains("gt_target"));
+    REQUIRE_FALSE(found->contains("no_such_function"));
+    auto syms = ElfSymbols::load(lib);
+    REQUIRE(syms);
+    std::map<std::string, const CallSite*> by_caller;
+    for (const CallSite& c : found->at("gt_target")) {
+        const ElfSymbol* caller = (*syms)->covering(c.vaddr);
+        REQUIRE(caller);
+        CHECK(caller->vaddr == c.function); // the function start came from .eh_frame_hdr
+        CHECK((*syms)->vaddr_to_offset(c.vaddr) == c.offset);
+        by_caller[caller->name] = &c;
+    }
+    REQUIRE(by_caller.size() == 4);
+    CHECK(by_caller.at("gt_caller_user")->second_arg == 7u);
+    CHECK(by_caller.at("gt_caller_other")->second_arg == 2u);
+    CHECK_FALSE(by_caller.at("gt_caller_variable")->second_arg.has_value());
+    CHECK(by_caller.at("gt_caller_tail")->second_arg == 7u);
+}
+
+TEST_CASE("call sites: a file that is not an ELF object is refused") {
+    CHECK_FALSE(find_call_sites("/etc/hostname", {"x"}));
+    CHECK_FALSE(find_call_sites("/dev/null", {"x"}));
+}
