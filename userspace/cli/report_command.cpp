@@ -167,7 +167,10 @@ Result<void> run_report(const std::vector<std::string>& traces, const ReportOpti
     for (const auto& path : traces) {
         auto t = load_trace(path);
         if (!t) return t.error();
-        if (t->partial_events)
+        if (t->partial_events && partial_in_use(path))
+            fmt::print(stderr, "gtrace: {} is the partial trace of a capture still running: read its {} whole events so far\n",
+                       path, *t->partial_events);
+        else if (t->partial_events)
             fmt::print(stderr, "gtrace: {} is a partial trace (its capture was killed): read its {} whole events; "
                                "complete it with: gtrace recover {}\n", path, *t->partial_events, path);
         for (auto& r : analyze_ranks(*t, options.analysis)) ranks.push_back(std::move(r));
