@@ -8,9 +8,6 @@
 namespace gtrace {
 namespace {
 
-// A trace's end as ChromeTraceWriter writes it: a line "]," then otherData, then "}\n".
-constexpr std::string_view kClosingStart = "\n],\n\"otherData\":";
-
 // One line holds exactly one JSON object.
 bool whole_object(std::string_view line) {
     std::string padded(line);
@@ -32,7 +29,7 @@ std::optional<PartialEnd> find_partial_end(std::string_view bytes) {
     auto newlines = [&](size_t from, size_t to) {
         return static_cast<uint64_t>(std::count(bytes.begin() + static_cast<ptrdiff_t>(from), bytes.begin() + static_cast<ptrdiff_t>(to), '\n'));
     };
-    if (size_t closing = bytes.rfind(kClosingStart); closing != std::string_view::npos && closing >= body - 1) {
+    if (size_t closing = bytes.rfind(kChromeTraceClosing); closing != std::string_view::npos && closing >= body - 1) {
         // Closed, or killed while closing it: keep the events before the closing.
         end.events = closing > body ? newlines(body, closing) + 1 : 0;
         end.complete = bytes.ends_with("}\n");
@@ -61,7 +58,7 @@ std::optional<PartialEnd> find_partial_end(std::string_view bytes) {
 bool is_partial_name(const std::string& path) { return path.ends_with(".partial"); }
 
 std::string partial_closing(std::string_view other_data_json) {
-    std::string s(kClosingStart);
+    std::string s(kChromeTraceClosing);
     s += other_data_json;
     s += "}\n";
     return s;

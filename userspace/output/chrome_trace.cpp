@@ -196,7 +196,8 @@ Result<std::optional<TraceCut>> ChromeTraceWriter::finish(const TraceModel& mode
             facts["cut"] = {{"error", cut->error},
                             {"events_kept", cut->units_kept},
                             {"events_dropped", stream_events_ - cut->units_kept}};
-        tail += "\n],\n\"otherData\":" + facts.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "}\n";
+        tail += kChromeTraceClosing;
+        tail += facts.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "}\n";
         return tail;
     };
     auto cut = sink_.finish(closing);

@@ -22,6 +22,8 @@ namespace gtrace {
 
 // The bytes every trace gtrace writes starts with; then one event a line, separated by ",\n".
 constexpr std::string_view kChromeTraceHeader = "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n";
+// And ends with this, otherData's object on one line, then "}\n".
+constexpr std::string_view kChromeTraceClosing = "\n],\n\"otherData\":";
 
 // Names of tracks that are not threads of their own (sample tracks, GPU tracks), by (pid, tid).
 using TrackNames = std::map<std::pair<uint32_t, uint32_t>, std::string>;
