@@ -274,7 +274,7 @@ def main():
     runs = []
     for run in range(a.runs):
         load = os.getloadavg()[0]
-        p = subprocess.run(["/usr/bin/time", "-v", gtrace, "report", trace, "--json", summary],
+        p = subprocess.run(["/usr/bin/time", "-v", gtrace, "report", trace, "--json", summary, "--force"],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         if p.returncode != 0:
             sys.exit(f"gtrace report failed ({p.returncode}):\n{p.stderr}")

@@ -46,7 +46,7 @@ echo "demo: job running (torchrun pid $JOB); attaching gtrace for 10 s, no resta
 "$ROOT/build/gtrace" attach --pid "$JOB" --duration 10 -o "$OUT/trace.json" --force \
   --summary-json "$OUT/summary.json"
 kill -TERM -- -"$JOB" 2>/dev/null || true # the job is no longer needed: free the CPUs for the report
-"$ROOT/build/gtrace" report "$OUT/trace.json" --html "$OUT/report.html" >/dev/null
+"$ROOT/build/gtrace" report "$OUT/trace.json" --html "$OUT/report.html" --force >/dev/null
 echo
 echo "demo: trace:    $OUT/trace.json — open it in Perfetto UI (ui.perfetto.dev) or chrome://tracing"
 echo "demo: report:   $OUT/report.html (charts; open it in any browser)"

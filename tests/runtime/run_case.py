@@ -6,6 +6,7 @@ import argparse
 import collections
 import json
 import os
+import pwd
 import re
 import shutil
 import signal
@@ -216,10 +217,131 @@ def check_trace(trace, expect, program_lines):
             got = got.get(part) if isinstance(got, dict) else None
         if got != value:
             fail(f"otherData.{key} is {got!r}, expected {value!r}")
+    for key, pattern in expect.get("other_data_match", {}).items():  # a regex on the value's text
+        got = other
+        for part in key.split("."):
+            got = got.get(part) if isinstance(got, dict) else None
+        if got is None or not re.search(pattern, str(got)):
+            fail(f"otherData.{key} is {got!r}, expected to match /{pattern}/")
     if "stop_reason" in expect and not re.search(expect["stop_reason"], other.get("stop_reason", "")):
         fail(f"stop_reason {other.get('stop_reason')!r} does not match /{expect['stop_reason']}/")
     if "lost_events" not in other or "counters" not in other:
         fail("trace metadata lacks the loss counters")
+
+
+def run_gtrace(gtrace, g, ctx, tmp):
+    """Runs one gtrace command ([gtrace] or a [[then]] step); returns its exit code, stderr,
+    stdout and pid."""
+    cmd = [gtrace] + substitute(g["args"], ctx)
+    if g.get("user"):
+        cmd = ["setpriv", f"--reuid={g['user']}", f"--regid={g['user']}", "--clear-groups",
+               "--inh-caps=-all"] + cmd
+    env = dict(os.environ, **substitute(g.get("env", {}), ctx))
+    mask = int(g["umask"], 8) if "umask" in g else None
+    print("run:", " ".join(cmd), f"(umask {g['umask']})" if mask is not None else "", flush=True)
+    gp = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=tmp,
+                          preexec_fn=(lambda: os.umask(mask)) if mask is not None else None)
+    gerr = Stream(gp.stderr, "[gtrace] ")
+    gout = Stream(gp.stdout, "[gtrace:out] ")
+    if g.get("on_attached"):
+        pattern = g.get("attached_pattern", r"attached to PID")
+        if not gerr.wait_for(pattern, g.get("timeout", 120)):
+            gp.kill()
+            fail(f"gtrace never printed /{pattern}/")
+        for action in substitute(g["on_attached"], ctx):
+            run_action(action)
+    if "signal_after" in g:
+        time.sleep(g["signal_after"])
+        gp.send_signal(getattr(signal, "SIG" + g.get("signal", "INT")))
+    try:
+        rc = gp.wait(timeout=g.get("timeout", 120))
+    except subprocess.TimeoutExpired:
+        gp.kill()
+        fail("gtrace did not stop in time")
+    return rc, gerr.text(), gout.text(), gp.pid
+
+
+def stop_programs(programs):
+    for p in programs:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+
+
+def check_files(expect):
+    """Checks on the files a run left: contents, modes, owners, JSON validity."""
+    for path, text in expect.get("file_contents", {}).items():
+        with open(path) as f:
+            got = f.read()
+        if got != text:
+            fail(f"{path} holds {got[:200]!r}, expected {text!r}")
+    for path, other in expect.get("files_identical", {}).items():
+        with open(path, "rb") as a, open(other, "rb") as b:
+            if a.read() != b.read():
+                fail(f"{path} differs from {other}")
+    for path in expect.get("files_present", []):
+        if not os.path.isfile(path):
+            fail(f"{path} is missing")
+    for path, mode in expect.get("file_modes", {}).items():
+        got = os.lstat(path).st_mode & 0o7777
+        if got != int(mode, 8):
+            fail(f"{path} has mode {got:04o}, expected {mode}")
+    for path, user in expect.get("file_owners", {}).items():
+        st = os.lstat(path)
+        want = pwd.getpwnam(user)
+        if (st.st_uid, st.st_gid) != (want.pw_uid, want.pw_gid):
+            fail(f"{path} is owned by {st.st_uid}:{st.st_gid}, expected {user} ({want.pw_uid}:{want.pw_gid})")
+    for path in expect.get("json_files", []):
+        with open(path) as f:
+            json.load(f)
+    if expect.get("file_contents") or expect.get("file_modes") or expect.get("file_owners") or expect.get("json_files"):
+        print("ok: files as expected")
+
+
+def check_run(expect, rc, err_text, out_text, program_lines):
+    """The [expect] checks of one gtrace run (see tests/runtime/README.md)."""
+    if rc != expect.get("exit_code", 0):
+        fail(f"gtrace exited {rc}, expected {expect.get('exit_code', 0)}")
+    for pattern in expect.get("stderr", []):
+        if not re.search(pattern, err_text):
+            fail(f"stderr does not match /{pattern}/")
+    for pattern in expect.get("stderr_absent", []):
+        if re.search(pattern, err_text):
+            fail(f"stderr matches /{pattern}/, it must not")
+    for pattern in expect.get("stdout", []):
+        if not re.search(pattern, out_text):
+            fail(f"stdout does not match /{pattern}/")
+    if "stderr_lines" in expect:
+        n = len([x for x in err_text.splitlines() if x.strip()])
+        if n != expect["stderr_lines"]:
+            fail(f"stderr has {n} lines, expected {expect['stderr_lines']}")
+    for path in expect.get("files_absent", []):
+        if os.path.lexists(path):
+            fail(f"{path} exists but gtrace should not have written it")
+    for d, allowed in expect.get("dir_contents", {}).items():
+        present = sorted(os.listdir(d))
+        if present != sorted(allowed):
+            fail(f"{d} holds {present}, expected {sorted(allowed)} (no half-written files)")
+    check_files(expect)
+    if "trace" in expect:
+        check_trace(load_trace(expect["trace"]), expect, program_lines)
+    if "gpu_truth" in expect:
+        gpu_checks.check_gpu(load_trace(expect["trace"]), expect)
+    if expect.get("dump_blocks"):
+        for line in program_lines:
+            if "GTRACE_BLOCK " in line:
+                block = json.loads(line[line.find("GTRACE_BLOCK ") + 13:])
+                want = f"rank {block['rank']}: "
+                got = [x for x in out_text.splitlines() if x.startswith(want)]
+                if len(got) != 1 or block["frame"] not in got[0]:
+                    fail(f"dump line for rank {block['rank']} is {got}, expected it to name {block['frame']}")
+                print(f"ok: {got[0]}")
+    if "folded_hot" in expect:
+        check_folded(expect["folded"], expect["folded_hot"])
+    if expect.get("no_leftover_bpf", True):
+        left = leftover_bpf_objects()
+        if left:
+            fail(f"BPF objects left in the kernel after gtrace exited: {left}")
 
 
 def main():
@@ -244,8 +366,10 @@ def main():
             print(f"SKIPPED: no interpreter matches {case['interpreter']} on this machine", flush=True)
             sys.exit(77)
     tmp = tempfile.mkdtemp(prefix="gtrace-case-")
+    nobody = pwd.getpwnam("nobody")
     ctx = {"tmp": tmp, "programs": opts.programs, "stubs": opts.stubs, "source": opts.source,
-           "gtrace": opts.gtrace, "python": "/usr/bin/python3", "gpusim": opts.gpusim}
+           "gtrace": opts.gtrace, "python": "/usr/bin/python3", "gpusim": opts.gpusim,
+           "uid:nobody": nobody.pw_uid, "gid:nobody": nobody.pw_gid}
     if "interpreter" in case:
         ctx["interpreter"] = found[-1]
     for d in case.get("make_dirs", []):
@@ -257,9 +381,16 @@ def main():
     for path in case.get("make_files", []):
         with open(substitute(path, ctx), "w") as f:
             f.write("existing\n")
+    for link, target in case.get("make_links", {}).items():
+        os.symlink(substitute(target, ctx), substitute(link, ctx))
 
-    programs, streams = [], []
+    programs, streams, mounted = [], [], []
     try:
+        for fs in case.get("tmpfs", []):  # a small file system, to fill
+            d = substitute(fs["dir"], ctx)
+            os.makedirs(d, exist_ok=True)
+            subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={fs['size']},mode=0755", "tmpfs", d], check=True)
+            mounted.append(d)
         for prog in case.get("program", []):
             env = dict(os.environ, **substitute(prog.get("env", {}), ctx))
             p = subprocess.Popen(substitute(prog["command"], ctx), stdout=subprocess.PIPE,
@@ -276,34 +407,16 @@ def main():
                 run_action(substitute(action, ctx))
 
         g = case["gtrace"]
-        cmd = [opts.gtrace] + substitute(g["args"], ctx)
-        if g.get("user"):
-            cmd = ["setpriv", f"--reuid={g['user']}", f"--regid={g['user']}", "--clear-groups",
-                   "--inh-caps=-all"] + cmd
-        env = dict(os.environ, **substitute(g.get("env", {}), ctx))
-        print("run:", " ".join(cmd), flush=True)
-        gp = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=tmp)
-        gerr = Stream(gp.stderr, "[gtrace] ")
-        gout = Stream(gp.stdout, "[gtrace:out] ")
-        if g.get("on_attached"):
-            pattern = g.get("attached_pattern", r"attached to PID")
-            if not gerr.wait_for(pattern, g.get("timeout", 120)):
-                gp.kill()
-                fail(f"gtrace never printed /{pattern}/")
-            for action in substitute(g["on_attached"], ctx):
-                run_action(action)
-        if "signal_after" in g:
-            time.sleep(g["signal_after"])
-            gp.send_signal(getattr(signal, "SIG" + g.get("signal", "INT")))
-        try:
-            rc = gp.wait(timeout=g.get("timeout", 120))
-        except subprocess.TimeoutExpired:
-            gp.kill()
-            fail("gtrace did not stop in time")
-        err_text = gerr.text()
-        out_text = gout.text()
+        rc, err_text, out_text, gpid = run_gtrace(opts.gtrace, g, ctx, tmp)
+        ctx["pid:gtrace"] = gpid
+        thens = case.get("then", [])
 
         expect = case.get("expect", {})
+        if expect.get("programs_alive"):
+            for i, p in enumerate(programs):
+                if p.poll() is not None:
+                    fail(f"program {i} exited {p.returncode} while gtrace ran; it must keep running")
+            print("ok: the traced programs kept running")
         if expect.get("no_stopped_processes"):
             for p in programs:
                 for pid in process_tree(p.pid):
@@ -313,59 +426,23 @@ def main():
                         if state in ("t", "T"):
                             fail(f"thread {tid} of pid {pid} left stopped (state {state})")
             print("ok: no thread of the job is stopped")
-        if expect.get("counts") or expect.get("program_exit_codes"):  # the programs run to their end
-            for p in programs:
-                try:
-                    p.wait(timeout=case.get("program_timeout", 60))
-                except subprocess.TimeoutExpired:
-                    pass
-        for p in programs:
-            if p.poll() is None:
-                os.killpg(p.pid, signal.SIGKILL)
-                p.wait()
-        for s in streams:
-            s.text()
+        if not thens:  # later runs may need the programs
+            if expect.get("counts") or expect.get("program_exit_codes"):  # the programs run to their end
+                for p in programs:
+                    try:
+                        p.wait(timeout=case.get("program_timeout", 60))
+                    except subprocess.TimeoutExpired:
+                        pass
+            stop_programs(programs)
+            for s in streams:
+                s.text()
         program_lines = [line for s in streams for line in s.lines]
 
-        expect = substitute(case.get("expect", {}), ctx)
-        if rc != expect.get("exit_code", 0):
-            fail(f"gtrace exited {rc}, expected {expect.get('exit_code', 0)}")
-        for pattern in expect.get("stderr", []):
-            if not re.search(pattern, err_text):
-                fail(f"stderr does not match /{pattern}/")
-        for pattern in expect.get("stdout", []):
-            if not re.search(pattern, out_text):
-                fail(f"stdout does not match /{pattern}/")
-        if "stderr_lines" in expect:
-            n = len([x for x in err_text.splitlines() if x.strip()])
-            if n != expect["stderr_lines"]:
-                fail(f"stderr has {n} lines, expected {expect['stderr_lines']}")
-        for path in expect.get("files_absent", []):
-            if os.path.exists(path):
-                fail(f"{path} exists but gtrace should not have written it")
-        for d, allowed in expect.get("dir_contents", {}).items():
-            present = sorted(os.listdir(d))
-            if present != sorted(allowed):
-                fail(f"{d} holds {present}, expected {sorted(allowed)} (no half-written files)")
-        if "trace" in expect:
-            check_trace(load_trace(expect["trace"]), expect, program_lines)
-        if "gpu_truth" in expect:
-            gpu_checks.check_gpu(load_trace(expect["trace"]), expect)
-        if expect.get("dump_blocks"):
-            for line in program_lines:
-                if "GTRACE_BLOCK " in line:
-                    block = json.loads(line[line.find("GTRACE_BLOCK ") + 13:])
-                    want = f"rank {block['rank']}: "
-                    got = [x for x in out_text.splitlines() if x.startswith(want)]
-                    if len(got) != 1 or block["frame"] not in got[0]:
-                        fail(f"dump line for rank {block['rank']} is {got}, expected it to name {block['frame']}")
-                    print(f"ok: {got[0]}")
-        if "folded_hot" in expect:
-            check_folded(expect["folded"], expect["folded_hot"])
-        if expect.get("no_leftover_bpf", True):
-            left = leftover_bpf_objects()
-            if left:
-                fail(f"BPF objects left in the kernel after gtrace exited: {left}")
+        check_run(substitute(expect, ctx), rc, err_text, out_text, program_lines)
+        for i, step in enumerate(thens):
+            print(f"then #{i + 1}: {step.get('description', '')}", flush=True)
+            rc, err_text, out_text, _ = run_gtrace(opts.gtrace, step, ctx, tmp)
+            check_run(substitute(step.get("expect", {}), ctx), rc, err_text, out_text, program_lines)
         for i, code in enumerate(expect.get("program_exit_codes", [])):
             if programs[i].returncode != code:
                 fail(f"program {i} exited {programs[i].returncode}, expected {code}")
@@ -378,6 +455,9 @@ def main():
                 except ProcessLookupError:
                     pass
                 p.wait()
+        for mount in reversed(mounted):
+            if subprocess.run(["umount", mount]).returncode != 0:
+                subprocess.run(["umount", "-l", mount])
         shutil.rmtree(tmp, ignore_errors=True)
 
 

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "analyze/json_cursor.h"
+#include "analyze/partial_trace.h"
 #include "analyze/trace_file.h"
 #include "analyze/trace_reader.h"
 
@@ -229,10 +230,21 @@ private:
 } // namespace
 
 Result<TraceData> load_trace(const std::string& path, unsigned readers) {
-    auto file = TraceFile::open(path);
+    bool partial = is_partial_name(path);
+    auto file = TraceFile::open(path, partial);
     if (!file) return file.error();
     TraceData t;
     t.path = path;
+    if (partial) {
+        auto end = find_partial_end({file->begin(), file->size()});
+        if (!end)
+            return make_error(ExitCode::BadTrace, fmt::format("{} is not a partial trace gtrace wrote (it does not start like one)", path));
+        if (!end->complete) {
+            if (!file->close_at(end->cut, partial_closing(R"({"tool":"gtrace","partial":true})")))
+                return make_error(ExitCode::Internal, fmt::format("cannot close the partial trace {} in memory", path));
+            t.partial_events = end->events;
+        }
+    }
     bool saw_events;
     std::string tool;
     {

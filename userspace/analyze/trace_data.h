@@ -84,12 +84,14 @@ struct TraceData {
     std::string path;
     std::map<uint32_t, ProcessData> processes;
     bool has_gpu = false; // the capture had the GPU agent on
+    std::optional<uint64_t> partial_events; // a partial trace (its capture was killed): the whole events read
     StringPool strings;
 };
 
 // Loads a trace gtrace wrote, streaming: memory grows with the spans kept, not the file's size.
 // A file that is not one (another tool's, truncated, corrupt) gives an error that says so.
-// `readers`: threads that read traceEvents; 0: one per core for files over 64 MiB.
+// `readers`: threads that read traceEvents; 0: one per core for files over 64 MiB. A file named
+// `*.partial` is read as a partial trace (analyze/partial_trace.h): up to its last whole event.
 Result<TraceData> load_trace(const std::string& path, unsigned readers = 0);
 
 } // namespace gtrace

@@ -1,11 +1,14 @@
 // A trace file's bytes for JsonCursor: mapped, followed by the zero padding it needs. Pages a
 // reader is done with are dropped from the process, so a multi-gigabyte trace costs no resident
-// memory for itself. Not a regular file (a pipe): read into memory instead.
+// memory for itself. Not a regular file (a pipe): read into memory instead. A partial trace
+// (`writable`) can then be closed in memory with close_at(); the file itself is never changed.
 #pragma once
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
+#include <algorithm>
 #include <string>
+#include <string_view>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -19,7 +22,7 @@ namespace gtrace {
 
 class TraceFile {
 public:
-    static Result<TraceFile> open(const std::string& path) {
+    static Result<TraceFile> open(const std::string& path, bool writable = false) {
         auto unreadable = [&](int err) {
             return make_error(ExitCode::Usage, fmt::format("cannot read {}: {}; give the path of a trace gtrace wrote", path, strerror(err)));
         };
@@ -32,7 +35,7 @@ public:
             close(fd);
             return unreadable(err);
         }
-        if (S_ISREG(st.st_mode) && st.st_size > 0 && f.map(fd, static_cast<size_t>(st.st_size))) {
+        if (S_ISREG(st.st_mode) && st.st_size > 0 && f.map(fd, static_cast<size_t>(st.st_size), writable)) {
             close(fd);
             return f;
         }
@@ -56,6 +59,18 @@ public:
     TraceFile& operator=(TraceFile&&) = delete;
     ~TraceFile() {
         if (map_) munmap(const_cast<char*>(map_), map_len_);
+    }
+
+    // Keeps the first `cut` bytes and puts `closing` after them (with the padding). For a file
+    // opened `writable`: its mapping is private, so only this process sees the change.
+    bool close_at(size_t cut, std::string_view closing) {
+        if (map_ && cut + closing.size() + JsonCursor::kPadding > map_len_) return false;
+        if (!map_) copy_.resize(std::max(copy_.size(), cut + closing.size() + JsonCursor::kPadding));
+        char* p = const_cast<char*>(begin());
+        memcpy(p + cut, closing.data(), closing.size());
+        memset(p + cut + closing.size(), 0, JsonCursor::kPadding);
+        size_ = cut + closing.size();
+        return true;
     }
 
     const char* begin() const { return map_ ? map_ : copy_.data(); }
@@ -82,15 +97,16 @@ public:
 private:
     // The file over an anonymous (zero) mapping one page longer: the rest of the file's last page
     // and that page are the padding. The mapping is 1 MiB aligned, for the Dropper.
-    bool map(int fd, size_t size) {
+    bool map(int fd, size_t size, bool writable) {
+        int prot = writable ? PROT_READ | PROT_WRITE : PROT_READ;
         size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE)), align = 1 << 20;
         size_t len = (size + page - 1) / page * page + page;
-        void* raw = mmap(nullptr, len + align, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        void* raw = mmap(nullptr, len + align, prot, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (raw == MAP_FAILED) return false;
         char* base = reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(raw) + align - 1) & ~(align - 1));
         if (base > raw) munmap(raw, static_cast<size_t>(base - static_cast<char*>(raw)));
         munmap(base + len, static_cast<size_t>(static_cast<char*>(raw) + len + align - (base + len)));
-        if (mmap(base, size, PROT_READ, MAP_PRIVATE | MAP_FIXED, fd, 0) == MAP_FAILED) {
+        if (mmap(base, size, prot, MAP_PRIVATE | MAP_FIXED, fd, 0) == MAP_FAILED) {
             munmap(base, len);
             return false;
         }

@@ -45,6 +45,9 @@ Result<std::unique_ptr<Capture>> Capture::attach(const CaptureOptions& options) 
     c->started_ = std::chrono::steady_clock::now();
     c->start_wall_unix_ms_ = static_cast<uint64_t>(
         std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+    std::string note;
+    c->registration_ = RegisteredCapture::add(c->writer_.partial_path(), options.output, options.pid, c->start_wall_unix_ms_, note);
+    if (!note.empty() && !options.quiet) fmt::print(stderr, "gtrace: note: {}\n", note);
     auto bpf = BpfSession::create({options.ring_buffer_bytes, options.py_stack_every, options.sample_hz, options.bpf_stats});
     if (!bpf) return bpf.error();
     c->bpf_ = std::move(*bpf);
@@ -306,12 +309,16 @@ Result<CaptureResult> Capture::run() {
             check_liveness();
             for (const auto& [pid, p] : model_.processes())
                 if (!p.exited) pending_scan_.insert(static_cast<int>(pid));
+            // What a kill -9 would leave: the names known so far, and the events on disk.
+            writer_.write_metadata(model_, track_names());
+            writer_.flush();
         }
         if (live_status && seconds_since(last_status) >= 1.0) {
             last_status = std::chrono::steady_clock::now();
             print_status(elapsed);
         }
-        if (int sig = g_stop_signal.load()) reason = fmt::format("stopped by {}", sig == SIGINT ? "SIGINT" : "SIGTERM");
+        if (writer_.write_failed()) reason = fmt::format("writing the trace failed: {}", writer_.write_error());
+        else if (int sig = g_stop_signal.load()) reason = fmt::format("stopped by {}", sig == SIGINT ? "SIGINT" : "SIGTERM");
         else if (!stop_request_.empty()) reason = stop_request_;
         else if (options_.duration_s && elapsed >= options_.delay_s + *options_.duration_s)
             reason = fmt::format("duration reached ({:g} s)", *options_.duration_s);
@@ -322,16 +329,33 @@ Result<CaptureResult> Capture::run() {
     finish_gpu();
     reader_->drain();
     model_.counters = bpf_->read_counters();
-    double elapsed = seconds_since(started_);
     samples_.finish();
+    return finish(reason, seconds_since(started_));
+}
+
+TrackNames Capture::track_names() const {
+    TrackNames names = sample_track_names_;
+    names.insert(gpu_tracks_.track_names().begin(), gpu_tracks_.track_names().end());
+    return names;
+}
+
+// The trace first, so that a side output that fails cannot cost it; after a write error, only
+// the trace, cut short.
+Result<CaptureResult> Capture::finish(const std::string& reason, double elapsed_s) {
+    nlohmann::json facts = other_data(reason, elapsed_s);
+    auto cut = writer_.finish(model_, facts, track_names());
+    if (!cut) return cut.error(); // the partial stays, and is listed as such by the next gtrace
+    registration_.done();
+    CaptureResult result{reason, writer_.path(), model_.lost_events(), script_incomplete(), std::move(facts), {}, false};
+    if (*cut) {
+        result.write_failure = fmt::format("writing {} failed mid-capture: {}; the capture stopped and the trace keeps its first {} "
+                                           "events ({} dropped): free space or write elsewhere with -o",
+                                           writer_.path(), (*cut)->error, (*cut)->events_kept, (*cut)->events_dropped);
+        return result;
+    }
     if (!options_.folded.empty())
-        if (auto r = samples_.write_folded(options_.folded, model_); !r) return r.error();
-    auto extra_tracks = sample_track_names_;
-    extra_tracks.insert(gpu_tracks_.track_names().begin(), gpu_tracks_.track_names().end());
-    nlohmann::json facts = other_data(reason, elapsed);
-    if (auto r = writer_.finish(model_, facts, extra_tracks); !r) return r.error();
-    CaptureResult result{reason, writer_.path(), model_.lost_events(), script_incomplete(), std::move(facts)};
-    if (!options_.quiet) print_summary(result, elapsed);
+        if (auto r = samples_.write_folded(options_.folded, model_, options_.force); !r) return r.error();
+    if (!options_.quiet) print_summary(result, elapsed_s);
     return result;
 }
 

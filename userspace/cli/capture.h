@@ -22,6 +22,7 @@
 #include "model/gpu_join.h"
 #include "model/gpu_memory.h"
 #include "output/chrome_trace.h"
+#include "output/capture_registry.h"
 #include "output/gpu_tracks.h"
 #include "output/sample_tracks.h"
 
@@ -56,6 +57,10 @@ struct CaptureResult {
     uint64_t lost = 0;
     std::string script_incomplete; // why --steps did not reach its last step; empty when it did
     nlohmann::json facts;          // the trace's otherData: stop reason, window, losses, GPU side
+    // A write failed mid-capture (disk full, quota, I/O error): the one line that says so. The
+    // capture stopped and the trace was cut short; nothing else is written or printed.
+    std::string write_failure;
+    bool write_failure_reported = false; // already printed (record prints it before the command ends)
 };
 
 // Set by the CLI's SIGINT/SIGTERM handler; the capture loop stops at the next wakeup.
@@ -93,6 +98,8 @@ private:
     void print_status(double elapsed_s);
     nlohmann::json other_data(const std::string& stop_reason, double elapsed_s) const;
     nlohmann::json bpf_stats_facts() const;
+    TrackNames track_names() const; // sample and GPU tracks
+    Result<CaptureResult> finish(const std::string& reason, double elapsed_s);
     void print_summary(const CaptureResult& r, double elapsed_s) const;
     // Scripted captures (capture_script.cpp)
     void start_script();
@@ -152,6 +159,7 @@ private:
     int64_t markers_seen_ = 0;  // step markers of the lead process after attach
     int triggers_seen_ = 0;
     std::string stop_request_;  // set when the script's end is reached
+    RegisteredCapture registration_; // lists the partial trace if this gtrace is killed
 };
 
 } // namespace gtrace

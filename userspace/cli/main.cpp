@@ -15,8 +15,11 @@
 #include "cli/capture.h"
 #include "cli/dump_command.h"
 #include "cli/record_command.h"
+#include "cli/recover_command.h"
 #include "cli/report_command.h"
+#include "cli/stale_captures.h"
 #include "foundation/exit_codes.h"
+#include "foundation/output_file.h"
 #include "cli/preflight.h"
 
 namespace po = boost::program_options;
@@ -30,12 +33,14 @@ constexpr const char* kUsage =
     "  gtrace attach --pid PID [--duration SECONDS] [-o FILE] [--force] [-q] [options]\n"
     "  gtrace record [options] -- COMMAND [ARGS...]\n"
     "  gtrace dump --pid PID\n"
-    "  gtrace report TRACE... [--json FILE] [--html FILE]\n"
+    "  gtrace report TRACE... [--json FILE] [--html FILE] [--force]\n"
+    "  gtrace recover PARTIAL [-o FILE] [--force]\n"
     "  gtrace <command> --help\n\n"
     "Commands:\n"
     "  attach   attach to a running process tree (e.g. torchrun and its ranks) and write a trace\n"
     "  record   start a command with the GPU agent loaded from its start, and trace it like attach\n"
     "  report   step time breakdown and bottleneck verdict per rank, from traces gtrace wrote\n"
+    "  recover  complete the partial trace (FILE.partial) of a capture that was killed\n"
     "  dump     print the Python and native stack of every thread in the tree once, grouped across ranks\n\n";
 
 [[noreturn]] void fail(const Error& e) {
@@ -65,6 +70,7 @@ void install_signal_handlers(int trigger_signal = 0) {
     sigaction(SIGINT, &sa, nullptr);
     sigaction(SIGTERM, &sa, nullptr);
     signal(SIGPIPE, SIG_IGN);
+    signal(SIGXFSZ, SIG_IGN); // a file size limit (ulimit -f) is a write error (EFBIG), not death
     if (trigger_signal) {
         sa.sa_handler = on_trigger_signal;
         sigaction(trigger_signal, &sa, nullptr);
@@ -88,7 +94,8 @@ po::options_description attach_options() {
          "stop after this long: seconds, or with a unit (500ms, 10s, 5m, 1h); default: until Ctrl-C, SIGTERM, "
          "or every traced process has exited")
         ("output,o", po::value<std::string>(), "trace file (Chrome trace JSON); default gtrace-<pid>-<yyyymmdd-hhmmss>.json")
-        ("force,f", "overwrite the output file if it exists")
+        ("force,f", "replace existing output files (regular files only: a link there is refused) and a killed "
+                    "capture's FILE.partial")
         ("quiet,q", "print nothing but errors (no live status, no summary)")
         ("buffer-size", po::value<std::string>()->default_value("64"),
          "BPF ring buffer size in MiB (or with K/M/G); raise it if events are lost")
@@ -225,12 +232,26 @@ void report_capture(const CaptureOptions& options, const CaptureResult& result) 
 
 // The end of attach and record: the verdict, and exit code 12 when --steps fell short.
 int finish_capture(const CaptureOptions& options, const CaptureResult& result) {
+    if (!result.write_failure.empty()) {
+        if (!result.write_failure_reported) fmt::print(stderr, "gtrace: error: {}\n", result.write_failure);
+        return to_int(ExitCode::WriteFailed);
+    }
     report_capture(options, result);
     if (!result.script_incomplete.empty()) {
         fmt::print(stderr, "gtrace: error: {}; the trace holds what was captured\n", result.script_incomplete);
         return to_int(ExitCode::ScriptIncomplete);
     }
     return 0;
+}
+
+// Every output of attach/record, before anything is attached: the trace, its partial file,
+// --summary-json and --folded. Then what killed captures left is listed.
+void prepare_outputs(const po::variables_map& vm, const CaptureOptions& options) {
+    std::vector<OutputSpec> outputs = trace_outputs(options.output);
+    for (const char* opt : {"summary-json", "folded"})
+        if (vm.count(opt)) outputs.push_back({fmt::format("--{}", opt), vm[opt].as<std::string>(), false});
+    or_fail(check_outputs(outputs, {}, options.force));
+    sweep_stale_captures(options.quiet);
 }
 
 int run_attach(const std::vector<std::string>& args) {
@@ -252,6 +273,7 @@ int run_attach(const std::vector<std::string>& args) {
     options.pid = vm["pid"].as<int>();
     read_capture_options(vm, options);
     options.output = vm.count("output") ? vm["output"].as<std::string>() : default_output(options.pid);
+    prepare_outputs(vm, options);
 
     install_signal_handlers(options.trigger_signal);
     auto capture = or_fail(Capture::attach(options));
@@ -283,6 +305,7 @@ int run_record(std::vector<std::string> args) {
     read_capture_options(vm, options);
     options.launched = true;
     options.output = vm.count("output") ? vm["output"].as<std::string>() : default_output(0);
+    prepare_outputs(vm, options);
     install_signal_handlers(options.trigger_signal);
     return finish_capture(options, or_fail(record_command(options, command)));
 }
@@ -291,6 +314,7 @@ int run_report_command(const std::vector<std::string>& args) {
     po::options_description desc("gtrace report options");
     desc.add_options()("help,h", "show this help")("json", po::value<std::string>(), "also write the findings as JSON")
         ("html", po::value<std::string>(), "also write a self-contained HTML report with charts")
+        ("force,f", "replace an existing --json or --html file (a regular file only: a link there is refused)")
         ("step-marker", po::value<std::string>()->default_value("^Optimizer\\.step"),
          "regex (ECMAScript) on PyTorch record_function range names: a matching range ends a step")
         ("trace", po::value<std::vector<std::string>>(), "trace files");
@@ -300,21 +324,60 @@ int run_report_command(const std::vector<std::string>& args) {
     po::store(po::command_line_parser(args).options(desc).positional(pos).run(), vm);
     po::notify(vm);
     if (vm.count("help")) {
-        std::cout << "Usage: gtrace report TRACE... [--json FILE] [--html FILE]\n\n"
+        std::cout << "Usage: gtrace report TRACE... [--json FILE] [--html FILE] [--force]\n\n"
                   << "Per rank: steps, where the step time goes (Kernel, Memcpy, Memset, Communication, Runtime,\n"
                   << "DataLoader, CPU Exec, Other, adding up to the step), GPU utilization, launch statistics, and\n"
-                  << "a verdict with the figures behind it; then one for the whole job.\n\n"
+                  << "a verdict with the figures behind it; then one for the whole job. A partial trace\n"
+                  << "(FILE.partial, left by a capture that was killed) is read up to its last whole event.\n\n"
                   << desc << "\n" << kExitCodeHelp;
         return 0;
     }
     if (!vm.count("trace")) fail(make_error(ExitCode::Usage, "missing trace file: gtrace report TRACE... [--json FILE] [--html FILE]"));
     auto path = [&](const char* opt) { return vm.count(opt) ? vm[opt].as<std::string>() : std::string(); };
+    auto traces = vm["trace"].as<std::vector<std::string>>();
     ReportOptions options;
     options.json_path = path("json");
     options.html_path = path("html");
+    options.force = vm.count("force") > 0;
+    std::vector<OutputSpec> outputs;
+    for (const char* opt : {"json", "html"})
+        if (vm.count(opt)) outputs.push_back({fmt::format("--{}", opt), path(opt), false});
+    or_fail(check_outputs(outputs, traces, options.force));
     options.analysis.step_marker = vm["step-marker"].as<std::string>();
     check_step_marker(options.analysis.step_marker);
-    or_fail(run_report(vm["trace"].as<std::vector<std::string>>(), options));
+    or_fail(run_report(traces, options));
+    return 0;
+}
+
+int run_recover_command(const std::vector<std::string>& args) {
+    po::options_description desc("gtrace recover options");
+    desc.add_options()("help,h", "show this help")
+        ("output,o", po::value<std::string>(), "where the trace goes; default: PARTIAL without .partial")
+        ("force,f", "replace an existing output file")
+        ("partial", po::value<std::vector<std::string>>(), "the partial trace");
+    po::positional_options_description pos;
+    pos.add("partial", -1);
+    po::variables_map vm;
+    po::store(po::command_line_parser(args).options(desc).positional(pos).run(), vm);
+    po::notify(vm);
+    if (vm.count("help")) {
+        std::cout << "Usage: gtrace recover PARTIAL [-o FILE] [--force]\n\n"
+                  << "A capture that was killed (kill -9, a crash) leaves its events in OUTPUT.partial; the next\n"
+                  << "gtrace attach or record lists it. This completes it into a trace: its whole events, then an\n"
+                  << "otherData that says it was recovered. It is completed in place and renamed to FILE.\n\n"
+                  << desc << "\n" << kExitCodeHelp;
+        return 0;
+    }
+    if (!vm.count("partial") || vm["partial"].as<std::vector<std::string>>().size() != 1)
+        fail(make_error(ExitCode::Usage, "give one partial trace: gtrace recover PARTIAL [-o FILE] [--force]"));
+    RecoverOptions options;
+    options.partial = vm["partial"].as<std::vector<std::string>>()[0];
+    if (vm.count("output")) {
+        options.output = vm["output"].as<std::string>();
+        if (options.output.empty()) fail(make_error(ExitCode::Usage, "-o '': an empty file name; give a file name"));
+    }
+    options.force = vm.count("force") > 0;
+    or_fail(run_recover(options));
     return 0;
 }
 
@@ -355,6 +418,7 @@ int main(int argc, char** argv) {
         if (command == "dump") return run_dump_command(args);
         if (command == "record") return run_record(args);
         if (command == "report") return run_report_command(args);
+        if (command == "recover") return run_recover_command(args);
         fail(make_error(ExitCode::Usage, fmt::format("unknown command '{}'; see gtrace --help", command)));
     } catch (const po::error& e) {
         fail(make_error(ExitCode::Usage, fmt::format("{}; see gtrace {} --help", e.what(), command_name)));

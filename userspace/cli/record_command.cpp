@@ -90,6 +90,13 @@ Result<CaptureResult> record_command(CaptureOptions options, const std::vector<s
         reap();
         return result.error();
     }
+    if (!result->write_failure.empty()) {
+        // The job is not gtrace's to stop: say so now, and wait for it as record always does.
+        fmt::print(stderr, "gtrace: error: {}; {} (pid {}) runs on untraced\n", result->write_failure, command[0], child);
+        result->write_failure_reported = true;
+        reap();
+        return result;
+    }
     int status = reap();
     if (!options.quiet) {
         if (WIFEXITED(status)) fmt::print(stderr, "gtrace: {} exited with status {}\n", command[0], WEXITSTATUS(status));

@@ -2,13 +2,13 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "analyze/step_analysis.h"
 #include "analyze/trace_data.h"
+#include "foundation/output_file.h"
 #include "output/html_report.h"
 
 namespace gtrace {
@@ -153,14 +153,10 @@ Result<void> write_outputs(const std::vector<std::string>& traces, const std::ve
                           {"ranks", per_rank}};
     if (v.slow) out["straggler_rank"] = v.slow->rank;
     if (!options.capture.is_null()) out["capture"] = options.capture;
-    if (!options.json_path.empty()) {
-        std::ofstream f(options.json_path);
-        f << out.dump(2) << "\n";
-        if (!f)
-            return make_error(ExitCode::OutputUnwritable, fmt::format("cannot write {}; choose a writable path", options.json_path));
-    }
+    if (!options.json_path.empty())
+        if (auto written = write_output(options.json_path, out.dump(2) + "\n", options.force); !written) return written;
     if (!options.html_path.empty())
-        if (auto written = write_html_report(out, options.html_path); !written) return written;
+        if (auto written = write_html_report(out, options.html_path, options.force); !written) return written;
     return {};
 }
 
@@ -171,6 +167,12 @@ Result<void> run_report(const std::vector<std::string>& traces, const ReportOpti
     for (const auto& path : traces) {
         auto t = load_trace(path);
         if (!t) return t.error();
+        if (t->partial_events && partial_in_use(path))
+            fmt::print(stderr, "gtrace: {} is the partial trace of a capture still running: read its {} whole events so far\n",
+                       path, *t->partial_events);
+        else if (t->partial_events)
+            fmt::print(stderr, "gtrace: {} is a partial trace (its capture was killed): read its {} whole events; "
+                               "complete it with: gtrace recover {}\n", path, *t->partial_events, path);
         for (auto& r : analyze_ranks(*t, options.analysis)) ranks.push_back(std::move(r));
     }
     std::sort(ranks.begin(), ranks.end(), [](const auto& a, const auto& b) { return a.rank < b.rank; });

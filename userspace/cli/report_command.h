@@ -13,6 +13,7 @@ namespace gtrace {
 
 struct ReportOptions {
     std::string json_path, html_path; // also write the findings as JSON / as a self-contained HTML page
+    bool force = false;               // replace an existing json_path / html_path
     bool ranks_required = true;       // false: a trace without rank processes prints nothing, is no error
     bool print = true;                // the terminal summary on stdout
     AnalysisOptions analysis;

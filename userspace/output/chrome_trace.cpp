@@ -1,14 +1,6 @@
 #include "output/chrome_trace.h"
 
-#include <fcntl.h>
-#include <linux/fs.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstdlib>
 #include <cstring>
-#include <filesystem>
 
 #include <fmt/format.h>
 
@@ -39,60 +31,24 @@ void append_json_escaped(std::string& out, std::string_view s) {
 }
 
 Result<ChromeTraceWriter> ChromeTraceWriter::create(const std::string& path, bool force) {
-    namespace fs = std::filesystem;
-    fs::path p(path);
-    fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
-    std::error_code ec;
-    if (!fs::is_directory(dir, ec))
-        return make_error(ExitCode::OutputUnwritable,
-                          fmt::format("output directory {} does not exist; create it or choose another -o path", dir.string()));
-    if (fs::is_directory(p, ec))
-        return make_error(ExitCode::OutputUnwritable, fmt::format("output {} is a directory; give a file name with -o", path));
-    if (!force && fs::exists(p, ec))
-        return make_error(ExitCode::OutputExists,
-                          fmt::format("output file {} already exists; use --force to overwrite it or choose another -o path", path));
-
-    ChromeTraceWriter w;
-    w.path_ = path;
-    w.force_ = force;
-    w.temp_path_ = (dir / ("." + p.filename().string() + ".XXXXXX")).string();
-    int fd = mkstemp(w.temp_path_.data());
-    if (fd < 0)
-        return make_error(ExitCode::OutputUnwritable,
-                          fmt::format("cannot write in {}: {}; choose a writable directory with -o", dir.string(), strerror(errno)));
-    fchmod(fd, 0644);
-    w.out_ = fdopen(fd, "w");
-    if (!w.out_) {
-        close(fd);
-        unlink(w.temp_path_.c_str());
-        return make_error(ExitCode::Internal, "cannot open the trace stream");
-    }
-    setvbuf(w.out_, nullptr, _IOFBF, 1 << 20);
-    fputs("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n", w.out_);
-    return w;
+    if (auto ok = check_outputs(trace_outputs(path), {}, force); !ok) return ok.error();
+    auto sink = TraceSink::create(path, force, kChromeTraceHeader);
+    if (!sink) return sink.error();
+    return ChromeTraceWriter(std::move(*sink));
 }
 
-ChromeTraceWriter::ChromeTraceWriter(ChromeTraceWriter&& o) noexcept
-    : path_(std::move(o.path_)), temp_path_(std::move(o.temp_path_)), force_(o.force_), out_(o.out_),
-      events_(o.events_) {
-    o.out_ = nullptr;
+void ChromeTraceWriter::emit(std::string_view event) {
+    if (stream_events_++) sink_.append(",\n");
+    sink_.append(event);
+    sink_.commit();
 }
 
-ChromeTraceWriter::~ChromeTraceWriter() {
-    if (out_) {
-        fclose(out_);
-        unlink(temp_path_.c_str());
-    }
-}
-
-void ChromeTraceWriter::begin_event() {
-    if (events_++) buf_ += ",\n";
-}
+std::string ChromeTraceWriter::write_error() const { return strerror(sink_.error()); }
 
 void ChromeTraceWriter::write_call(const ApiCall& c) {
     if (!admit(c.start_ns)) return;
     buf_.clear();
-    begin_event();
+    ++events_;
     auto out = std::back_inserter(buf_);
     fmt::format_to(out, "{{\"name\":\"{}\",\"cat\":\"cuda_api\",\"ph\":\"X\",\"pid\":{},\"tid\":{},\"ts\":", api_name(c.api),
                    c.pid, c.tid);
@@ -127,7 +83,7 @@ void ChromeTraceWriter::write_call(const ApiCall& c) {
         buf_ += ']';
     }
     buf_ += "}}";
-    fwrite(buf_.data(), 1, buf_.size(), out_);
+    emit(buf_);
 }
 
 bool ChromeTraceWriter::admit(uint64_t ts_ns) {
@@ -148,16 +104,16 @@ void ChromeTraceWriter::write_event(std::string_view json) {
         return;
     }
     buf_.clear();
-    begin_event();
+    ++events_;
     buf_ += json;
-    fwrite(buf_.data(), 1, buf_.size(), out_);
+    emit(buf_);
 }
 
 void ChromeTraceWriter::write_slice(const std::string& name, const char* category, uint32_t pid, uint32_t tid,
                                     uint64_t start_ns, uint64_t dur_ns, std::string_view args_json) {
     if (!admit(start_ns)) return;
     buf_.clear();
-    begin_event();
+    ++events_;
     buf_ += "{\"name\":\"";
     append_json_escaped(buf_, name);
     fmt::format_to(std::back_inserter(buf_), "\",\"cat\":\"{}\",\"ph\":\"X\",\"pid\":{},\"tid\":{},\"ts\":", category, pid, tid);
@@ -169,14 +125,14 @@ void ChromeTraceWriter::write_slice(const std::string& name, const char* categor
         buf_ += args_json;
     }
     buf_ += '}';
-    fwrite(buf_.data(), 1, buf_.size(), out_);
+    emit(buf_);
 }
 
 void ChromeTraceWriter::write_counter(const std::string& name, const char* category, uint32_t pid, uint64_t ts_ns,
                                       std::string_view args_json) {
     if (!admit(ts_ns)) return;
     buf_.clear();
-    begin_event();
+    ++events_;
     buf_ += "{\"name\":\"";
     append_json_escaped(buf_, name);
     fmt::format_to(std::back_inserter(buf_), "\",\"cat\":\"{}\",\"ph\":\"C\",\"pid\":{},\"ts\":", category, pid);
@@ -184,52 +140,70 @@ void ChromeTraceWriter::write_counter(const std::string& name, const char* categ
     buf_ += ",\"args\":";
     buf_ += args_json;
     buf_ += '}';
-    fwrite(buf_.data(), 1, buf_.size(), out_);
+    emit(buf_);
 }
 
-void ChromeTraceWriter::write_metadata(const TraceModel& model,
-                                       const std::map<std::pair<uint32_t, uint32_t>, std::string>& extra_threads) {
-    auto meta = [&](const char* name, uint32_t pid, uint32_t tid, const nlohmann::json& args) {
-        buf_.clear();
-        begin_event();
+std::vector<std::string> ChromeTraceWriter::pending_metadata(const TraceModel& model, const TrackNames& extra_threads,
+                                                             bool all) {
+    if (all) process_meta_.clear(), thread_meta_.clear();
+    std::vector<std::string> out;
+    auto meta = [](const char* name, uint32_t pid, uint32_t tid, const nlohmann::json& args) {
         nlohmann::json ev = {{"name", name}, {"ph", "M"}, {"pid", pid}, {"tid", tid}, {"args", args}};
-        buf_ += ev.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-        fwrite(buf_.data(), 1, buf_.size(), out_);
+        return ev.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    };
+    auto thread = [&](uint32_t pid, uint32_t tid, const std::string& name) {
+        std::string ev = meta("thread_name", pid, tid, {{"name", name}});
+        if (std::string& last = thread_meta_[{pid, tid}]; last != ev) out.push_back(last = std::move(ev));
     };
     for (const auto& [pid, p] : model.processes()) {
-        meta("process_name", pid, 0, {{"name", p.label()}});
-        meta("process_sort_index", pid, 0, {{"sort_index", p.sort_index()}});
         nlohmann::json labels = {{"cmdline", p.cmdline}, {"ppid", p.ppid}};
         if (p.ranks.rank) labels["rank"] = *p.ranks.rank;
         if (p.ranks.local_rank) labels["local_rank"] = *p.ranks.local_rank;
         if (p.ranks.world_size) labels["world_size"] = *p.ranks.world_size;
         if (p.forked_from) labels["forked_from"] = *p.forked_from;
-        meta("process_labels", pid, 0, {{"labels", labels.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)}});
-        for (const auto& [tid, t] : p.threads) meta("thread_name", pid, tid, {{"name", t.name.empty() ? fmt::format("thread {}", tid) : t.name}});
+        std::string events[] = {meta("process_name", pid, 0, {{"name", p.label()}}),
+                                meta("process_sort_index", pid, 0, {{"sort_index", p.sort_index()}}),
+                                meta("process_labels", pid, 0,
+                                     {{"labels", labels.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)}})};
+        std::string joined = events[0] + events[1] + events[2];
+        if (std::string& last = process_meta_[pid]; last != joined) {
+            last = std::move(joined);
+            for (auto& ev : events) out.push_back(std::move(ev));
+        }
+        for (const auto& [tid, t] : p.threads) thread(pid, tid, t.name.empty() ? fmt::format("thread {}", tid) : t.name);
     }
-    for (const auto& [key, name] : extra_threads) meta("thread_name", key.first, key.second, {{"name", name}});
+    for (const auto& [key, name] : extra_threads) thread(key.first, key.second, name);
+    return out;
 }
 
-Result<void> ChromeTraceWriter::finish(const TraceModel& model, const nlohmann::json& other_data,
-                                       const std::map<std::pair<uint32_t, uint32_t>, std::string>& extra_threads) {
-    write_metadata(model, extra_threads);
-    std::string tail = "\n],\n\"otherData\":" + other_data.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "}\n";
-    fwrite(tail.data(), 1, tail.size(), out_);
-    bool write_failed = fflush(out_) != 0 || fsync(fileno(out_)) != 0;
-    fclose(out_);
-    out_ = nullptr;
-    if (write_failed) {
-        unlink(temp_path_.c_str());
-        return make_error(ExitCode::OutputUnwritable, fmt::format("writing {} failed: {}", path_, strerror(errno)));
-    }
-    unsigned flags = force_ ? 0 : RENAME_NOREPLACE;
-    if (renameat2(AT_FDCWD, temp_path_.c_str(), AT_FDCWD, path_.c_str(), flags) != 0) {
-        int err = errno;
-        unlink(temp_path_.c_str());
-        return make_error(err == EEXIST ? ExitCode::OutputExists : ExitCode::OutputUnwritable,
-                          fmt::format("cannot create {}: {}", path_, strerror(err)));
-    }
-    return {};
+void ChromeTraceWriter::write_metadata(const TraceModel& model, const TrackNames& extra_threads) {
+    if (write_failed()) return;
+    for (const auto& ev : pending_metadata(model, extra_threads, false)) emit(ev);
+}
+
+Result<std::optional<TraceCut>> ChromeTraceWriter::finish(const TraceModel& model, const nlohmann::json& other_data,
+                                                          const TrackNames& extra_threads) {
+    auto closing = [&](const SinkCut* cut) {
+        // After a cut, metadata written into the stream may be gone with the events cut off.
+        uint64_t events = cut ? cut->units_kept : stream_events_;
+        std::string tail;
+        for (const auto& ev : pending_metadata(model, extra_threads, cut != nullptr)) {
+            if (events++) tail += ",\n";
+            tail += ev;
+        }
+        nlohmann::json facts = other_data;
+        if (cut)
+            facts["cut"] = {{"error", cut->error},
+                            {"events_kept", cut->units_kept},
+                            {"events_dropped", stream_events_ - cut->units_kept}};
+        tail += kChromeTraceClosing;
+        tail += facts.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "}\n";
+        return tail;
+    };
+    auto cut = sink_.finish(closing);
+    if (!cut) return cut.error();
+    if (!*cut) return std::optional<TraceCut>();
+    return std::optional<TraceCut>(TraceCut{(*cut)->error, (*cut)->units_kept, stream_events_ - (*cut)->units_kept});
 }
 
 } // namespace gtrace

@@ -1,11 +1,11 @@
 #include "output/html_report.h"
 
-#include <fstream>
 #include <string_view>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "foundation/output_file.h"
 #include "html_report_template.h" // generated from html_report_template.html by CMakeLists.txt
 
 namespace gtrace {
@@ -32,17 +32,15 @@ std::string script_safe_json(const nlohmann::json& j) {
 
 } // namespace
 
-Result<void> write_html_report(const nlohmann::json& summary, const std::string& path) {
+Result<void> write_html_report(const nlohmann::json& summary, const std::string& path, bool force) {
     std::string_view page = kHtmlReportTemplate;
     size_t at = page.find(kDataPlaceholder);
     if (at == std::string_view::npos || page.find(kDataPlaceholder, at + 1) != std::string_view::npos)
         return make_error(ExitCode::Internal, "the HTML report template must hold the data placeholder exactly once");
-    std::ofstream f(path, std::ios::binary | std::ios::trunc);
-    if (!f) return make_error(ExitCode::OutputUnwritable, fmt::format("cannot write {}; choose a writable path", path));
-    f << page.substr(0, at) << script_safe_json(summary) << page.substr(at + kDataPlaceholder.size());
-    f.close();
-    if (!f) return make_error(ExitCode::OutputUnwritable, fmt::format("cannot write {}; choose a writable path", path));
-    return {};
+    std::string html(page.substr(0, at));
+    html += script_safe_json(summary);
+    html += page.substr(at + kDataPlaceholder.size());
+    return write_output(path, html, force);
 }
 
 } // namespace gtrace

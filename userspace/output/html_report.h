@@ -10,7 +10,8 @@
 
 namespace gtrace {
 
-// The page for `summary` (the object `gtrace report --json` writes), written to `path`.
-Result<void> write_html_report(const nlohmann::json& summary, const std::string& path);
+// The page for `summary` (the object `gtrace report --json` writes), written to `path` (see
+// write_output; `force` replaces an existing file).
+Result<void> write_html_report(const nlohmann::json& summary, const std::string& path, bool force);
 
 } // namespace gtrace

@@ -1,10 +1,8 @@
 #include "output/sample_tracks.h"
 
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
-
 #include <fmt/format.h>
+
+#include "foundation/output_file.h"
 
 namespace gtrace {
 
@@ -42,24 +40,17 @@ void SampleTracks::finish() {
     for (auto& [key, t] : tracks_) close_to(key.first, key.second, t, 0, t.last_ns + period_ns_);
 }
 
-Result<void> SampleTracks::write_folded(const std::string& path, const TraceModel& model) const {
-    FILE* f = fopen(path.c_str(), "w");
-    if (!f)
-        return make_error(ExitCode::OutputUnwritable,
-                          fmt::format("cannot write the folded stacks to {}: {}", path, strerror(errno)));
+Result<void> SampleTracks::write_folded(const std::string& path, const TraceModel& model, bool force) const {
+    std::string text;
     for (const auto& [pid, stacks] : folded_) {
         std::string prefix;
         if (const ProcessInfo* p = model.find(pid); p && p->ranks.rank && !p->forked_from)
             prefix = fmt::format("rank {}", *p->ranks.rank);
         else
             prefix = fmt::format("pid {}", pid);
-        for (const auto& [stack, count] : stacks) {
-            fmt::print(f, "{};{} {}\n", prefix, stack, count);
-        }
+        for (const auto& [stack, count] : stacks) fmt::format_to(std::back_inserter(text), "{};{} {}\n", prefix, stack, count);
     }
-    bool ok = fclose(f) == 0;
-    if (!ok) return make_error(ExitCode::OutputUnwritable, fmt::format("writing {} failed", path));
-    return {};
+    return write_output(path, text, force);
 }
 
 } // namespace gtrace

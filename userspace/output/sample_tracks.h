@@ -26,7 +26,7 @@ public:
     uint64_t samples() const { return samples_; }
 
     // Folded stacks, one line per distinct stack, prefixed by each process's rank or label.
-    Result<void> write_folded(const std::string& path, const TraceModel& model) const;
+    Result<void> write_folded(const std::string& path, const TraceModel& model, bool force) const;
 
 private:
     struct Open {

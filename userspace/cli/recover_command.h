@@ -1,0 +1,19 @@
+// gtrace recover PARTIAL [-o OUTPUT] [--force]: completes the partial trace a killed capture left
+// (its whole events, then a closing whose otherData says it was recovered) and moves it to
+// OUTPUT (default: PARTIAL without ".partial"). The partial is completed in place, so a disk with
+// no room for a copy is no obstacle.
+#pragma once
+#include <string>
+
+#include "foundation/result.h"
+
+namespace gtrace {
+
+struct RecoverOptions {
+    std::string partial, output; // output empty: the partial's name without ".partial"
+    bool force = false;          // replace an existing output
+};
+
+Result<void> run_recover(const RecoverOptions& options);
+
+} // namespace gtrace

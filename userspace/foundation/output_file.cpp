@@ -1,0 +1,248 @@
+#include "foundation/output_file.h"
+
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <sys/file.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+namespace gtrace {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string dir_of(const std::string& path) {
+    fs::path p(path);
+    return p.has_parent_path() ? p.parent_path().string() : std::string(".");
+}
+
+// Where a path leads, to tell whether two paths name one file: the directory resolved (links
+// and ".." in it), and the file's device and inode when it exists.
+struct Identity {
+    std::string where;
+    bool exists = false;
+    dev_t dev = 0;
+    ino_t ino = 0;
+    bool same_as(const Identity& o) const { return where == o.where || (exists && o.exists && dev == o.dev && ino == o.ino); }
+};
+
+std::string resolved(const fs::path& p) {
+    std::error_code ec;
+    fs::path r = fs::canonical(p, ec);
+    return ec ? fs::absolute(p, ec).lexically_normal().string() : r.string();
+}
+
+// An output is the directory entry itself (lstat): a link there is a file of its own.
+Identity output_identity(const std::string& path) {
+    Identity id;
+    id.where = absolute_output_path(path);
+    struct stat st {};
+    if (lstat(path.c_str(), &st) == 0) id.exists = true, id.dev = st.st_dev, id.ino = st.st_ino;
+    return id;
+}
+
+// An input is the file read (links followed).
+Identity input_identity(const std::string& path) {
+    Identity id;
+    id.where = resolved(path);
+    struct stat st {};
+    if (stat(path.c_str(), &st) == 0) id.exists = true, id.dev = st.st_dev, id.ino = st.st_ino;
+    return id;
+}
+
+Result<void> check_one(const OutputSpec& o, bool force) {
+    std::string name = fs::path(o.path).filename().string();
+    if (name.empty() || name == "." || name == "..")
+        return make_error(ExitCode::OutputUnwritable, fmt::format("{} {} names a directory; give a file name", o.option, o.path));
+    std::string dir = dir_of(o.path);
+    struct stat st {};
+    if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+        return make_error(ExitCode::OutputUnwritable,
+                          fmt::format("output directory {} does not exist; create it or choose another {} path", dir, o.option));
+    if (lstat(o.path.c_str(), &st) == 0) {
+        if (S_ISDIR(st.st_mode))
+            return make_error(ExitCode::OutputUnwritable, fmt::format("output {} is a directory; give a file name with {}", o.path, o.option));
+        if (S_ISLNK(st.st_mode))
+            return make_error(ExitCode::OutputUnwritable,
+                              fmt::format("output {} is a symbolic link; gtrace neither writes through nor replaces links: "
+                                          "remove it or choose another {} path", o.path, o.option));
+        if (!S_ISREG(st.st_mode))
+            return make_error(ExitCode::OutputUnwritable,
+                              fmt::format("output {} is not a regular file; choose another {} path", o.path, o.option));
+        if (o.partial && partial_in_use(o.path))
+            return make_error(ExitCode::OutputExists,
+                              fmt::format("another gtrace is capturing into {} now; choose another -o path", o.path));
+        if (o.partial && !force)
+            return make_error(ExitCode::OutputExists,
+                              fmt::format("{} is left from a capture that was killed; complete it with: gtrace recover {} "
+                                          "(or discard it with --force)", o.path, o.path));
+        if (!force)
+            return make_error(ExitCode::OutputExists,
+                              fmt::format("output file {} already exists; use --force to overwrite it or choose another {} path",
+                                          o.path, o.option));
+    }
+    if (access(dir.c_str(), W_OK | X_OK) != 0)
+        return make_error(ExitCode::OutputUnwritable,
+                          fmt::format("cannot write in {}: {}; choose a writable directory with {}", dir, strerror(errno), o.option));
+    return {};
+}
+
+std::string random_suffix() {
+    unsigned char bytes[6];
+    if (getrandom(bytes, sizeof bytes, 0) != static_cast<ssize_t>(sizeof bytes))
+        for (auto& b : bytes) b = static_cast<unsigned char>(rand());
+    std::string out;
+    for (unsigned char b : bytes) out += fmt::format("{:02x}", b);
+    return out;
+}
+
+std::optional<unsigned long> decimal_id(const char* text) {
+    if (!text || !*text) return std::nullopt;
+    char* end = nullptr;
+    errno = 0;
+    unsigned long v = strtoul(text, &end, 10);
+    if (*end || errno || text[0] < '0' || text[0] > '9' || v >= UINT32_MAX) return std::nullopt;
+    return v;
+}
+
+} // namespace
+
+bool partial_in_use(const std::string& path) {
+    int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return false;
+    bool locked = flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+    close(fd);
+    return locked;
+}
+
+std::string absolute_output_path(const std::string& path) {
+    return (fs::path(resolved(dir_of(path))) / fs::path(path).filename()).lexically_normal().string();
+}
+
+std::string partial_path_of(const std::string& path) { return path + ".partial"; }
+
+std::vector<OutputSpec> trace_outputs(const std::string& path) {
+    return {{"-o", path, false}, {"-o's partial trace", partial_path_of(path), true}};
+}
+
+Result<void> check_outputs(const std::vector<OutputSpec>& outputs, const std::vector<std::string>& inputs, bool force) {
+    for (const auto& o : outputs)
+        if (o.path.empty())
+            return make_error(ExitCode::Usage, fmt::format("{} '': an empty file name; give a file name", o.option));
+    std::vector<Identity> ids;
+    for (const auto& o : outputs) ids.push_back(output_identity(o.path));
+    for (size_t i = 0; i < outputs.size(); ++i)
+        for (size_t j = i + 1; j < outputs.size(); ++j)
+            if (ids[i].same_as(ids[j]))
+                return make_error(ExitCode::Usage, fmt::format("{} {} and {} {} name the same file; give each output a path of its own",
+                                                               outputs[i].option, outputs[i].path, outputs[j].option, outputs[j].path));
+    for (const auto& in : inputs) {
+        Identity input = input_identity(in);
+        for (size_t i = 0; i < outputs.size(); ++i)
+            if (ids[i].same_as(input))
+                return make_error(ExitCode::Usage, fmt::format("{} {} names {}, which gtrace reads; write to another file",
+                                                               outputs[i].option, outputs[i].path, in));
+    }
+    for (const auto& o : outputs)
+        if (auto r = check_one(o, force); !r) return r;
+    return {};
+}
+
+std::optional<std::pair<uid_t, gid_t>> sudo_invoker() {
+    if (geteuid() != 0) return std::nullopt;
+    auto uid = decimal_id(getenv("SUDO_UID")), gid = decimal_id(getenv("SUDO_GID"));
+    if (!uid || !gid) return std::nullopt;
+    return std::make_pair(static_cast<uid_t>(*uid), static_cast<gid_t>(*gid));
+}
+
+ExitCode write_error_code(int err) {
+    return err == ENOSPC || err == EDQUOT || err == EIO || err == EFBIG ? ExitCode::WriteFailed : ExitCode::OutputUnwritable;
+}
+
+Result<OutputFile> OutputFile::create(const std::string& path, bool force, const std::string& temp_path) {
+    OutputFile f;
+    f.path_ = path;
+    f.force_ = force;
+    std::string dir = dir_of(path);
+    // O_EXCL: the name must be new, and a link there (even a dangling one) is never followed.
+    // Mode 0600; the kernel narrows it by the umask.
+    constexpr int kFlags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
+    if (temp_path.empty()) {
+        std::string base = fs::path(path).filename().string();
+        for (int tries = 0; f.fd_ < 0 && tries < 100; ++tries) {
+            f.temp_path_ = (fs::path(dir) / ("." + base + "." + random_suffix() + ".tmp")).string();
+            f.fd_ = open(f.temp_path_.c_str(), kFlags, 0600);
+            if (f.fd_ < 0 && errno != EEXIST) break;
+        }
+    } else {
+        f.temp_path_ = temp_path;
+        f.fd_ = open(temp_path.c_str(), kFlags, 0600);
+        if (f.fd_ < 0 && errno == EEXIST && force && unlink(temp_path.c_str()) == 0) f.fd_ = open(temp_path.c_str(), kFlags, 0600);
+    }
+    if (f.fd_ < 0) {
+        int err = errno;
+        f.temp_path_.clear(); // not ours: nothing to remove
+        return make_error(ExitCode::OutputUnwritable, fmt::format("cannot write in {}: {}; choose a writable directory", dir, strerror(err)));
+    }
+    if (auto who = sudo_invoker(); who && fchown(f.fd_, who->first, who->second) != 0)
+        return make_error(ExitCode::OutputUnwritable,
+                          fmt::format("cannot give {} to the user who ran sudo (uid {}): {}; write it on a local disk", f.temp_path_,
+                                      who->first, strerror(errno)));
+    return f;
+}
+
+OutputFile::OutputFile(OutputFile&& o) noexcept
+    : path_(std::move(o.path_)), temp_path_(std::move(o.temp_path_)), force_(o.force_), keep_(o.keep_),
+      committed_(o.committed_), fd_(o.fd_) {
+    o.fd_ = -1;
+    o.temp_path_.clear();
+}
+
+OutputFile::~OutputFile() {
+    if (fd_ >= 0) close(fd_);
+    if (!committed_ && !keep_ && !temp_path_.empty()) unlink(temp_path_.c_str());
+}
+
+Result<void> OutputFile::commit() {
+    if (fsync(fd_) != 0) {
+        int err = errno;
+        return make_error(write_error_code(err), fmt::format("writing {} failed: {}; free space or choose another path", path_, strerror(err)));
+    }
+    close(fd_);
+    fd_ = -1;
+    if (renameat2(AT_FDCWD, temp_path_.c_str(), AT_FDCWD, path_.c_str(), force_ ? 0 : RENAME_NOREPLACE) != 0) {
+        int err = errno;
+        if (err == EEXIST)
+            return make_error(ExitCode::OutputExists,
+                              fmt::format("output file {} appeared while gtrace ran; use --force to overwrite it or choose another path", path_));
+        return make_error(ExitCode::OutputUnwritable, fmt::format("cannot create {}: {}", path_, strerror(err)));
+    }
+    committed_ = true;
+    return {};
+}
+
+Result<void> write_output(const std::string& path, std::string_view content, bool force) {
+    auto f = OutputFile::create(path, force);
+    if (!f) return f.error();
+    for (size_t done = 0; done < content.size();) {
+        ssize_t n = write(f->fd(), content.data() + done, content.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) {
+            int err = errno;
+            return make_error(write_error_code(err), fmt::format("writing {} failed: {}; free space or choose another path", path, strerror(err)));
+        }
+        done += static_cast<size_t>(n);
+    }
+    return f->commit();
+}
+
+} // namespace gtrace
