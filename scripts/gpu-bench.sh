@@ -14,7 +14,7 @@
 # workload's log and its gtrace trace). Runs from a checkout or from the gtrace package.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
-source "$HERE/locate_gtrace.sh"
+source "$HERE/gpu_common.sh"
 DEVICE=cuda
 EXTRA=()
 PY=python3
@@ -23,18 +23,12 @@ while [[ $# -gt 0 ]]; do
     --device) DEVICE=${2:-}; shift 2 ;;
     --tiny) EXTRA+=(--tiny); shift ;;
     --steps|--workloads) EXTRA+=("$1" "${2:-}"); shift 2 ;;
-    -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "gpu-bench: unknown option $1; see gpu-bench.sh --help" >&2; exit 2 ;;
     *) PY=$1; shift ;;
   esac
 done
-[[ $DEVICE == cuda || $DEVICE == cpu ]] || { echo "gpu-bench: --device must be cuda or cpu" >&2; exit 2; }
-if [[ $DEVICE == cuda ]]; then
-  "$PY" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" ||
-    { echo "gpu-bench: FAIL: $PY has no CUDA-enabled torch, or sees no GPU (--device cpu --tiny for a smoke run)" >&2; exit 1; }
-else
-  "$PY" -c "import torch" || { echo "gpu-bench: FAIL: $PY cannot import torch" >&2; exit 1; }
-fi
+require_torch "$PY" "$DEVICE" gpu-bench
 locate_gtrace "$HERE" gpu-bench
 OUT=$PWD/gpu-bench-out
 echo "gpu-bench: using $GTRACE: $("$GTRACE" --version | head -1); results in $OUT"

@@ -13,7 +13,7 @@
 # checkout or from the gtrace package.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
-source "$HERE/locate_gtrace.sh"
+source "$HERE/gpu_common.sh"
 DEVICE=cuda
 PY=python3
 while [[ $# -gt 0 ]]; do
@@ -24,14 +24,11 @@ while [[ $# -gt 0 ]]; do
     *) PY=$1; shift ;;
   esac
 done
-[[ $DEVICE == cuda || $DEVICE == cpu ]] || { echo "gpu-check: --device must be cuda or cpu" >&2; exit 2; }
-if [[ $DEVICE == cuda ]]; then
-  command -v nvidia-smi >/dev/null || { echo "gpu-check: FAIL: no nvidia-smi; this check needs an NVIDIA GPU (--device cpu for a smoke run)" >&2; exit 1; }
-  "$PY" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" ||
-    { echo "gpu-check: FAIL: $PY has no CUDA-enabled torch" >&2; exit 1; }
-else
-  "$PY" -c "import torch" || { echo "gpu-check: FAIL: $PY cannot import torch" >&2; exit 1; }
+if [[ $DEVICE == cuda ]] && ! command -v nvidia-smi >/dev/null; then
+  echo "gpu-check: FAIL: no nvidia-smi; this check needs an NVIDIA GPU (--device cpu for a smoke run)" >&2
+  exit 1
 fi
+require_torch "$PY" "$DEVICE" gpu-check
 locate_gtrace "$HERE" gpu-check
 OUT=$PWD/gpu-check-out
 mkdir -p "$OUT"
