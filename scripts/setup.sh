@@ -5,8 +5,8 @@ set -euo pipefail
 PACKAGES=(
   build-essential cmake pkg-config clang llvm
   libbpf-dev bpftool bpftrace linux-perf
-  libelf-dev libdw-dev zlib1g-dev libzstd-dev
-  libunwind-dev libboost-program-options-dev libcapstone-dev
+  libelf-dev libdw-dev zlib1g-dev libzstd-dev libbz2-dev liblzma-dev
+  libboost-program-options-dev libcapstone-dev
   catch2 nlohmann-json3-dev libfmt-dev
   python3 python3-torch austin time
   chromium

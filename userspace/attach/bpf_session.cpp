@@ -9,6 +9,7 @@
 #include <cstring>
 #include <vector>
 
+#include "attach/uprobe_multi.h"
 #include "cuda_api.skel.h"
 #include "proctree.skel.h"
 #include "sampling.skel.h"
@@ -76,31 +77,14 @@ UprobeLink::~UprobeLink() {
 
 namespace {
 
-// BPF_LINK_CREATE for a multi-uprobe link (kernel 6.6+; libbpf 1.1 predates it). The layout of
-// bpf_attr.link_create.uprobe_multi, from the kernel's UAPI.
-constexpr uint32_t kTraceUprobeMulti = 48;      // BPF_TRACE_UPROBE_MULTI
-constexpr uint32_t kUprobeMultiReturn = 1;      // BPF_F_UPROBE_MULTI_RETURN
-struct LinkCreateUprobeMulti {
-    uint32_t prog_fd, target_fd, attach_type, flags;
-    uint64_t path, offsets, ref_ctr_offsets, cookies;
-    uint32_t cnt, multi_flags, pid, pad;
-};
-
 int create_uprobe_multi_link(int prog_fd, const std::string& path, const std::vector<ApiProbeSite>& sites, bool at_return) {
     std::vector<uint64_t> offsets, cookies;
     for (const auto& s : sites) {
         offsets.push_back(s.offset);
         cookies.push_back(s.cookie);
     }
-    LinkCreateUprobeMulti attr{};
-    attr.prog_fd = static_cast<uint32_t>(prog_fd);
-    attr.attach_type = kTraceUprobeMulti;
-    attr.path = reinterpret_cast<uint64_t>(path.c_str());
-    attr.offsets = reinterpret_cast<uint64_t>(offsets.data());
-    attr.cookies = reinterpret_cast<uint64_t>(cookies.data());
-    attr.cnt = static_cast<uint32_t>(sites.size());
-    attr.multi_flags = at_return ? kUprobeMultiReturn : 0;
-    return static_cast<int>(syscall(__NR_bpf, BPF_LINK_CREATE, &attr, sizeof attr));
+    return gtrace::create_uprobe_multi_link(prog_fd, path.c_str(), offsets.data(), cookies.data(),
+                                            static_cast<uint32_t>(sites.size()), at_return);
 }
 
 } // namespace

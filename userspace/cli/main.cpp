@@ -18,6 +18,7 @@
 #include "cli/recover_command.h"
 #include "cli/report_command.h"
 #include "cli/stale_captures.h"
+#include "cli/version_command.h"
 #include "foundation/exit_codes.h"
 #include "foundation/output_file.h"
 #include "cli/preflight.h"
@@ -35,7 +36,8 @@ constexpr const char* kUsage =
     "  gtrace dump --pid PID\n"
     "  gtrace report TRACE... [--json FILE] [--html FILE] [--force]\n"
     "  gtrace recover PARTIAL [-o FILE] [--force]\n"
-    "  gtrace <command> --help\n\n"
+    "  gtrace <command> --help\n"
+    "  gtrace --version       version, git commit and the kernel features found\n\n"
     "Commands:\n"
     "  attach   attach to a running process tree (e.g. torchrun and its ranks) and write a trace\n"
     "  record   start a command with the GPU agent loaded from its start, and trace it like attach\n"
@@ -411,6 +413,7 @@ int main(int argc, char** argv) {
             std::cout << kUsage << attach_options() << "\n" << kExitCodeHelp;
             return args.empty() ? to_int(ExitCode::Usage) : 0;
         }
+        if (args[0] == "--version" || args[0] == "-V") return run_version();
         std::string command = args[0];
         command_name = command;
         args.erase(args.begin());

@@ -1,6 +1,6 @@
 // One-shot stacks of every thread of a process, for `gtrace dump`: each thread is stopped on
 // its own for the few microseconds it takes to read its registers, unwind its native stack
-// (libunwind over ptrace, .eh_frame based) and walk its Python frames, then released at once.
+// (elfutils libdwfl over ptrace, .eh_frame based) and walk its Python frames, then released at once.
 // Threads are never left stopped: a thread is detached before the next one is touched, and
 // the kernel releases a seized thread by itself if gtrace dies.
 #pragma once

@@ -24,8 +24,8 @@ struct NativeFrame {
     std::string name; // from the ELF symbols, when asked for and known
 };
 
-// Innermost first: the stopped thread's IP, then return addresses (libunwind over ptrace,
-// .eh_frame based).
+// Innermost first: the stopped thread's IP, then return addresses (elfutils' libdwfl over
+// ptrace, from .eh_frame; frame pointers where an object has none).
 std::vector<NativeFrame> unwind_stopped(int tid, size_t max_frames, bool with_names);
 
 } // namespace gtrace

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# gtrace's cost on real training steps, side by side with torch.profiler, on a machine with an
+# NVIDIA GPU and a CUDA PyTorch. Two workloads, each in one process: a launch-bound loop (48 tiny
+# Linear layers, batch 8, AdamW) and a GPT-2-small-sized transformer from torch.nn (bf16 autocast,
+# batch 8 x 512, AdamW). Per workload, median step time untraced, with `gtrace attach` (default
+# options) on the same running process, after it detached, and under torch.profiler (CPU + CUDA);
+# prints the ratios and PASS/FAIL against the targets (gtrace <= 1.10x transformer, <= 1.25x loop,
+# below the profiler on both).
+#
+#   sudo gpu-bench.sh [--device cuda|cpu] [--tiny] [--steps N] [--workloads loop,transformer] [PYTHON]
+#
+# PYTHON: an interpreter with torch (default python3). --device cpu --tiny: a smoke run of every
+# phase without a GPU (targets not checked). Writes gpu-bench-out/ in the current directory (each
+# workload's log and its gtrace trace). Runs from a checkout or from the gtrace package.
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+source "$HERE/gpu_common.sh"
+DEVICE=cuda
+EXTRA=()
+PY=python3
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --device) DEVICE=${2:-}; shift 2 ;;
+    --tiny) EXTRA+=(--tiny); shift ;;
+    --steps|--workloads) EXTRA+=("$1" "${2:-}"); shift 2 ;;
+    -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -*) echo "gpu-bench: unknown option $1; see gpu-bench.sh --help" >&2; exit 2 ;;
+    *) PY=$1; shift ;;
+  esac
+done
+require_torch "$PY" "$DEVICE" gpu-bench
+locate_gtrace "$HERE" gpu-bench
+OUT=$PWD/gpu-bench-out
+echo "gpu-bench: using $GTRACE: $("$GTRACE" --version | head -1); results in $OUT"
+exec "$PY" "$HERE/gpu_bench.py" --gtrace "$GTRACE" --out "$OUT" --device "$DEVICE" "${EXTRA[@]}"

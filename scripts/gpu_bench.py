@@ -1,0 +1,168 @@
+"""gtrace's cost on real training steps, against torch.profiler, for scripts/gpu-bench.sh.
+
+For each workload (gpu_bench_workload.py) one process runs, and in that same process:
+  untraced   N steps with nothing attached
+  gtrace     N steps with `gtrace attach --pid <it>` (default options) attached and recording
+  after      N steps after gtrace has detached
+  profiler   N steps inside torch.profiler (CPU + CUDA activities)
+The baseline is the median of the untraced and after steps together; each ratio is a phase's
+median step time over it. Targets: gtrace <= 1.10x on the transformer, <= 1.25x on the
+launch-bound loop, and below the profiler on both.
+
+Usage: gpu_bench.py --gtrace PATH --out DIR [--device cuda|cpu] [--tiny] [--steps N]
+                    [--workloads loop,transformer]
+"""
+import argparse
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import threading
+import time
+
+TARGETS = {"loop": 1.25, "transformer": 1.10}
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def log(msg):
+    print(f"gpu-bench: {msg}", flush=True)
+
+
+class Workload:
+    def __init__(self, name, args):
+        cmd = [sys.executable, os.path.join(HERE, "gpu_bench_workload.py"), name, "--device", args.device]
+        if args.tiny:
+            cmd.append("--tiny")
+        self.stderr = open(os.path.join(args.out, f"{name}.log"), "w")
+        self.p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr, text=True)
+        line = self.p.stdout.readline()
+        if not line.startswith("ready"):
+            sys.exit(f"gpu-bench: the {name} workload failed to start; see {self.stderr.name}")
+        log(f"{name}: pid {self.p.pid}, {line.split(' ', 2)[2].strip()}")
+
+    def run(self, command):
+        """Sends a phase command; returns the step times (ms) of that phase."""
+        self.p.stdin.write(command + "\n")
+        self.p.stdin.flush()
+        line = self.p.stdout.readline()
+        if not line.startswith("done"):
+            sys.exit(f"gpu-bench: the workload died during '{command}'; see {self.stderr.name}")
+        return [float(t) for t in line.split()[6].split(",")]
+
+    def quit(self):
+        self.p.stdin.write("quit\n")
+        self.p.stdin.close()
+        self.p.wait(timeout=300)
+
+
+class Gtrace:
+    """gtrace attach with default options, started on the running workload; ready once it is
+    recording (and, on a GPU, once its agent is active in the process)."""
+
+    def __init__(self, gtrace, pid, trace, device):
+        self.log_path = trace + ".log"
+        self.p = subprocess.Popen([gtrace, "attach", "--pid", str(pid), "-o", trace, "--force"],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        want = "GPU agent active" if device == "cuda" else "attached to PID"
+        self.lines = []
+        ready = threading.Event()
+
+        def read():
+            with open(self.log_path, "w") as f:
+                for line in self.p.stderr:
+                    f.write(line)
+                    f.flush()
+                    self.lines.append(line)
+                    if want in line:
+                        ready.set()
+        threading.Thread(target=read, daemon=True).start()
+        deadline = time.monotonic() + 120
+        while not ready.wait(0.2):
+            if self.p.poll() is not None or time.monotonic() > deadline:
+                self.p.kill()
+                sys.exit(f"gpu-bench: gtrace did not start recording ({want!r} not seen); see {self.log_path}:\n"
+                         + "".join(self.lines[-5:]))
+
+    def stop(self):
+        self.p.send_signal(signal.SIGINT)
+        rc = self.p.wait(timeout=600)
+        if rc != 0:
+            sys.exit(f"gpu-bench: gtrace exited {rc}; see {self.log_path}")
+
+
+def measure(name, args):
+    w = Workload(name, args)
+    phases = {}
+    phases["untraced"] = w.run(f"phase untraced {args.steps}")
+    log(f"{name}: attaching gtrace (default options)")
+    trace = os.path.join(args.out, f"{name}-trace.json")
+    g = Gtrace(args.gtrace, w.p.pid, trace, args.device)
+    time.sleep(args.settle)  # the job keeps stepping while the probes settle
+    phases["gtrace"] = w.run(f"phase gtrace {args.steps}")
+    log(f"{name}: detaching gtrace")
+    g.stop()
+    phases["after"] = w.run(f"phase after {args.steps}")
+    log(f"{name}: torch.profiler")
+    phases["profiler"] = w.run(f"profile {args.steps}")
+    w.quit()
+    with open(trace) as f:
+        other = json.load(f)["otherData"]
+    return phases, other
+
+
+def ratio_table(results, args):
+    """Prints the table; returns the verdict lines (PASS/FAIL per target)."""
+    print()
+    print(f"median step time (ms) per phase, device {args.device}" + (", tiny workloads" if args.tiny else ""))
+    print(f"{'workload':<12} {'steps':>5} {'untraced':>9} {'gtrace':>9} {'after':>9} {'profiler':>9}"
+          f"   {'gtrace x':>8} {'profiler x':>10}   target")
+    verdicts = []
+    for name, (phases, other) in results.items():
+        med = {p: statistics.median(t) for p, t in phases.items()}
+        base = statistics.median(phases["untraced"] + phases["after"])
+        g, prof = med["gtrace"] / base, med["profiler"] / base
+        target = TARGETS[name]
+        print(f"{name:<12} {len(phases['gtrace']):5d} {med['untraced']:9.2f} {med['gtrace']:9.2f} {med['after']:9.2f} {med['profiler']:9.2f}"
+              f"   {g:7.2f}x {prof:9.2f}x   <= {target:.2f}x and < profiler")
+        lost = other.get("lost_events", 0)
+        gpu = other.get("gpu", {})
+        print(f"{'':<18} trace: lost events {lost}, GPU ops {gpu.get('gpu_ops', 0)}, linked {gpu.get('joined_to_call', 0)}")
+        if args.tiny:
+            continue
+        ok = g <= target and g < prof
+        verdicts.append(f"gpu-bench: {'PASS' if ok else 'FAIL'}: {name}: gtrace {g:.2f}x (target <= {target:.2f}x), "
+                        f"torch.profiler {prof:.2f}x")
+    print()
+    if args.tiny:
+        verdicts.append("gpu-bench: targets not checked (--tiny: smoke run)")
+    return verdicts
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--gtrace", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
+    ap.add_argument("--tiny", action="store_true")
+    ap.add_argument("--steps", type=int, default=None, help="steps per phase (default 200 loop / 50 transformer; 10 with --tiny)")
+    ap.add_argument("--settle", type=float, default=1.0, help="seconds between gtrace ready and its timed steps")
+    ap.add_argument("--workloads", default="loop,transformer")
+    args = ap.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    results = {}
+    steps = args.steps
+    for name in args.workloads.split(","):
+        if name not in TARGETS:
+            sys.exit(f"gpu-bench: unknown workload '{name}'; pick from {', '.join(TARGETS)}")
+        args.steps = steps or (10 if args.tiny else 200 if name == "loop" else 50)
+        results[name] = measure(name, args)
+    verdicts = ratio_table(results, args)
+    for v in verdicts:
+        print(v)
+    sys.exit(1 if any(": FAIL:" in v for v in verdicts) else 0)
+
+
+if __name__ == "__main__":
+    main()

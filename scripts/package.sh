@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Builds the gtrace package: dist/gtrace-<version>-linux-<arch>.tar.gz, holding gtrace-<version>/
+# with bin/gtrace, lib/gtrace/libgtrace_agent.so, share/gtrace/scripts/ (gpu-check.sh,
+# gpu-bench.sh and their Python files) and share/doc/gtrace/README.md — the layout of
+# `cmake --install`. Both binaries need only glibc 2.34+ and libgcc_s (every other library is
+# linked in), so the package runs from any directory on a GPU host that has none of the build
+# dependencies. Reuses (and, if needed, configures and builds) the build directory.
+#
+#   scripts/package.sh [--build DIR] [--out DIR]      (defaults: build/, dist/)
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=$ROOT/build
+OUT=$ROOT/dist
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --build) BUILD=$(realpath -m "${2:?}"); shift 2 ;;
+    --out) OUT=$(realpath -m "${2:?}"); shift 2 ;;
+    -h|--help) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "package: unknown argument $1; see scripts/package.sh --help" >&2; exit 2 ;;
+  esac
+done
+
+if [[ ! -f $BUILD/CMakeCache.txt ]]; then
+  cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+fi
+grep -q '^GTRACE_STATIC:BOOL=ON' "$BUILD/CMakeCache.txt" ||
+  { echo "package: $BUILD is configured with GTRACE_STATIC=OFF; the package needs the static build" >&2; exit 1; }
+cmake --build "$BUILD" --target gtrace gtrace_agent -j"$(nproc)" >/dev/null
+
+VERSION=$("$BUILD/gtrace" --version | sed -n '1s/^gtrace \([^ ]*\) .*/\1/p')
+[[ -n $VERSION ]] || { echo "package: $BUILD/gtrace --version printed no version" >&2; exit 1; }
+NAME=gtrace-$VERSION
+STAGE=$(mktemp -d)
+trap 'rm -rf "$STAGE"' EXIT
+cmake --install "$BUILD" --prefix "$STAGE/$NAME" --strip >/dev/null
+mkdir -p "$OUT"
+TARBALL=$OUT/$NAME-linux-$(uname -m).tar.gz
+tar -C "$STAGE" --owner=0 --group=0 -czf "$TARBALL.new" "$NAME"
+mv "$TARBALL.new" "$TARBALL"
+echo "$TARBALL"

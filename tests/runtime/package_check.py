@@ -1,0 +1,228 @@
+"""gtrace where users run it: the package, an install, and the GPU scripts' CPU smoke runs.
+
+  tarball  scripts/package.sh, unpacked in a temp directory outside the checkout: gtrace and
+           its agent need nothing beyond glibc (<= 2.34), libgcc_s and libstdc++ (ldd, objdump),
+           the agent exports only its entry points, and with an empty environment
+           (env -i, LD_LIBRARY_PATH=) from another directory `bin/gtrace --version` works and a
+           `record` of a GPU-simulator program gets the packaged agent and links every GPU op;
+           gpu_check_verify.py passes that trace's GPU checks and fails its Python ones (a C++
+           program has no sources or torch ranges); the packaged gpu-check.sh and gpu-bench.sh
+           run their CPU smoke modes (Debian's torch) with the packaged gtrace.
+  install  cmake --install into a temp prefix: the same layout, --version and a capture from it.
+  scripts  the checkout's scripts/gpu-check.sh and gpu-bench.sh, CPU smoke modes.
+
+Usage: package_check.py tarball|install|scripts --build BUILD --source SOURCE
+"""
+import argparse
+import glob
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+
+from kernel_state import GTRACE_MAP_NAMES, GTRACE_PROG_NAMES
+
+PYTHON = "/usr/bin/python3"  # Debian's, with torch 1.13
+CLEAN_ENV = {"PATH": "/usr/bin:/bin", "LD_LIBRARY_PATH": ""}
+ALLOWED_LIBS = re.compile(r"^(linux-vdso|libc|libm|ld-linux-x86-64|libgcc_s|libstdc\+\+|libpthread|libdl|librt)\.so")
+GLIBC_FLOOR = (2, 34)  # RHEL 9
+
+
+def fail(msg):
+    print(f"FAIL: {msg}", flush=True)
+    sys.exit(1)
+
+
+def ok(msg):
+    print(f"ok: {msg}", flush=True)
+
+
+def gtrace_bpf_ids():
+    """The ids of gtrace's BPF programs and maps in the kernel now (of any gtrace running)."""
+    ids = set()
+    for kind, names in (("prog", GTRACE_PROG_NAMES), ("map", GTRACE_MAP_NAMES)):
+        shown = json.loads(subprocess.run(["bpftool", "-j", kind, "show"], capture_output=True, text=True).stdout or "[]")
+        ids |= {(kind, o["id"], o.get("name")) for o in shown if o.get("name") in names}
+    return ids
+
+
+def check_no_leftover_bpf(before):
+    """Nothing this test's gtrace loaded is left (the kernel frees it asynchronously: allow 3 s).
+    Objects that were there before belong to someone else's gtrace."""
+    for _ in range(30):
+        left = gtrace_bpf_ids() - before
+        if not left:
+            return
+        time.sleep(0.1)
+    fail(f"BPF objects left in the kernel after gtrace exited: {sorted(left)}")
+
+
+def run(cmd, cwd, env=None, timeout=300):
+    """Runs with exactly env (nothing inherited); returns (rc, stdout+stderr)."""
+    r = subprocess.run(cmd, cwd=cwd, env=env if env is not None else CLEAN_ENV, capture_output=True, text=True,
+                       timeout=timeout)
+    return r.returncode, r.stdout + r.stderr
+
+
+def check_layout(prefix):
+    for rel in ["bin/gtrace", "lib/gtrace/libgtrace_agent.so", "share/doc/gtrace/README.md",
+                "share/gtrace/scripts/gpu-check.sh", "share/gtrace/scripts/gpu-bench.sh",
+                "share/gtrace/scripts/gpu_check_train.py", "share/gtrace/scripts/gpu_check_verify.py",
+                "share/gtrace/scripts/gpu_bench.py", "share/gtrace/scripts/gpu_bench_workload.py",
+                "share/gtrace/scripts/gpu_common.sh"]:
+        if not os.path.isfile(os.path.join(prefix, rel)):
+            fail(f"{rel} missing from {prefix}")
+    for rel in ["bin/gtrace", "share/gtrace/scripts/gpu-check.sh", "share/gtrace/scripts/gpu-bench.sh"]:
+        if not os.access(os.path.join(prefix, rel), os.X_OK):
+            fail(f"{rel} is not executable")
+    ok(f"layout of {prefix}")
+
+
+def check_libraries(prefix):
+    for rel in ["bin/gtrace", "lib/gtrace/libgtrace_agent.so"]:
+        path = os.path.join(prefix, rel)
+        rc, out = run(["ldd", path], cwd="/")
+        libs = [line.split()[0] for line in out.splitlines() if line.strip()]
+        bad = [lib for lib in libs if not ALLOWED_LIBS.match(os.path.basename(lib))]
+        if rc != 0 or not libs or bad:
+            fail(f"ldd {rel}: needs {bad or out.strip()} beyond glibc, libgcc_s and libstdc++")
+        symbols = subprocess.run(["objdump", "-T", path], capture_output=True, text=True, check=True).stdout
+        versions = {tuple(int(x) for x in v.split(".")) for v in re.findall(r"GLIBC_(\d+(?:\.\d+)+)", symbols)}
+        if not versions or max(versions) > GLIBC_FLOOR:
+            fail(f"{rel} needs glibc {'.'.join(map(str, max(versions)))}, above {'.'.join(map(str, GLIBC_FLOOR))}")
+        ok(f"{rel}: ldd lists {', '.join(os.path.basename(lib) for lib in libs)}; "
+           f"glibc <= {'.'.join(map(str, max(versions)))}")
+    exports = subprocess.run(["nm", "-D", "--defined-only", os.path.join(prefix, "lib/gtrace/libgtrace_agent.so")],
+                             capture_output=True, text=True, check=True).stdout.split("\n")
+    names = sorted(line.split()[-1] for line in exports if line.strip())
+    odd = [n for n in names if n != "InitializeInjection" and not n.startswith("gtrace_agent_")]
+    if odd or "InitializeInjection" not in names or "gtrace_agent_announce" not in names:
+        fail(f"the agent exports {names}; only InitializeInjection and gtrace_agent_* may be")
+    ok(f"the agent exports {names}")
+
+
+def check_version(gtrace, cwd, source):
+    rc, out = run([gtrace, "--version"], cwd=cwd)
+    head = out.splitlines()[0] if out else ""
+    m = re.match(r"^gtrace \d+\.\d+\.\d+ \(commit ([0-9a-f]{12})(-dirty)?\)$", head)
+    # The build's commit: HEAD, or an ancestor of it when the build predates the last commits.
+    known = m and subprocess.run(["git", "-C", source, "merge-base", "--is-ancestor", m.group(1), "HEAD"]).returncode == 0
+    if rc != 0 or not known:
+        fail(f"{gtrace} --version: exit {rc}, first line {head!r} does not name a commit of {source}: {out}")
+    if "BPF ring buffer:" not in out or "multi-uprobe links (uprobe_multi):" not in out:
+        fail(f"--version lists no kernel features: {out}")
+    ok(f"--version from {cwd} with an empty environment: {head}")
+
+
+def check_capture(gtrace, cwd, build):
+    """record of gpu_steps on the GPU simulator, with the environment emptied."""
+    trace = os.path.join(cwd, "trace.json")
+    before = gtrace_bpf_ids()
+    rc, out = run([gtrace, "record", "-o", trace, "--sample-hz", "0", "--", "/usr/bin/env",
+                   f"LD_LIBRARY_PATH={os.path.join(build, 'gpusim')}", os.path.join(build, "programs", "gpu_steps"),
+                   "--steps", "10", "--kernels", "3"], cwd=cwd)
+    if rc != 0 or not re.search(r"GPU: 1 agents \(1 active, 0 failed\), (\d+) kernels/copies/sets, \1 linked", out):
+        fail(f"record from {cwd}: exit {rc}, the agent did not link every GPU op:\n{out}")
+    check_no_leftover_bpf(before)
+    ok(f"record with the agent from {cwd}: " + next(line for line in out.splitlines() if "GPU:" in line).strip())
+    return trace
+
+
+def check_verifier(scripts, trace, cwd):
+    rc, out = run([PYTHON, os.path.join(scripts, "gpu_check_verify.py"), trace], cwd=cwd)
+    states = {name: state for state, name in re.findall(r"^gpu-check: (PASS|FAIL|SKIP): ([a-z ]+):", out, re.M)}
+    want = {"agent": "PASS", "gpu work": "PASS", "linked": "PASS", "sources": "FAIL", "ranges": "FAIL"}
+    if rc != 1 or states != want:
+        fail(f"gpu_check_verify.py on a C++ program's trace: exit {rc}, {states}, expected {want}:\n{out}")
+    ok("gpu_check_verify.py: a simulator trace passes agent, gpu work and linked; fails sources and ranges")
+
+
+def check_gpu_check_smoke(script, gtrace, cwd, env):
+    rc, out = run(["bash", script, "--device", "cpu", PYTHON], cwd=cwd, env=env, timeout=240)
+    print(out, flush=True)
+    if rc != 0 or f"gpu-check: using {gtrace}:" not in out:
+        fail(f"gpu-check.sh --device cpu exited {rc} or did not use {gtrace}")
+    for name in ("agent", "gpu work", "linked", "sources"):
+        if f"gpu-check: SKIP: {name}: no GPU" not in out:
+            fail(f"gpu-check.sh --device cpu: no SKIP line for {name}")
+    if not re.search(r"^gpu-check: PASS: ranges: Optimizer\.step: [1-9]", out, re.M) or "0 of 5 checks failed" not in out:
+        fail("gpu-check.sh --device cpu: the torch ranges check did not pass")
+    if not os.path.getsize(os.path.join(cwd, "gpu-check-out", "trace.json")):
+        fail("gpu-check.sh left no trace")
+    ok(f"gpu-check.sh --device cpu ran with {gtrace}")
+
+
+def check_gpu_bench_smoke(script, gtrace, cwd, env):
+    rc, out = run(["bash", script, "--device", "cpu", "--tiny", PYTHON], cwd=cwd, env=env, timeout=300)
+    print(out, flush=True)
+    if rc != 0 or f"gpu-bench: using {gtrace}:" not in out:
+        fail(f"gpu-bench.sh --device cpu --tiny exited {rc} or did not use {gtrace}")
+    for w in ("loop", "transformer"):
+        for phase in ("attaching gtrace (default options)", "detaching gtrace", "torch.profiler"):
+            if f"gpu-bench: {w}: {phase}" not in out:
+                fail(f"gpu-bench.sh: the {w} workload never reached '{phase}'")
+        row = re.search(rf"^{w} +10 +([\d.]+) +([\d.]+) +([\d.]+) +([\d.]+) +([\d.]+)x +([\d.]+)x", out, re.M)
+        if not row or any(float(x) <= 0 for x in row.groups()):
+            fail(f"gpu-bench.sh: no complete table row for {w}")
+        if not os.path.getsize(os.path.join(cwd, "gpu-bench-out", f"{w}-trace.json")):
+            fail(f"gpu-bench.sh left no trace of the {w} workload")
+    if "targets not checked (--tiny: smoke run)" not in out:
+        fail("gpu-bench.sh --tiny claimed a verdict on the targets")
+    ok(f"gpu-bench.sh --device cpu --tiny ran every phase of both workloads with {gtrace}")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("mode", choices=["tarball", "install", "scripts"])
+    ap.add_argument("--build", required=True)
+    ap.add_argument("--source", required=True)
+    args = ap.parse_args()
+    if os.geteuid() != 0 or not os.path.exists("/sys/kernel/btf/vmlinux"):
+        print("cannot run: needs root and a kernel with BTF", flush=True)
+        sys.exit(77 if os.environ.get("GTRACE_ALLOW_SKIP") == "1" else 1)
+    build, source = os.path.abspath(args.build), os.path.abspath(args.source)
+    tmp = tempfile.mkdtemp(prefix=f"gtrace-{args.mode}-")
+    try:
+        cwd = os.path.join(tmp, "cwd")
+        os.makedirs(cwd)
+        if args.mode == "scripts":
+            env = dict(CLEAN_ENV, GTRACE=os.path.join(build, "gtrace"))
+            check_gpu_check_smoke(os.path.join(source, "scripts", "gpu-check.sh"), env["GTRACE"], cwd, env)
+            check_gpu_bench_smoke(os.path.join(source, "scripts", "gpu-bench.sh"), env["GTRACE"], cwd, env)
+            return
+        if args.mode == "tarball":
+            rc, out = run(["bash", os.path.join(source, "scripts", "package.sh"), "--build", build,
+                           "--out", os.path.join(tmp, "dist")], cwd=source, env=dict(os.environ), timeout=900)
+            tarballs = glob.glob(os.path.join(tmp, "dist", "gtrace-*-linux-x86_64.tar.gz"))
+            if rc != 0 or len(tarballs) != 1 or out.strip() != tarballs[0]:
+                fail(f"package.sh: exit {rc}, made {tarballs}:\n{out}")
+            with tarfile.open(tarballs[0]) as t:
+                t.extractall(os.path.join(tmp, "unpacked"))
+            (prefix,) = glob.glob(os.path.join(tmp, "unpacked", "gtrace-*"))
+            ok(f"package.sh made {os.path.basename(tarballs[0])}")
+        else:
+            prefix = os.path.join(tmp, "prefix")
+            rc, out = run(["cmake", "--install", build, "--prefix", prefix], cwd=source, env=dict(os.environ))
+            if rc != 0:
+                fail(f"cmake --install: exit {rc}:\n{out}")
+        check_layout(prefix)
+        check_libraries(prefix)
+        gtrace = os.path.join(prefix, "bin", "gtrace")
+        check_version(gtrace, cwd, source)
+        trace = check_capture(gtrace, cwd, build)
+        if args.mode == "tarball":
+            scripts = os.path.join(prefix, "share", "gtrace", "scripts")
+            check_verifier(scripts, trace, cwd)
+            check_gpu_check_smoke(os.path.join(scripts, "gpu-check.sh"), gtrace, cwd, CLEAN_ENV)
+            check_gpu_bench_smoke(os.path.join(scripts, "gpu-bench.sh"), gtrace, cwd, CLEAN_ENV)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
