@@ -36,6 +36,8 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 Result<std::unique_ptr<Capture>> Capture::attach(const CaptureOptions& options) {
     auto start_ticks = check_target(options.pid);
     if (!start_ticks) return start_ticks.error();
+    if (!options.launched)
+        if (auto r = check_scope(options.pid, options.system_wide); !r) return r.error();
     if (auto r = check_privileges(); !r) return r.error();
     if (auto r = check_btf(); !r) return r.error();
     auto writer = ChromeTraceWriter::create(options.output, options.force);
@@ -64,7 +66,7 @@ Result<void> Capture::track_tree(uint64_t root_start_ticks) {
     // walk /proc is either found by the next walk or reported by BPF. Walk until stable.
     if (const char* delay = getenv("GTRACE_TEST_ATTACH_DELAY_MS")) usleep(static_cast<useconds_t>(atoi(delay)) * 1000);
     for (size_t known = 0;;) {
-        std::vector<int> tree = list_tree(options_.pid);
+        std::vector<int> tree = list_tree(options_.pid, getpid()); // never gtrace itself, nor its children
         for (int pid : tree) {
             if (model_.find(static_cast<uint32_t>(pid))) continue;
             auto st = read_proc_stat(pid);
@@ -330,7 +332,8 @@ Result<CaptureResult> Capture::run() {
     extra_tracks.insert(gpu_tracks_.track_names().begin(), gpu_tracks_.track_names().end());
     nlohmann::json facts = other_data(reason, elapsed);
     if (auto r = writer_.finish(model_, facts, extra_tracks); !r) return r.error();
-    CaptureResult result{reason, writer_.path(), model_.lost_events(), script_incomplete(), std::move(facts)};
+    CaptureResult result{reason, writer_.path(), model_.lost_events(), script_incomplete(), model_.live_processes() == 0,
+                         std::move(facts)};
     if (!options_.quiet) print_summary(result, elapsed);
     return result;
 }

@@ -40,6 +40,8 @@ struct CaptureOptions {
     bool gpu = true;     // load the agent (CUPTI) into processes that use CUDA
     bool launched = false; // gtrace record: agents arrive through CUDA_INJECTION64_PATH
     std::string cupti;   // --cupti: libcupti path(s) to try first
+    bool system_wide = false; // --system-wide: a tree that is the whole host is allowed (see check_scope)
+    bool redact = true;       // hide secret values of command lines (--no-redact: keep them)
     // Scripted captures: what goes into the trace, and when the capture stops on its own.
     double delay_s = 0;                                 // --delay: record from this long after attach
     std::optional<std::pair<uint32_t, uint32_t>> steps; // --steps A:B: from the A-th to the B-th step after attach
@@ -54,6 +56,7 @@ struct CaptureResult {
     std::string output;
     uint64_t lost = 0;
     std::string script_incomplete; // why --steps did not reach its last step; empty when it did
+    bool tree_exited = false;      // it stopped because every traced process had exited
     nlohmann::json facts;          // the trace's otherData: stop reason, window, losses, GPU side
 };
 
@@ -133,7 +136,7 @@ private:
     GpuMemory memory_{[this](const MemorySample& m) { write_memory_sample(m); }};
     std::map<uint32_t, int> injection_tries_; // pid -> attempts; -1 once loaded
     std::map<uint32_t, std::string> gpu_warnings_;
-    TraceModel model_;
+    TraceModel model_{options_.redact};
     std::set<int> pending_scan_;
     bool waiting_for_cuda_ = false;
     std::optional<Error> deferred_error_; // a probe failure inside an event callback
