@@ -16,6 +16,7 @@ import threading
 import time
 import tomllib
 
+import command_runs
 import gpu_checks
 from kernel_state import leftover_bpf_objects, process_tree
 
@@ -195,6 +196,9 @@ def check_trace(trace, expect, program_lines):
     for pattern in expect.get("process_names", []):
         if not any(re.search(pattern, n) for n in names.values()):
             fail(f"no process named like /{pattern}/ in {sorted(names.values())}")
+    for pattern in expect.get("process_names_absent", []):
+        if any(re.search(pattern, n) for n in names.values()):
+            fail(f"a process is named like /{pattern}/: {[n for n in names.values() if re.search(pattern, n)]}")
     for pattern, n in expect.get("process_name_counts", {}).items():
         matching = [x for x in names.values() if re.search(pattern, x)]
         if len(matching) != n:
@@ -257,6 +261,8 @@ def main():
     for path in case.get("make_files", []):
         with open(substitute(path, ctx), "w") as f:
             f.write("existing\n")
+    for path in case.get("make_fifos", []):
+        os.mkfifo(substitute(path, ctx))
 
     programs, streams = [], []
     try:
@@ -275,6 +281,15 @@ def main():
             for action in prog.get("after_ready", []):
                 run_action(substitute(action, ctx))
 
+        command_runs.run_all(substitute(case.get("runs", []), ctx), opts.gtrace, tmp)
+        if "gtrace" not in case:  # runs only
+            expect = substitute(case.get("expect", {}), ctx)
+            command_runs.check_pid_files(expect)
+            command_runs.check_file_bytes(expect)
+            if case.get("needs_bpf", True) and leftover_bpf_objects():
+                fail(f"BPF objects left in the kernel after gtrace exited: {leftover_bpf_objects()}")
+            print("PASS", flush=True)
+            return
         g = case["gtrace"]
         cmd = [opts.gtrace] + substitute(g["args"], ctx)
         if g.get("user"):
@@ -366,6 +381,8 @@ def main():
             left = leftover_bpf_objects()
             if left:
                 fail(f"BPF objects left in the kernel after gtrace exited: {left}")
+        command_runs.check_pid_files(expect)
+        command_runs.check_file_bytes(expect)
         for i, code in enumerate(expect.get("program_exit_codes", [])):
             if programs[i].returncode != code:
                 fail(f"program {i} exited {programs[i].returncode}, expected {code}")
