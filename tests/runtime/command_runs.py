@@ -36,6 +36,22 @@ def run_process(cmd, env, timeout, cwd):
     return result
 
 
+def check_outcome(what, code, err, out, expect):
+    """`exit_code`, `stderr` and `stdout` patterns, `stderr_lines` (non-blank)."""
+    if code != expect.get("exit_code", 0):
+        fail(f"{what} exited {code}, expected {expect.get('exit_code', 0)}")
+    for pattern in expect.get("stderr", []):
+        if not re.search(pattern, err):
+            fail(f"{what}: stderr does not match /{pattern}/")
+    for pattern in expect.get("stdout", []):
+        if not re.search(pattern, out):
+            fail(f"{what}: stdout does not match /{pattern}/")
+    if "stderr_lines" in expect:
+        n = len([x for x in err.splitlines() if x.strip()])
+        if n != expect["stderr_lines"]:
+            fail(f"{what}: stderr has {n} lines, expected {expect['stderr_lines']}")
+
+
 def run_one(i, run, gtrace, cwd):
     """One gtrace command: `args` (after the gtrace binary) or a whole `command`, with `command_env`
     added to the environment; its exit code, stderr lines and patterns, and the peak memory of
@@ -48,18 +64,7 @@ def run_one(i, run, gtrace, cwd):
         print(f"  [gtrace] {line}", flush=True)
     if code == 124:
         fail(f"run {i} did not end within {run.get('timeout', 60)} s")
-    if code != run.get("exit_code", 0):
-        fail(f"run {i} exited {code}, expected {run.get('exit_code', 0)}")
-    for pattern in run.get("stderr", []):
-        if not re.search(pattern, err):
-            fail(f"run {i}: stderr does not match /{pattern}/")
-    for pattern in run.get("stdout", []):
-        if not re.search(pattern, out):
-            fail(f"run {i}: stdout does not match /{pattern}/")
-    if "stderr_lines" in run:
-        n = len([x for x in err.splitlines() if x.strip()])
-        if n != run["stderr_lines"]:
-            fail(f"run {i}: stderr has {n} lines, expected {run['stderr_lines']}")
+    check_outcome(f"run {i}: gtrace", code, err, out, run)
     if "max_rss_mib" in run and rss > run["max_rss_mib"]:
         fail(f"run {i}: gtrace used {rss:.0f} MiB, expected at most {run['max_rss_mib']}")
     for path in run.get("files_exist", []):

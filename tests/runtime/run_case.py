@@ -343,18 +343,7 @@ def main():
         program_lines = [line for s in streams for line in s.lines]
 
         expect = substitute(case.get("expect", {}), ctx)
-        if rc != expect.get("exit_code", 0):
-            fail(f"gtrace exited {rc}, expected {expect.get('exit_code', 0)}")
-        for pattern in expect.get("stderr", []):
-            if not re.search(pattern, err_text):
-                fail(f"stderr does not match /{pattern}/")
-        for pattern in expect.get("stdout", []):
-            if not re.search(pattern, out_text):
-                fail(f"stdout does not match /{pattern}/")
-        if "stderr_lines" in expect:
-            n = len([x for x in err_text.splitlines() if x.strip()])
-            if n != expect["stderr_lines"]:
-                fail(f"stderr has {n} lines, expected {expect['stderr_lines']}")
+        command_runs.check_outcome("gtrace", rc, err_text, out_text, expect)
         for path in expect.get("files_absent", []):
             if os.path.exists(path):
                 fail(f"{path} exists but gtrace should not have written it")
