@@ -249,7 +249,7 @@ def main():
             sys.exit(77)
     tmp = tempfile.mkdtemp(prefix="gtrace-case-")
     ctx = {"tmp": tmp, "programs": opts.programs, "stubs": opts.stubs, "source": opts.source,
-           "gtrace": opts.gtrace, "python": "/usr/bin/python3", "gpusim": opts.gpusim}
+           "gtrace": opts.gtrace, "python": "/usr/bin/python3", "gpusim": opts.gpusim, "pid:runner": os.getpid()}
     if "interpreter" in case:
         ctx["interpreter"] = found[-1]
     for d in case.get("make_dirs", []):
