@@ -16,9 +16,9 @@
 #include "cli/dump_command.h"
 #include "cli/record_command.h"
 #include "cli/report_command.h"
-#include "foundation/exit_codes.h"
 #include "cli/option_values.h"
 #include "cli/preflight.h"
+#include "foundation/exit_codes.h"
 
 namespace po = boost::program_options;
 using namespace gtrace;
@@ -144,8 +144,8 @@ po::variables_map parse_options(const std::vector<std::string>& args, const po::
     po::parsed_options parsed = parser.run();
     for (const auto& opt : parsed.options)
         if (opt.string_key.empty() && !opt.original_tokens.empty())
-            fail(make_error(ExitCode::Usage,
-                            fmt::format("unexpected argument '{}'; see gtrace {} --help", opt.original_tokens.front(), command)));
+            fail(make_error(ExitCode::Usage, fmt::format("unexpected argument '{}'; {}see gtrace {} --help", opt.original_tokens.front(),
+                                                         command == "record" ? "the command goes after --; " : "", command)));
     po::variables_map vm;
     po::store(parsed, vm);
     po::notify(vm);
