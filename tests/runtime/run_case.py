@@ -17,6 +17,7 @@ import threading
 import time
 import tomllib
 
+import command_runs
 import gpu_checks
 from kernel_state import leftover_bpf_objects, process_tree
 
@@ -196,6 +197,9 @@ def check_trace(trace, expect, program_lines):
     for pattern in expect.get("process_names", []):
         if not any(re.search(pattern, n) for n in names.values()):
             fail(f"no process named like /{pattern}/ in {sorted(names.values())}")
+    for pattern in expect.get("process_names_absent", []):
+        if any(re.search(pattern, n) for n in names.values()):
+            fail(f"a process is named like /{pattern}/: {[n for n in names.values() if re.search(pattern, n)]}")
     for pattern, n in expect.get("process_name_counts", {}).items():
         matching = [x for x in names.values() if re.search(pattern, x)]
         if len(matching) != n:
@@ -342,6 +346,8 @@ def check_run(expect, rc, err_text, out_text, program_lines):
         left = leftover_bpf_objects()
         if left:
             fail(f"BPF objects left in the kernel after gtrace exited: {left}")
+    command_runs.check_pid_files(expect)
+    command_runs.check_file_bytes(expect)
 
 
 def main():
@@ -369,7 +375,7 @@ def main():
     nobody = pwd.getpwnam("nobody")
     ctx = {"tmp": tmp, "programs": opts.programs, "stubs": opts.stubs, "source": opts.source,
            "gtrace": opts.gtrace, "python": "/usr/bin/python3", "gpusim": opts.gpusim,
-           "uid:nobody": nobody.pw_uid, "gid:nobody": nobody.pw_gid}
+           "uid:nobody": nobody.pw_uid, "gid:nobody": nobody.pw_gid, "pid:runner": os.getpid()}
     if "interpreter" in case:
         ctx["interpreter"] = found[-1]
     for d in case.get("make_dirs", []):
@@ -383,6 +389,8 @@ def main():
             f.write("existing\n")
     for link, target in case.get("make_links", {}).items():
         os.symlink(substitute(target, ctx), substitute(link, ctx))
+    for path in case.get("make_fifos", []):
+        os.mkfifo(substitute(path, ctx))
 
     programs, streams, mounted = [], [], []
     try:
@@ -406,6 +414,15 @@ def main():
             for action in prog.get("after_ready", []):
                 run_action(substitute(action, ctx))
 
+        command_runs.run_all(substitute(case.get("runs", []), ctx), opts.gtrace, tmp)
+        if "gtrace" not in case:  # runs only
+            expect = substitute(case.get("expect", {}), ctx)
+            command_runs.check_pid_files(expect)
+            command_runs.check_file_bytes(expect)
+            if case.get("needs_bpf", True) and leftover_bpf_objects():
+                fail(f"BPF objects left in the kernel after gtrace exited: {leftover_bpf_objects()}")
+            print("PASS", flush=True)
+            return
         g = case["gtrace"]
         rc, err_text, out_text, gpid = run_gtrace(opts.gtrace, g, ctx, tmp)
         ctx["pid:gtrace"] = gpid

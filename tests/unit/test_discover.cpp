@@ -1,7 +1,11 @@
 // /proc parsing and process labels.
 #include <catch2/catch.hpp>
 #include <sys/sysmacros.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <algorithm>
 
 #include "discover/proc_maps.h"
 #include "discover/proc_tree.h"
@@ -54,4 +58,48 @@ TEST_CASE("labels name rank, fork parent, command and pid") {
     ProcessInfo agent;
     agent.pid = 5;
     CHECK(p.sort_index() < agent.sort_index());
+}
+
+namespace {
+
+// A child whose argv carries a secret: sh stays the process (the script is not one exec).
+struct SecretChild {
+    pid_t pid = fork();
+    SecretChild() {
+        if (pid == 0) {
+            execl("/bin/sh", "sh", "-c", "sleep 30; :", "sh", "--password=hunter2", "--api-token", "t0k", nullptr);
+            _exit(127);
+        }
+        for (int i = 0; i < 200 && read_cmdline(pid).find("hunter2") == std::string::npos; ++i) usleep(5000);
+    }
+    ~SecretChild() {
+        kill(pid, SIGKILL);
+        waitpid(pid, nullptr, 0);
+    }
+};
+
+} // namespace
+
+TEST_CASE("argv as read, and the model's command lines with secrets hidden unless told not to") {
+    SecretChild child;
+    auto argv = read_argv(child.pid);
+    REQUIRE(argv == std::vector<std::string>{"sh", "-c", "sleep 30; :", "sh", "--password=hunter2", "--api-token", "t0k"});
+    TraceModel redacting;
+    const ProcessInfo& p = redacting.add_process(static_cast<uint32_t>(child.pid), static_cast<uint32_t>(getpid()), true, std::nullopt);
+    CHECK(p.cmdline == "sh -c sleep 30; : sh --password=*** --api-token ***");
+    CHECK(p.label().find("hunter2") == std::string::npos);
+    TraceModel keeping(false);
+    CHECK(keeping.add_process(static_cast<uint32_t>(child.pid), 0, true, std::nullopt).cmdline ==
+          "sh -c sleep 30; : sh --password=hunter2 --api-token t0k");
+}
+
+TEST_CASE("a tree can leave out a subtree (gtrace's own), and each process has its real UID") {
+    SecretChild child;
+    auto tree = list_tree(getpid());
+    CHECK(std::find(tree.begin(), tree.end(), child.pid) != tree.end());
+    auto without = list_tree(getppid(), getpid());
+    CHECK(std::find(without.begin(), without.end(), getpid()) == without.end());
+    CHECK(std::find(without.begin(), without.end(), child.pid) == without.end());
+    CHECK(read_real_uid(child.pid) == getuid());
+    CHECK_FALSE(read_real_uid(999999999));
 }

@@ -278,7 +278,18 @@ TEST_CASE("a file that is not gtrace's trace says what it is") {
     auto missing = load_trace((dir.path / "nope.json").string());
     REQUIRE_FALSE(missing);
     CHECK(missing.error().code == ExitCode::Usage);
-    auto directory = load_trace(dir.path.string());
-    REQUIRE_FALSE(directory);
-    CHECK(directory.error().code == ExitCode::Usage);
+    check_bad(load_trace(dir.path.string()), "is not a regular file (it is a directory)");
+}
+
+TEST_CASE("only kept events make a process, and no PID beyond Linux's limit does") {
+    TempDir dir;
+    auto t = load(dir, trace_text(R"J({"name":"k","cat":"kernel","ph":"X","pid":4194304,"tid":1,"ts":1.0,"dur":1.0},
+{"name":"k","cat":"kernel","ph":"X","pid":4194305,"tid":1,"ts":1.0,"dur":1.0},
+{"name":"k","cat":"kernel","ph":"X","pid":99999999999,"tid":1,"ts":1.0,"dur":1.0},
+{"args":{"name":"x"},"name":"process_name","ph":"M","pid":4294967296,"tid":0},
+{"name":"x","cat":"ac2g","ph":"X","pid":300,"tid":1,"ts":1.0,"dur":1.0},
+{"args":{"name":"t"},"name":"thread_name","ph":"M","pid":301,"tid":1})J"));
+    REQUIRE(t);
+    CHECK(t->processes.size() == 1);
+    CHECK(t->processes.contains(4194304));
 }

@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "foundation/redact.h"
+
 namespace gtrace {
 namespace {
 
@@ -300,7 +302,7 @@ std::vector<RankAnalysis> analyze_ranks(const TraceData& trace, const AnalysisOp
         RankAnalysis r;
         r.pid = pid;
         r.rank = *p.rank;
-        r.label = p.label;
+        r.label = options.redact ? redact_text(p.label) : p.label; // a trace written with --no-redact, or before
         std::vector<Span> steps = steps_from_ranges(p, marker, options.step_marker, &r.step_rule);
         if (steps.empty()) steps = steps_from_sync_calls(p, &r.step_rule);
         trim_to_gpu_records(p, steps, &r.step_rule);

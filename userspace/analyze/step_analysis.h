@@ -43,6 +43,7 @@ struct RankAnalysis {
 
 struct AnalysisOptions {
     std::string step_marker = "^Optimizer\\.step"; // ECMAScript regex on torch range names
+    bool redact = true; // secret values in process labels (command lines) shown as *** (foundation/redact.h)
 };
 
 // The rank processes of a trace (not their forked workers), analysed. Steps end where the main

@@ -1,7 +1,7 @@
 // A trace file's bytes for JsonCursor: mapped, followed by the zero padding it needs. Pages a
 // reader is done with are dropped from the process, so a multi-gigabyte trace costs no resident
-// memory for itself. Not a regular file (a pipe): read into memory instead. A partial trace
-// (`writable`) can then be closed in memory with close_at(); the file itself is never changed.
+// memory for itself. Anything but a regular file (a FIFO, /dev/zero) is refused: exit code 11. A
+// partial trace (`writable`) can be closed in memory with close_at(); the file itself never changes.
 #pragma once
 #include <cerrno>
 #include <cstring>
@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "analyze/json_cursor.h"
+#include "foundation/input_file.h"
 #include "foundation/result.h"
 
 namespace gtrace {
@@ -23,35 +24,21 @@ namespace gtrace {
 class TraceFile {
 public:
     static Result<TraceFile> open(const std::string& path, bool writable = false) {
-        auto unreadable = [&](int err) {
-            return make_error(ExitCode::Usage, fmt::format("cannot read {}: {}; give the path of a trace gtrace wrote", path, strerror(err)));
-        };
-        TraceFile f;
-        int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-        if (fd < 0) return unreadable(errno);
-        struct stat st {};
-        if (fstat(fd, &st) != 0 || S_ISDIR(st.st_mode)) {
-            int err = S_ISDIR(st.st_mode) ? EISDIR : errno;
-            close(fd);
-            return unreadable(err);
+        // Only a regular file: a FIFO or a device (/dev/zero) would block or never end.
+        auto in = open_input_file(path, ExitCode::BadTrace);
+        if (!in) {
+            if (in.error().code == ExitCode::BadTrace)
+                return make_error(ExitCode::BadTrace, in.error().message + "; give the path of a trace file gtrace wrote");
+            return make_error(ExitCode::Usage, in.error().message + "; give the path of a trace gtrace wrote");
         }
-        if (S_ISREG(st.st_mode) && st.st_size > 0 && f.map(fd, static_cast<size_t>(st.st_size), writable)) {
-            close(fd);
+        TraceFile f;
+        if (in->size() == 0) { // nothing to map: the padding alone (and a JSON error at byte 0)
+            f.copy_.assign(JsonCursor::kPadding, '\0');
             return f;
         }
-        char buf[1 << 16];
-        for (ssize_t n; (n = read(fd, buf, sizeof buf)) != 0;) {
-            if (n < 0 && errno == EINTR) continue;
-            if (n < 0) {
-                int err = errno;
-                close(fd);
-                return unreadable(err);
-            }
-            f.copy_.append(buf, static_cast<size_t>(n));
-        }
-        close(fd);
-        f.size_ = f.copy_.size();
-        f.copy_.append(JsonCursor::kPadding, '\0');
+        if (in->size() > SIZE_MAX / 2 || !f.map(in->fd(), static_cast<size_t>(in->size()), writable))
+            return make_error(ExitCode::BadTrace, fmt::format("cannot map {} ({} bytes): {}; is it a trace gtrace wrote?", path,
+                                                              in->size(), strerror(errno)));
         return f;
     }
     TraceFile() = default;

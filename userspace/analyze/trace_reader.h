@@ -202,15 +202,25 @@ private:
 
     static uint32_t u32(std::string_view n) { return static_cast<uint32_t>(to_u64(n)); }
 
+    // Linux PIDs stop at 2^22 (PID_MAX_LIMIT): an event claiming another is no gtrace event, and
+    // is not let grow the map of processes. Only kept events make a process.
+    static constexpr uint64_t kMaxPid = 1u << 22;
+
     void add(const Event& e) {
-        if (e.pid.empty()) return;
-        if (is(e.ph, "M")) return metadata(e, process(u32(e.pid)));
+        if (e.pid.empty() || to_u64(e.pid) > kMaxPid) return;
+        if (is(e.ph, "M")) {
+            if (is(e.name, "process_name") || is(e.name, "process_labels")) metadata(e, process(u32(e.pid)));
+            return;
+        }
         if (is(e.ph, "C")) {
             if (is(e.cat, "gpu_memory") && !e.ts.empty() && !e.allocated.empty())
                 process(u32(e.pid)).memory.push_back({us_to_ns(e.ts), u32(e.device), to_u64(e.allocated)});
             return;
         }
         if (!is(e.ph, "X") || e.ts.empty() || e.dur.empty()) return;
+        bool kept = is(e.cat, "cuda_api") || is(e.cat, "kernel") || is(e.cat, "gpu_memcpy") || is(e.cat, "gpu_memset") ||
+                    is(e.cat, "sample") || is(e.cat, "torch_range");
+        if (!kept) return;
         uint32_t pid = u32(e.pid), tid = u32(e.tid);
         ProcessData& p = process(pid);
         uint64_t start = us_to_ns(e.ts), end = start + us_to_ns(e.dur);

@@ -20,6 +20,7 @@
 #include <fmt/format.h>
 
 #include "foundation/elf_symbols.h"
+#include "foundation/input_file.h"
 #include "discover/proc_tree.h"
 #include "attach/sigreturn_frame.h"
 #include "discover/process_memory.h"
@@ -128,11 +129,11 @@ uint64_t sigreturn_trampoline(int pid, const std::vector<Mapping>& maps) {
     static const uint8_t kCode[] = {0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05};
     for (const auto& m : maps) {
         if (!m.executable || !m.is_file() || !is_libc(m.path)) continue;
-        FILE* f = fopen(path_in_process_root(pid, m.path).c_str(), "rb");
+        auto f = open_input_file(path_in_process_root(pid, m.path)); // never a FIFO or device
         if (!f) continue;
         std::vector<uint8_t> code(m.end - m.start);
-        size_t n = fseek(f, static_cast<long>(m.offset), SEEK_SET) == 0 ? fread(code.data(), 1, code.size(), f) : 0;
-        fclose(f);
+        ssize_t got = pread(f->fd(), code.data(), code.size(), static_cast<off_t>(m.offset));
+        size_t n = got > 0 ? static_cast<size_t>(got) : 0;
         auto it = std::search(code.begin(), code.begin() + static_cast<long>(n), std::begin(kCode), std::end(kCode));
         if (it != code.begin() + static_cast<long>(n)) return m.start + static_cast<uint64_t>(it - code.begin());
     }

@@ -214,21 +214,21 @@ bool BpfSession::is_tracked(uint32_t pid) const {
     return bpf_map__lookup_elem(proc_->maps.tracked, &pid, sizeof(pid), &value, sizeof(value), 0) == 0;
 }
 
-Result<std::vector<UprobeLink>> BpfSession::attach_api_probes(const std::string& path,
+Result<std::vector<UprobeLink>> BpfSession::attach_api_probes(const std::string& path, const std::string& shown,
                                                               const std::vector<ApiProbeSite>& sites, bool at_return) {
-    return attach_probes(at_return ? cuda_->progs.cuda_api_exit : cuda_->progs.cuda_api_enter, path, sites, at_return);
+    return attach_probes(at_return ? cuda_->progs.cuda_api_exit : cuda_->progs.cuda_api_enter, path, shown, sites, at_return);
 }
 
-Result<std::vector<UprobeLink>> BpfSession::attach_torch_probes(const std::string& path,
+Result<std::vector<UprobeLink>> BpfSession::attach_torch_probes(const std::string& path, const std::string& shown,
                                                                 const std::vector<ApiProbeSite>& sites) {
-    return attach_probes(torch_->progs.torch_range_probe, path, sites, false);
+    return attach_probes(torch_->progs.torch_range_probe, path, shown, sites, false);
 }
 
-Result<std::vector<UprobeLink>> BpfSession::attach_probes(bpf_program* prog, const std::string& path,
+Result<std::vector<UprobeLink>> BpfSession::attach_probes(bpf_program* prog, const std::string& path, const std::string& shown,
                                                           const std::vector<ApiProbeSite>& sites, bool at_return) {
     auto failed = [&](int err) -> Error {
-        if (err == EPERM || err == EACCES) return bpf_error(("attaching a uprobe to " + path).c_str(), err);
-        return make_error(ExitCode::Internal, "cannot probe " + path + ": " + strerror(err) + "; its calls are not traced");
+        if (err == EPERM || err == EACCES) return bpf_error(("attaching a uprobe to " + shown).c_str(), err);
+        return make_error(ExitCode::Internal, "cannot probe " + shown + ": " + strerror(err) + "; its calls are not traced");
     };
     std::vector<UprobeLink> links;
     if (multi_uprobes_) {

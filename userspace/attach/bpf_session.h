@@ -76,12 +76,14 @@ public:
 
     // Entry or return uprobes on every site of a file, for every process; BPF keeps the tracked
     // ones. One multi-uprobe link per call where the kernel has them (6.6+): attaching and,
-    // above all, detaching is then one operation instead of one RCU wait per probe.
-    Result<std::vector<UprobeLink>> attach_api_probes(const std::string& path, const std::vector<ApiProbeSite>& sites,
-                                                      bool at_return);
+    // above all, detaching is then one operation instead of one RCU wait per probe. `path` is
+    // what the kernel opens (an InputFile's fd_path()), `shown` the file's name for messages.
+    Result<std::vector<UprobeLink>> attach_api_probes(const std::string& path, const std::string& shown,
+                                                      const std::vector<ApiProbeSite>& sites, bool at_return);
 
     // Entry uprobes on libtorch's record_function sites (cookies: enum gt_torch_site).
-    Result<std::vector<UprobeLink>> attach_torch_probes(const std::string& path, const std::vector<ApiProbeSite>& sites);
+    Result<std::vector<UprobeLink>> attach_torch_probes(const std::string& path, const std::string& shown,
+                                                        const std::vector<ApiProbeSite>& sites);
 
     int ring_buffer_fd() const;
     // Sum over CPUs of every counter in enum gt_counter (loss per event class and the others).
@@ -94,7 +96,7 @@ private:
     BpfSession() = default;
     Result<void> start_sampling(uint32_t hz);
     Result<void> load_torch_ranges();
-    Result<std::vector<UprobeLink>> attach_probes(bpf_program* prog, const std::string& path,
+    Result<std::vector<UprobeLink>> attach_probes(bpf_program* prog, const std::string& path, const std::string& shown,
                                                   const std::vector<ApiProbeSite>& sites, bool at_return);
     gtrace_proctree* proc_ = nullptr;
     gtrace_cuda_api* cuda_ = nullptr;

@@ -68,15 +68,15 @@ bool CudaProbes::any_mapped() const {
     return false;
 }
 
-Result<int> CudaProbes::probe_file(const std::string& open_path, const std::string& shown_path, uint64_t dev,
-                                   uint64_t ino, bool mapped) {
-    auto key = std::make_pair(dev, ino);
+Result<int> CudaProbes::probe_file(const InputFile& file, const std::string& shown_path, bool mapped) {
+    auto key = std::make_pair(static_cast<uint64_t>(file.stat().st_dev), static_cast<uint64_t>(file.stat().st_ino));
     if (auto it = objects_.find(key); it != objects_.end()) {
         it->second.mapped |= mapped;
         return 0;
     }
     if (not_cuda_.contains(key)) return 0;
-    auto syms = ElfSymbols::load(open_path, &api_symbol_names());
+    // Symbols and probes through the one open file: the path may change under a hostile user.
+    auto syms = ElfSymbols::load(file.fd_path(), &api_symbol_names());
     if (!syms || (*syms)->size() == 0) {
         not_cuda_.insert(key);
         return 0;
@@ -96,7 +96,7 @@ Result<int> CudaProbes::probe_file(const std::string& open_path, const std::stri
         return 0;
     }
     for (bool at_return : {false, true}) {
-        auto links = bpf_.attach_api_probes(open_path, sites, at_return);
+        auto links = bpf_.attach_api_probes(file.fd_path(), shown_path, sites, at_return);
         if (!links) {
             // Only missing privileges end the capture; a file that vanished is skipped.
             if (links.error().code == ExitCode::Privileges) return links.error();
@@ -115,10 +115,9 @@ Result<int> CudaProbes::scan_maps(int pid, const std::vector<Mapping>& maps) {
     std::set<std::string> seen;
     for (const Mapping& m : maps) {
         if (!m.executable || !m.is_file() || !seen.insert(m.path).second) continue;
-        std::string open_path = path_in_process_root(pid, m.path);
-        struct stat st{};
-        if (stat(open_path.c_str(), &st) != 0) continue; // unmapped or deleted meanwhile
-        auto r = probe_file(open_path, m.path, st.st_dev, st.st_ino, true);
+        auto file = open_input_file(path_in_process_root(pid, m.path));
+        if (!file) continue; // unmapped or deleted meanwhile, or not a regular file now
+        auto r = probe_file(*file, m.path, true);
         if (!r) return r.error();
         added += *r;
     }
@@ -147,9 +146,9 @@ Result<int> CudaProbes::probe_candidates(int pid) {
     }
     int added = 0;
     for (const auto& file : files) {
-        struct stat st{};
-        if (stat(file.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
-        auto r = probe_file(file, file, st.st_dev, st.st_ino, false);
+        auto in = open_input_file(file);
+        if (!in) continue;
+        auto r = probe_file(*in, file, false);
         if (!r) return r.error();
         added += *r;
     }

@@ -12,6 +12,7 @@
 
 #include "attach/bpf_session.h"
 #include "discover/proc_maps.h"
+#include "foundation/input_file.h"
 #include "foundation/result.h"
 
 namespace gtrace {
@@ -37,8 +38,7 @@ public:
     const std::map<std::pair<uint64_t, uint64_t>, ProbedObject>& objects() const { return objects_; }
 
 private:
-    Result<int> probe_file(const std::string& open_path, const std::string& shown_path, uint64_t dev, uint64_t ino,
-                           bool mapped);
+    Result<int> probe_file(const InputFile& file, const std::string& shown_path, bool mapped);
 
     BpfSession& bpf_;
     std::map<std::pair<uint64_t, uint64_t>, ProbedObject> objects_; // by (dev, inode)

@@ -8,8 +8,9 @@
 #include <unordered_set>
 
 #include "attach/call_sites.h"
-#include "foundation/elf_symbols.h"
 #include "discover/proc_tree.h"
+#include "foundation/elf_symbols.h"
+#include "foundation/input_file.h"
 #include "gtrace/torch_ranges.h"
 
 namespace gtrace {
@@ -102,19 +103,17 @@ Result<int> TorchProbes::scan_maps(int pid, const std::vector<Mapping>& maps) {
     int added = 0;
     for (const Mapping& m : maps) {
         if (!m.executable || !m.is_file() || !is_torch_library(m.path)) continue;
-        std::string open_path = path_in_process_root(pid, m.path);
-        struct stat st{};
-        if (stat(open_path.c_str(), &st) != 0) continue;
-        auto key = std::make_pair(static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino));
+        auto file = open_input_file(path_in_process_root(pid, m.path)); // a regular file only
+        if (!file) continue;
+        auto key = std::make_pair(static_cast<uint64_t>(file->stat().st_dev), static_cast<uint64_t>(file->stat().st_ino));
         if (probed_.contains(key) || not_torch_.contains(key)) continue;
         not_torch_.insert(key); // until probed: a file that fails is not retried for every event
-        auto syms = ElfSymbols::load(open_path, &site_symbols());
+        auto syms = ElfSymbols::load(file->fd_path(), &site_symbols());
         if (!syms) continue;
-        Plan plan = this->plan(open_path, **syms);
+        Plan plan = this->plan(file->fd_path(), **syms);
         // libtorch.so of split builds: RecordFunction is in libtorch_cpu.
         if (!plan.begin_sites || !plan.end_sites) continue;
-        const std::vector<ApiProbeSite>& sites = plan.sites;
-        auto links = bpf_.attach_torch_probes(open_path, sites);
+        auto links = bpf_.attach_torch_probes(file->fd_path(), m.path, plan.sites);
         if (!links) {
             if (links.error().code == ExitCode::Privileges) return links.error();
             fprintf(stderr, "gtrace: warning: %s\n", links.error().message.c_str());

@@ -36,6 +36,8 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 Result<std::unique_ptr<Capture>> Capture::attach(const CaptureOptions& options) {
     auto start_ticks = check_target(options.pid);
     if (!start_ticks) return start_ticks.error();
+    if (!options.launched)
+        if (auto r = check_scope(options.pid, options.system_wide); !r) return r.error();
     if (auto r = check_privileges(); !r) return r.error();
     if (auto r = check_btf(); !r) return r.error();
     auto writer = ChromeTraceWriter::create(options.output, options.force);
@@ -67,7 +69,7 @@ Result<void> Capture::track_tree(uint64_t root_start_ticks) {
     // walk /proc is either found by the next walk or reported by BPF. Walk until stable.
     if (const char* delay = getenv("GTRACE_TEST_ATTACH_DELAY_MS")) usleep(static_cast<useconds_t>(atoi(delay)) * 1000);
     for (size_t known = 0;;) {
-        std::vector<int> tree = list_tree(options_.pid);
+        std::vector<int> tree = list_tree(options_.pid, getpid()); // never gtrace itself, nor its children
         for (int pid : tree) {
             if (model_.find(static_cast<uint32_t>(pid))) continue;
             auto st = read_proc_stat(pid);
@@ -346,7 +348,13 @@ Result<CaptureResult> Capture::finish(const std::string& reason, double elapsed_
     auto cut = writer_.finish(model_, facts, track_names());
     if (!cut) return cut.error(); // the partial stays, and is listed as such by the next gtrace
     registration_.done();
-    CaptureResult result{reason, writer_.path(), model_.lost_events(), script_incomplete(), std::move(facts), {}, false};
+    CaptureResult result;
+    result.stop_reason = reason;
+    result.output = writer_.path();
+    result.lost = model_.lost_events();
+    result.script_incomplete = script_incomplete();
+    result.tree_exited = model_.live_processes() == 0;
+    result.facts = std::move(facts);
     if (*cut) {
         result.write_failure = fmt::format("writing {} failed mid-capture: {}; the capture stopped and the trace keeps its first {} "
                                            "events ({} dropped): free space or write elsewhere with -o",

@@ -41,6 +41,8 @@ struct CaptureOptions {
     bool gpu = true;     // load the agent (CUPTI) into processes that use CUDA
     bool launched = false; // gtrace record: agents arrive through CUDA_INJECTION64_PATH
     std::string cupti;   // --cupti: libcupti path(s) to try first
+    bool system_wide = false; // --system-wide: a tree that is the whole host is allowed (see check_scope)
+    bool redact = true;       // hide secret values of command lines (--no-redact: keep them)
     // Scripted captures: what goes into the trace, and when the capture stops on its own.
     double delay_s = 0;                                 // --delay: record from this long after attach
     std::optional<std::pair<uint32_t, uint32_t>> steps; // --steps A:B: from the A-th to the B-th step after attach
@@ -56,6 +58,7 @@ struct CaptureResult {
     std::string output;
     uint64_t lost = 0;
     std::string script_incomplete; // why --steps did not reach its last step; empty when it did
+    bool tree_exited = false;      // it stopped because every traced process had exited
     nlohmann::json facts;          // the trace's otherData: stop reason, window, losses, GPU side
     // A write failed mid-capture (disk full, quota, I/O error): the one line that says so. The
     // capture stopped and the trace was cut short; nothing else is written or printed.
@@ -144,7 +147,7 @@ private:
     std::map<uint32_t, int> injection_tries_; // pid -> attempts; -1 once asked (or given up)
     std::map<uint32_t, std::chrono::steady_clock::time_point> injected_at_; // dlopen handed over, mailbox not yet seen
     std::map<uint32_t, std::string> gpu_warnings_;
-    TraceModel model_;
+    TraceModel model_{options_.redact};
     std::set<int> pending_scan_;
     bool waiting_for_cuda_ = false;
     std::optional<Error> deferred_error_; // a probe failure inside an event callback

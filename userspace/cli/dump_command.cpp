@@ -1,5 +1,7 @@
 #include "cli/dump_command.h"
 
+#include <unistd.h>
+
 #include <ctime>
 
 #include <fmt/format.h>
@@ -15,12 +17,13 @@
 
 namespace gtrace {
 
-Result<void> run_dump(int pid, const std::atomic<int>& stop) {
+Result<void> run_dump(int pid, bool system_wide, const std::atomic<int>& stop) {
     if (auto r = check_target(pid); !r) return r.error();
+    if (auto r = check_scope(pid, system_wide); !r) return r.error();
     if (auto r = check_ptrace_privileges(); !r) return r.error();
 
     TraceModel model;
-    std::vector<int> tree = list_tree(pid);
+    std::vector<int> tree = list_tree(pid, getpid()); // gtrace cannot stop its own threads
     for (int p : tree) {
         auto st = read_proc_stat(p);
         if (!st) continue;

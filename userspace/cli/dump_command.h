@@ -8,6 +8,6 @@
 namespace gtrace {
 
 // Writes the dump to stdout. `stop` is set by the CLI's SIGINT/SIGTERM handler.
-Result<void> run_dump(int pid, const std::atomic<int>& stop);
+Result<void> run_dump(int pid, bool system_wide, const std::atomic<int>& stop);
 
 } // namespace gtrace

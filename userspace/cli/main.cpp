@@ -17,11 +17,13 @@
 #include "cli/record_command.h"
 #include "cli/recover_command.h"
 #include "cli/report_command.h"
+#include "cli/option_values.h"
 #include "cli/stale_captures.h"
 #include "cli/version_command.h"
 #include "foundation/exit_codes.h"
 #include "foundation/output_file.h"
 #include "cli/preflight.h"
+#include "foundation/exit_codes.h"
 
 namespace po = boost::program_options;
 using namespace gtrace;
@@ -91,28 +93,30 @@ std::string default_output(int pid) {
 po::options_description attach_options() {
     po::options_description o("gtrace attach options");
     o.add_options()("help,h", "show this help")                                              //
-        ("pid,p", po::value<int>(), "PID of the process to attach to, with all its descendants (required)")
+        ("pid,p", po::value<std::string>(), "PID of the process to attach to, with all its descendants (required; 1 to 4194304)")
+        ("system-wide", "allow a --pid whose tree is the whole host: PID 1, or a tree with processes of several users")
         ("duration,d", po::value<std::string>(),
-         "stop after this long: seconds, or with a unit (500ms, 10s, 5m, 1h); default: until Ctrl-C, SIGTERM, "
-         "or every traced process has exited")
+         "stop after this long: seconds, or with a unit (500ms, 10s, 5m, 1h), from 1ms to 720h; default: until Ctrl-C, "
+         "SIGTERM, or every traced process has exited")
         ("output,o", po::value<std::string>(), "trace file (Chrome trace JSON); default gtrace-<pid>-<yyyymmdd-hhmmss>.json")
         ("force,f", "replace existing output files (regular files only: a link there is refused) and a killed "
                     "capture's FILE.partial")
         ("quiet,q", "print nothing but errors (no live status, no summary)")
         ("buffer-size", po::value<std::string>()->default_value("64"),
-         "BPF ring buffer size in MiB (or with K/M/G); raise it if events are lost")
+         "BPF ring buffer size: a power of two from 4K to 2G, in MiB or with K/M/G; raise it if events are lost")
         ("py-stacks", po::value<std::string>()->default_value("all"),
-         "Python stack of each CUDA call: all, N (every Nth call of a thread), or off")
+         "Python stack of each CUDA call: all, N (every Nth call of a thread, 1 to 1000000), or off")
         ("sample-hz", po::value<std::string>()->default_value("100"),
-         "timer samples per second of the tree's on-CPU threads, with Python and native stacks; 0: off")
+         "timer samples per second of the tree's on-CPU threads, with Python and native stacks; 0 (off) to 10000")
         ("folded", po::value<std::string>(), "also write the samples as folded stacks per rank (flamegraph.pl, speedscope)")
-        ("delay", po::value<std::string>(), "record from this long after attach (seconds or 500ms, 2m); --duration counts from then")
+        ("delay", po::value<std::string>(),
+         "record from this long after attach (seconds or 500ms, 2m; 1ms to 720h); --duration counts from then")
         ("steps", po::value<std::string>(),
          "A:B: record from the start of the A-th to the end of the B-th training step after attach, then stop "
-         "(steps of rank 0, ended by --step-marker)")
+         "(steps of rank 0, ended by --step-marker; 1 <= A <= B <= 1000000)")
         ("step-marker", po::value<std::string>()->default_value("^Optimizer\\.step"),
          "regex (ECMAScript) on PyTorch record_function range names: a matching range ends a step")
-        ("max-events", po::value<std::string>(), "stop once the trace holds this many events")
+        ("max-events", po::value<std::string>(), "stop once the trace holds this many events (1 to 10^12)")
         ("summary-json", po::value<std::string>(),
          "at the end, write the capture's facts and findings (verdicts, step breakdowns) as JSON to this file")
         ("trigger", po::value<std::string>(),
@@ -121,21 +125,43 @@ po::options_description attach_options() {
         ("bpf-stats", "count the runs and run time of each gtrace BPF program (kernel BPF statistics, on while gtrace "
                       "runs) into the trace's otherData.bpf_stats")
         ("cupti", po::value<std::string>(), "libcupti to use (colon-separated paths tried first); default: the one matching "
-                                            "each process's libcudart");
+                                            "each process's libcudart")
+        ("no-redact", "keep secret values of command lines (--password=..., *_TOKEN=...) in the trace and summary; "
+                      "by default they are written as ***");
     return o;
 }
 
-uint64_t parse_count(const std::string& text, const char* option, const char* example) {
-    size_t used = 0;
-    unsigned long long n = 0;
-    try {
-        n = std::stoull(text, &used);
-    } catch (const std::exception&) {
-        used = 0;
-    }
-    if (used != text.size() || n == 0 || text.starts_with('-'))
-        fail(make_error(ExitCode::Usage, fmt::format("{} {}: expected a positive whole number, e.g. {} {}", option, text, option, example)));
-    return n;
+po::options_description record_options() {
+    po::options_description o = attach_options();
+    o.add_options()("on-stop", po::value<std::string>()->default_value("term"),
+                    "record: when the capture stops before the command exits (--duration, --steps, Ctrl-C): term (SIGTERM "
+                    "to its tree, then up to 10 s for it to exit), kill (SIGKILL), or keep (leave it running)");
+    return o;
+}
+
+OnStop parse_on_stop(const std::string& text) {
+    if (text == "term") return OnStop::Term;
+    if (text == "kill") return OnStop::Kill;
+    if (text == "keep") return OnStop::Keep;
+    fail(make_error(ExitCode::Usage, fmt::format("invalid --on-stop '{}': give term, kill or keep", text)));
+}
+
+// Parses a command's options; an argument that is neither an option, an option's value nor a
+// declared positional one is an error (it used to be ignored).
+po::variables_map parse_options(const std::vector<std::string>& args, const po::options_description& desc,
+                                const std::string& command, const po::positional_options_description* positional = nullptr) {
+    po::command_line_parser parser(args);
+    parser.options(desc);
+    if (positional) parser.positional(*positional);
+    po::parsed_options parsed = parser.run();
+    for (const auto& opt : parsed.options)
+        if (opt.string_key.empty() && !opt.original_tokens.empty())
+            fail(make_error(ExitCode::Usage, fmt::format("unexpected argument '{}'; {}see gtrace {} --help", opt.original_tokens.front(),
+                                                         command == "record" ? "the command goes after --; " : "", command)));
+    po::variables_map vm;
+    po::store(parsed, vm);
+    po::notify(vm);
+    return vm;
 }
 
 void check_step_marker(const std::string& marker) {
@@ -149,21 +175,11 @@ void check_step_marker(const std::string& marker) {
 // --delay, --steps, --step-marker, --max-events, --trigger.
 void read_script_options(const po::variables_map& vm, CaptureOptions& options) {
     if (vm.count("delay")) options.delay_s = or_fail(parse_duration(vm["delay"].as<std::string>(), "--delay"));
-    if (vm.count("steps")) {
-        std::string text = vm["steps"].as<std::string>();
-        size_t colon = text.find(':');
-        if (colon == std::string::npos)
-            fail(make_error(ExitCode::Usage, fmt::format("--steps {}: expected A:B (first and last step), e.g. --steps 10:20", text)));
-        uint64_t first = parse_count(text.substr(0, colon), "--steps", "10:20");
-        uint64_t last = parse_count(text.substr(colon + 1), "--steps", "10:20");
-        if (first > last || last > 1000000)
-            fail(make_error(ExitCode::Usage, fmt::format("--steps {}: the first step must not come after the last, e.g. --steps 10:20", text)));
-        options.steps = std::make_pair(static_cast<uint32_t>(first), static_cast<uint32_t>(last));
-    }
+    if (vm.count("steps")) options.steps = or_fail(parse_steps(vm["steps"].as<std::string>()));
     options.step_marker = vm["step-marker"].as<std::string>();
     check_step_marker(options.step_marker);
     if (vm.count("summary-json")) options.summary_json = vm["summary-json"].as<std::string>();
-    if (vm.count("max-events")) options.max_events = parse_count(vm["max-events"].as<std::string>(), "--max-events", "1000000");
+    if (vm.count("max-events")) options.max_events = or_fail(parse_max_events(vm["max-events"].as<std::string>()));
     if (vm.count("trigger")) {
         std::string sig = vm["trigger"].as<std::string>();
         if (sig == "SIGUSR1" || sig == "USR1") options.trigger_signal = SIGUSR1;
@@ -176,7 +192,7 @@ void read_script_options(const po::variables_map& vm, CaptureOptions& options) {
 // Options common to attach and record; --pid is attach's own.
 void read_capture_options(const po::variables_map& vm, CaptureOptions& options) {
     if (vm.count("duration")) options.duration_s = or_fail(parse_duration(vm["duration"].as<std::string>(), "--duration"));
-    options.ring_buffer_bytes = or_fail(parse_size_mib(vm["buffer-size"].as<std::string>(), "--buffer-size"));
+    options.ring_buffer_bytes = or_fail(parse_ring_size(vm["buffer-size"].as<std::string>(), "--buffer-size"));
     options.py_stack_every = or_fail(parse_py_stacks(vm["py-stacks"].as<std::string>()));
     options.sample_hz = or_fail(parse_rate(vm["sample-hz"].as<std::string>(), "--sample-hz"));
     if (vm.count("folded")) {
@@ -188,6 +204,8 @@ void read_capture_options(const po::variables_map& vm, CaptureOptions& options) 
     options.quiet = vm.count("quiet") > 0;
     options.gpu = vm.count("no-gpu") == 0;
     options.bpf_stats = vm.count("bpf-stats") > 0;
+    options.redact = vm.count("no-redact") == 0;
+    options.system_wide = vm.count("system-wide") > 0;
     if (vm.count("cupti")) {
         options.cupti = vm["cupti"].as<std::string>();
         if (!options.gpu) fail(make_error(ExitCode::Usage, "--cupti and --no-gpu contradict each other; drop one"));
@@ -221,6 +239,7 @@ void report_capture(const CaptureOptions& options, const CaptureResult& result) 
     report.ranks_required = false;
     report.print = print;
     report.analysis.step_marker = options.step_marker;
+    report.analysis.redact = options.redact;
     if (!options.summary_json.empty()) {
         report.capture = result.facts;
         report.capture["trace"] = result.output;
@@ -258,9 +277,7 @@ void prepare_outputs(const po::variables_map& vm, const CaptureOptions& options)
 
 int run_attach(const std::vector<std::string>& args) {
     auto desc = attach_options();
-    po::variables_map vm;
-    po::store(po::command_line_parser(args).options(desc).run(), vm);
-    po::notify(vm);
+    po::variables_map vm = parse_options(args, desc, "attach");
     if (vm.count("help")) {
         std::cout << "Usage: gtrace attach --pid PID [options]\n\n"
                   << "Attaches to PID and every process under it, including ones started later (forks, execs),\n"
@@ -272,7 +289,7 @@ int run_attach(const std::vector<std::string>& args) {
     }
     if (!vm.count("pid")) fail(make_error(ExitCode::Usage, "missing --pid: give the PID of the job to trace (e.g. torchrun's)"));
     CaptureOptions options;
-    options.pid = vm["pid"].as<int>();
+    options.pid = or_fail(parse_pid(vm["pid"].as<std::string>()));
     read_capture_options(vm, options);
     options.output = vm.count("output") ? vm["output"].as<std::string>() : default_output(options.pid);
     prepare_outputs(vm, options);
@@ -289,10 +306,8 @@ int run_record(std::vector<std::string> args) {
     auto sep = std::find(args.begin(), args.end(), "--");
     std::vector<std::string> command(sep == args.end() ? sep : sep + 1, args.end());
     args.erase(sep, args.end());
-    auto desc = attach_options();
-    po::variables_map vm;
-    po::store(po::command_line_parser(args).options(desc).run(), vm);
-    po::notify(vm);
+    auto desc = record_options();
+    po::variables_map vm = parse_options(args, desc, "record");
     if (vm.count("help")) {
         std::cout << "Usage: gtrace record [options] -- COMMAND [ARGS...]\n\n"
                   << "Starts COMMAND with the CUPTI agent loaded by CUDA itself (CUDA_INJECTION64_PATH) and traces\n"
@@ -302,14 +317,16 @@ int run_record(std::vector<std::string> args) {
         return 0;
     }
     if (vm.count("pid")) fail(make_error(ExitCode::Usage, "record starts its own command; use gtrace attach --pid for a running one"));
+    if (vm.count("system-wide")) fail(make_error(ExitCode::Usage, "--system-wide is attach's: record traces only the command it starts"));
     if (command.empty()) fail(make_error(ExitCode::Usage, "missing command: gtrace record [options] -- COMMAND [ARGS...]"));
     CaptureOptions options;
     read_capture_options(vm, options);
+    OnStop on_stop = parse_on_stop(vm["on-stop"].as<std::string>());
     options.launched = true;
     options.output = vm.count("output") ? vm["output"].as<std::string>() : default_output(0);
     prepare_outputs(vm, options);
     install_signal_handlers(options.trigger_signal);
-    return finish_capture(options, or_fail(record_command(options, command)));
+    return finish_capture(options, or_fail(record_command(options, command, on_stop)));
 }
 
 int run_report_command(const std::vector<std::string>& args) {
@@ -319,12 +336,11 @@ int run_report_command(const std::vector<std::string>& args) {
         ("force,f", "replace an existing --json or --html file (a regular file only: a link there is refused)")
         ("step-marker", po::value<std::string>()->default_value("^Optimizer\\.step"),
          "regex (ECMAScript) on PyTorch record_function range names: a matching range ends a step")
+        ("no-redact", "keep secret values in the command lines of the traces' process labels (hidden as *** by default)")
         ("trace", po::value<std::vector<std::string>>(), "trace files");
     po::positional_options_description pos;
     pos.add("trace", -1);
-    po::variables_map vm;
-    po::store(po::command_line_parser(args).options(desc).positional(pos).run(), vm);
-    po::notify(vm);
+    po::variables_map vm = parse_options(args, desc, "report", &pos);
     if (vm.count("help")) {
         std::cout << "Usage: gtrace report TRACE... [--json FILE] [--html FILE] [--force]\n\n"
                   << "Per rank: steps, where the step time goes (Kernel, Memcpy, Memset, Communication, Runtime,\n"
@@ -346,6 +362,7 @@ int run_report_command(const std::vector<std::string>& args) {
         if (vm.count(opt)) outputs.push_back({fmt::format("--{}", opt), path(opt), false});
     or_fail(check_outputs(outputs, traces, options.force));
     options.analysis.step_marker = vm["step-marker"].as<std::string>();
+    options.analysis.redact = vm.count("no-redact") == 0;
     check_step_marker(options.analysis.step_marker);
     or_fail(run_report(traces, options));
     return 0;
@@ -385,10 +402,10 @@ int run_recover_command(const std::vector<std::string>& args) {
 
 int run_dump_command(const std::vector<std::string>& args) {
     po::options_description desc("gtrace dump options");
-    desc.add_options()("help,h", "show this help")("pid,p", po::value<int>(), "PID of the job (e.g. torchrun's); its whole tree is dumped");
-    po::variables_map vm;
-    po::store(po::command_line_parser(args).options(desc).run(), vm);
-    po::notify(vm);
+    desc.add_options()("help,h", "show this help")                                              //
+        ("pid,p", po::value<std::string>(), "PID of the job (e.g. torchrun's); its whole tree is dumped")
+        ("system-wide", "allow a --pid whose tree is the whole host: PID 1, or a tree with processes of several users");
+    po::variables_map vm = parse_options(args, desc, "dump");
     if (vm.count("help")) {
         std::cout << "Usage: gtrace dump --pid PID\n\n"
                   << "Prints, once, the Python and native stack of every thread of PID and its descendants, with\n"
@@ -399,7 +416,7 @@ int run_dump_command(const std::vector<std::string>& args) {
     }
     if (!vm.count("pid")) fail(make_error(ExitCode::Usage, "missing --pid: give the PID of the job to dump (e.g. torchrun's)"));
     install_signal_handlers();
-    or_fail(run_dump(vm["pid"].as<int>(), g_stop_signal));
+    or_fail(run_dump(or_fail(parse_pid(vm["pid"].as<std::string>())), vm.count("system-wide") > 0, g_stop_signal));
     return 0;
 }
 
@@ -409,9 +426,11 @@ int main(int argc, char** argv) {
     std::vector<std::string> args(argv + 1, argv + argc);
     std::string command_name = "attach";
     try {
-        if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
-            std::cout << kUsage << attach_options() << "\n" << kExitCodeHelp;
-            return args.empty() ? to_int(ExitCode::Usage) : 0;
+        if (args.empty())
+            fail(make_error(ExitCode::Usage, "missing command; usage: gtrace attach|record|report|dump ...; see gtrace --help"));
+        if (args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+            std::cout << kUsage << record_options() << "\n" << kExitCodeHelp;
+            return 0;
         }
         if (args[0] == "--version" || args[0] == "-V") return run_version();
         std::string command = args[0];

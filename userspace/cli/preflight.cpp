@@ -4,10 +4,11 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <cerrno>
-#include <cmath>
 #include <cstdlib>
+#include <set>
+
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "discover/proc_tree.h"
 
@@ -15,6 +16,9 @@ namespace gtrace {
 
 Result<uint64_t> check_target(int pid) {
     if (pid <= 0) return make_error(ExitCode::Usage, fmt::format("invalid --pid {}: give the PID of a running process", pid));
+    // Tracing itself would trace its own reads of the trace; ptrace would stop its own threads.
+    if (pid == getpid() || access(fmt::format("/proc/self/task/{}", pid).c_str(), F_OK) == 0)
+        return make_error(ExitCode::Usage, fmt::format("--pid {} is gtrace itself; give the PID of the job to trace (e.g. torchrun's)", pid));
     auto st = read_proc_stat(pid);
     if (!st)
         return make_error(ExitCode::NoSuchProcess,
@@ -26,6 +30,22 @@ Result<uint64_t> check_target(int pid) {
     if (st->state == 'Z')
         return make_error(ExitCode::ProcessExited, fmt::format("PID {} has already exited (zombie); nothing to trace", pid));
     return st->start_time_ticks;
+}
+
+Result<void> check_scope(int pid, bool system_wide) {
+    if (system_wide) return {};
+    if (pid == 1)
+        return make_error(ExitCode::Usage, "--pid 1 is every process on this host (init): all would be traced and get the GPU "
+                                           "agent; give the job's PID (e.g. torchrun's), or add --system-wide to mean it");
+    std::set<uint32_t> uids;
+    for (int p : list_tree(pid, getpid()))
+        if (auto uid = read_real_uid(p)) uids.insert(*uid);
+    if (uids.size() > 1)
+        return make_error(ExitCode::Usage,
+                          fmt::format("the tree of PID {} holds processes of {} users (UIDs {}): it looks like a whole host or a "
+                                      "shared service, not one job; give the job's PID, or add --system-wide to mean it",
+                                      pid, uids.size(), fmt::join(uids, ", ")));
+    return {};
 }
 
 namespace {
@@ -68,62 +88,6 @@ Result<void> check_btf() {
                                       "CONFIG_DEBUG_INFO_BTF=y (most distributions since 2020)",
                                       path));
     return {};
-}
-
-Result<double> parse_duration(const std::string& text, const std::string& option) {
-    auto bad = [&] {
-        return make_error(ExitCode::Usage, fmt::format("invalid {} '{}': give a positive time such as 10, 2.5, 500ms, 5m or 1h",
-                                                       option, text));
-    };
-    if (text.empty()) return bad();
-    char* end = nullptr;
-    errno = 0;
-    double value = strtod(text.c_str(), &end);
-    if (end == text.c_str() || errno != 0 || !std::isfinite(value)) return bad();
-    std::string unit(end);
-    double scale = 0;
-    if (unit.empty() || unit == "s") scale = 1;
-    else if (unit == "ms") scale = 1e-3;
-    else if (unit == "m" || unit == "min") scale = 60;
-    else if (unit == "h") scale = 3600;
-    if (scale == 0 || value <= 0) return bad();
-    return value * scale;
-}
-
-Result<uint32_t> parse_rate(const std::string& text, const std::string& option) {
-    char* end = nullptr;
-    errno = 0;
-    unsigned long n = strtoul(text.c_str(), &end, 10);
-    if (text.empty() || text[0] == '-' || *end || errno || n > 10000)
-        return make_error(ExitCode::Usage, fmt::format("invalid {} '{}': give a rate from 0 (off) to 10000 Hz", option, text));
-    return static_cast<uint32_t>(n);
-}
-
-Result<uint32_t> parse_py_stacks(const std::string& text) {
-    if (text == "all") return 1u;
-    if (text == "off") return 0u;
-    char* end = nullptr;
-    errno = 0;
-    unsigned long n = strtoul(text.c_str(), &end, 10);
-    if (text.empty() || text[0] == '-' || *end || errno || n == 0 || n > 1000000)
-        return make_error(ExitCode::Usage, fmt::format("invalid --py-stacks '{}': give all, off, or N (every Nth call)", text));
-    return static_cast<uint32_t>(n);
-}
-
-Result<uint64_t> parse_size_mib(const std::string& text, const std::string& option) {
-    char* end = nullptr;
-    errno = 0;
-    unsigned long long value = strtoull(text.c_str(), &end, 10);
-    std::string unit(end ? end : "");
-    uint64_t scale = 0;
-    if (unit.empty() || unit == "M" || unit == "MiB") scale = 1ull << 20;
-    else if (unit == "K" || unit == "KiB") scale = 1ull << 10;
-    else if (unit == "G" || unit == "GiB") scale = 1ull << 30;
-    if (text.empty() || text[0] == '-' || end == text.c_str() || errno || scale == 0 || value == 0 ||
-        value * scale > (4ull << 30))
-        return make_error(ExitCode::Usage,
-                          fmt::format("invalid {} '{}': give a size between 4K and 4G, e.g. 64 (MiB), 512K, 1G", option, text));
-    return value * scale;
 }
 
 } // namespace gtrace

@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "discover/proc_tree.h"
 #include "gtrace/agent.h"
 
 namespace gtrace {
@@ -40,9 +41,50 @@ namespace {
     _exit(127);
 }
 
+int wait_for(pid_t child) {
+    int status = 0;
+    while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+    }
+    return status;
+}
+
+std::string describe(const std::string& name, int status) {
+    if (WIFEXITED(status)) return fmt::format("{} exited with status {}", name, WEXITSTATUS(status));
+    if (WIFSIGNALED(status)) return fmt::format("{} was killed by signal {}", name, WTERMSIG(status));
+    return name + " ended";
+}
+
+// The capture is over: the command has exited (reaped here), or is stopped as --on-stop says.
+void finish_command(pid_t child, const std::string& name, OnStop on_stop, bool tree_exited, bool quiet) {
+    auto say = [&](const std::string& line) {
+        if (!quiet) fmt::print(stderr, "gtrace: {}\n", line);
+    };
+    int status = 0;
+    if (tree_exited || waitpid(child, &status, WNOHANG) == child) {
+        if (tree_exited) status = wait_for(child);
+        return say(describe(name, status));
+    }
+    if (on_stop == OnStop::Keep)
+        return say(fmt::format("{} (pid {}) keeps running after the capture (--on-stop keep)", name, child));
+    int sig = on_stop == OnStop::Kill ? SIGKILL : SIGTERM;
+    for (int pid : list_tree(child, getpid())) kill(pid, sig);
+    constexpr int kGraceMs = 10000, kStepMs = 50;
+    for (int waited = 0; sig == SIGTERM && waited < kGraceMs; waited += kStepMs) {
+        if (waitpid(child, &status, WNOHANG) == child)
+            return say(fmt::format("the capture ended before {} (pid {}); sent it SIGTERM (--on-stop term): {}", name, child,
+                                   describe(name, status)));
+        usleep(kStepMs * 1000);
+    }
+    if (sig == SIGKILL)
+        return say(fmt::format("the capture ended before {} (pid {}); sent it SIGKILL (--on-stop kill): {}", name, child,
+                               describe(name, wait_for(child))));
+    say(fmt::format("{} (pid {}) still runs {} s after SIGTERM; it is left running (--on-stop kill stops it for sure)", name,
+                    child, kGraceMs / 1000));
+}
+
 } // namespace
 
-Result<CaptureResult> record_command(CaptureOptions options, const std::vector<std::string>& command) {
+Result<CaptureResult> record_command(CaptureOptions options, const std::vector<std::string>& command, OnStop on_stop) {
     int settings[2], errors[2];
     if (pipe2(settings, O_CLOEXEC) != 0 || pipe2(errors, O_CLOEXEC) != 0)
         return make_error(ExitCode::Internal, fmt::format("pipe: {}", strerror(errno)));
@@ -55,19 +97,13 @@ Result<CaptureResult> record_command(CaptureOptions options, const std::vector<s
     }
     close(settings[0]);
     close(errors[1]);
-    auto reap = [&] {
-        int status = 0;
-        while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
-        }
-        return status;
-    };
 
     options.pid = child;
     auto capture = Capture::attach(options);
     if (!capture) {
         close(settings[1]); // EOF: the child exits without running the command
         close(errors[0]);
-        reap();
+        wait_for(child);
         return capture.error();
     }
     std::string text = options.gpu ? (*capture)->agent_library_path() + "\n" + (*capture)->agent_config() : std::string("\n");
@@ -79,7 +115,7 @@ Result<CaptureResult> record_command(CaptureOptions options, const std::vector<s
     }
     close(errors[0]);
     if (got == sizeof exec_errno) {
-        reap();
+        wait_for(child);
         return make_error(ExitCode::CommandFailed,
                           fmt::format("cannot run {}: {}; check the command and its PATH", command[0], strerror(exec_errno)));
     }
@@ -87,21 +123,17 @@ Result<CaptureResult> record_command(CaptureOptions options, const std::vector<s
     auto result = (*capture)->run();
     if (!result) {
         kill(child, SIGTERM);
-        reap();
+        wait_for(child);
         return result.error();
     }
     if (!result->write_failure.empty()) {
         // The job is not gtrace's to stop: say so now, and wait for it as record always does.
         fmt::print(stderr, "gtrace: error: {}; {} (pid {}) runs on untraced\n", result->write_failure, command[0], child);
         result->write_failure_reported = true;
-        reap();
+        wait_for(child);
         return result;
     }
-    int status = reap();
-    if (!options.quiet) {
-        if (WIFEXITED(status)) fmt::print(stderr, "gtrace: {} exited with status {}\n", command[0], WEXITSTATUS(status));
-        else if (WIFSIGNALED(status)) fmt::print(stderr, "gtrace: {} was killed by signal {}\n", command[0], WTERMSIG(status));
-    }
+    finish_command(child, command[0], on_stop, result->tree_exited, options.quiet);
     return result;
 }
 

@@ -6,8 +6,9 @@
 
 #include <cinttypes>
 #include <cstdio>
-#include <fstream>
 #include <sstream>
+
+#include "foundation/input_file.h"
 
 namespace gtrace {
 
@@ -34,11 +35,10 @@ std::vector<Mapping> parse_maps(const std::string& text) {
 }
 
 std::vector<Mapping> read_maps(int pid) {
-    std::ifstream in("/proc/" + std::to_string(pid) + "/maps");
-    if (!in) return {};
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    return parse_maps(ss.str());
+    // A large torch process has a few thousand lines (~0.5 MiB); a hostile one could list 65530
+    // mappings with 4 KiB paths each, read again every second: the tail past 16 MiB is left out.
+    constexpr size_t kMaxMapsBytes = 16u << 20;
+    return parse_maps(read_input_file("/proc/" + std::to_string(pid) + "/maps", kMaxMapsBytes));
 }
 
 std::string path_in_process_root(int pid, const std::string& path) {

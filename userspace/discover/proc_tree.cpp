@@ -4,20 +4,20 @@
 
 #include <charconv>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <sstream>
 #include <unordered_map>
 
+#include "foundation/input_file.h"
+
 namespace gtrace {
 namespace {
 
+// /proc files of processes that may be hostile: the kernel bounds them (argv and environ
+// together to 6 MiB), and so does this.
 std::string read_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return {};
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
+    constexpr size_t kMaxProcFileBytes = 8u << 20;
+    return read_input_file(path, kMaxProcFileBytes);
 }
 
 std::vector<int> numeric_entries(const std::string& dir) {
@@ -66,13 +66,30 @@ std::optional<ProcStat> read_proc_stat(int pid, int tid) {
     return st;
 }
 
-std::string read_cmdline(int pid) {
+std::vector<std::string> read_argv(int pid) {
     std::string raw = read_file("/proc/" + std::to_string(pid) + "/cmdline");
     while (!raw.empty() && raw.back() == '\0') raw.pop_back();
-    for (char& c : raw)
-        if (c == '\0') c = ' ';
-    return raw;
+    std::vector<std::string> argv;
+    if (raw.empty()) return argv;
+    for (size_t pos = 0;;) {
+        size_t end = raw.find('\0', pos);
+        argv.push_back(raw.substr(pos, end == std::string::npos ? std::string::npos : end - pos));
+        if (end == std::string::npos) break;
+        pos = end + 1;
+    }
+    return argv;
 }
+
+std::string join_argv(const std::vector<std::string>& argv) {
+    std::string out;
+    for (const auto& a : argv) {
+        if (!out.empty()) out += ' ';
+        out += a;
+    }
+    return out;
+}
+
+std::string read_cmdline(int pid) { return join_argv(read_argv(pid)); }
 
 std::unordered_map<std::string, std::string> read_environ(int pid) {
     std::unordered_map<std::string, std::string> env;
@@ -98,16 +115,29 @@ RankEnv read_rank_env(int pid) {
     return {number("RANK"), number("LOCAL_RANK"), number("WORLD_SIZE")};
 }
 
-std::vector<int> list_tree(int root) {
+std::vector<int> list_tree(int root, int exclude) {
     std::multimap<int, int> children;
     for (int pid : numeric_entries("/proc"))
         if (auto st = read_proc_stat(pid)) children.emplace(st->ppid, pid);
     std::vector<int> out{root};
     for (size_t i = 0; i < out.size(); ++i) {
         auto [b, e] = children.equal_range(out[i]);
-        for (auto it = b; it != e; ++it) out.push_back(it->second);
+        for (auto it = b; it != e; ++it)
+            if (it->second != exclude) out.push_back(it->second);
     }
     return out;
+}
+
+std::optional<uint32_t> read_real_uid(int pid) {
+    std::string status = read_file("/proc/" + std::to_string(pid) + "/status");
+    size_t at = status.find("\nUid:");
+    if (at == std::string::npos) return std::nullopt;
+    uint32_t uid = 0;
+    const char* p = status.data() + at + 5;
+    while (*p == '\t' || *p == ' ') ++p;
+    auto [end, ec] = std::from_chars(p, status.data() + status.size(), uid);
+    if (ec != std::errc{}) return std::nullopt;
+    return uid;
 }
 
 std::vector<int> list_threads(int pid) { return numeric_entries("/proc/" + std::to_string(pid) + "/task"); }

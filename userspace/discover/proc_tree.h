@@ -21,8 +21,11 @@ struct ProcStat {
 // Parsed /proc/PID/stat; nullopt when the process does not exist (or vanished).
 std::optional<ProcStat> read_proc_stat(int pid, int tid = 0);
 
-// argv joined by spaces; empty for kernel threads and zombies.
+// argv; empty for kernel threads and zombies.
+std::vector<std::string> read_argv(int pid);
+// argv joined by spaces.
 std::string read_cmdline(int pid);
+std::string join_argv(const std::vector<std::string>& argv);
 
 // /proc/PID/environ as name -> value (empty when unreadable).
 std::unordered_map<std::string, std::string> read_environ(int pid);
@@ -33,8 +36,12 @@ struct RankEnv {
 };
 RankEnv read_rank_env(int pid);
 
-// The PID and all its descendants (processes, not threads), parents before children.
-std::vector<int> list_tree(int root);
+// The PID and all its descendants (processes, not threads), parents before children; `exclude`
+// (gtrace's own PID, when the root is its parent shell, say) and its descendants are left out.
+std::vector<int> list_tree(int root, int exclude = 0);
+
+// The real UID of a process (/proc/PID/status); nullopt when it is gone.
+std::optional<uint32_t> read_real_uid(int pid);
 
 // Thread ids of a process, and a thread's name.
 std::vector<int> list_threads(int pid);

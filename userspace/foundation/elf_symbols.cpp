@@ -1,5 +1,7 @@
 #include "foundation/elf_symbols.h"
 
+#include "foundation/input_file.h"
+
 #include <cxxabi.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -14,11 +16,10 @@ namespace gtrace {
 namespace {
 
 struct ElfHandle {
-    int fd = -1;
+    InputFile file; // a regular file only: the path may be a hostile user's FIFO or device
     Elf* elf = nullptr;
     ~ElfHandle() {
         if (elf) elf_end(elf);
-        if (fd >= 0) close(fd);
     }
 };
 
@@ -28,9 +29,10 @@ Result<std::shared_ptr<const ElfSymbols>> ElfSymbols::load(const std::string& pa
                                                             const std::unordered_set<std::string_view>* only) {
     if (elf_version(EV_CURRENT) == EV_NONE) return make_error(ExitCode::Internal, "libelf is unusable");
     ElfHandle h;
-    h.fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (h.fd < 0) return make_error(ExitCode::Internal, "cannot open " + path + ": " + strerror(errno));
-    h.elf = elf_begin(h.fd, ELF_C_READ_MMAP, nullptr);
+    auto file = open_input_file(path);
+    if (!file) return make_error(ExitCode::Internal, file.error().message);
+    h.file = std::move(*file);
+    h.elf = elf_begin(h.file.fd(), ELF_C_READ_MMAP, nullptr);
     if (!h.elf || elf_kind(h.elf) != ELF_K_ELF)
         return make_error(ExitCode::Internal, path + " is not an ELF file");
 
@@ -105,8 +107,10 @@ std::vector<std::string> elf_search_paths(const std::string& path, const std::st
     std::vector<std::string> dirs;
     if (elf_version(EV_CURRENT) == EV_NONE) return dirs;
     ElfHandle h;
-    h.fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (h.fd < 0 || !(h.elf = elf_begin(h.fd, ELF_C_READ_MMAP, nullptr))) return dirs;
+    auto file = open_input_file(path);
+    if (!file) return dirs;
+    h.file = std::move(*file);
+    if (!(h.elf = elf_begin(h.file.fd(), ELF_C_READ_MMAP, nullptr))) return dirs;
     Elf_Scn* scn = nullptr;
     while ((scn = elf_nextscn(h.elf, scn))) {
         GElf_Shdr sh;

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "foundation/redact.h"
+
 namespace gtrace {
 
 uint64_t ProcessInfo::total_calls() const {
@@ -35,7 +37,7 @@ ProcessInfo& TraceModel::add_process(uint32_t pid, uint32_t ppid, bool at_start,
         p.ppid = ppid;
         p.attached_at_start = at_start;
         p.forked_from = forked_from;
-        p.cmdline = read_cmdline(static_cast<int>(pid));
+        p.cmdline = command_line(pid);
         p.ranks = read_rank_env(static_cast<int>(pid));
         // Found in /proc with its tracked parent's command line: forked without exec (a
         // DataLoader worker, say), like the children BPF reports forking.
@@ -44,6 +46,11 @@ ProcessInfo& TraceModel::add_process(uint32_t pid, uint32_t ppid, bool at_start,
             p.forked_from = ppid;
     }
     return p;
+}
+
+std::string TraceModel::command_line(uint32_t pid) const {
+    std::vector<std::string> argv = read_argv(static_cast<int>(pid));
+    return join_argv(redact_secrets_ ? redact_argv(argv) : argv);
 }
 
 ProcessInfo* TraceModel::find(uint32_t pid) {
@@ -58,7 +65,7 @@ const ProcessInfo* TraceModel::find(uint32_t pid) const {
 
 void TraceModel::refresh_identity(uint32_t pid) {
     if (ProcessInfo* p = find(pid)) {
-        std::string cmd = read_cmdline(static_cast<int>(pid));
+        std::string cmd = command_line(pid);
         if (!cmd.empty()) p->cmdline = cmd;
         p->ranks = read_rank_env(static_cast<int>(pid));
         p->forked_from.reset(); // a new program now, not a copy of its parent

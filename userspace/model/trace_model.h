@@ -23,7 +23,7 @@ struct ThreadInfo {
 struct ProcessInfo {
     uint32_t pid = 0;
     uint32_t ppid = 0;
-    std::string cmdline;
+    std::string cmdline; // argv joined by spaces, secret values hidden unless --no-redact
     RankEnv ranks;
     // Forked from a tracked process and not exec'ed since (a DataLoader worker, say).
     std::optional<uint32_t> forked_from;
@@ -43,6 +43,9 @@ struct ProcessInfo {
 
 class TraceModel {
 public:
+    // Command lines are kept with secret values hidden (foundation/redact.h); false: --no-redact.
+    explicit TraceModel(bool redact_secrets = true) : redact_secrets_(redact_secrets) {}
+
     // A process seen in /proc at attach time, or reported by BPF later. One found at attach time
     // with its parent's command line counts as forked from it.
     ProcessInfo& add_process(uint32_t pid, uint32_t ppid, bool at_start, std::optional<uint32_t> forked_from);
@@ -64,6 +67,9 @@ public:
     uint64_t lost_events() const;
 
 private:
+    std::string command_line(uint32_t pid) const;
+
+    bool redact_secrets_ = true;
     std::map<uint32_t, ProcessInfo> processes_;
 };
 

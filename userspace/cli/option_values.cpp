@@ -1,0 +1,122 @@
+#include "cli/option_values.h"
+
+#include <charconv>
+#include <cmath>
+#include <optional>
+
+#include <fmt/format.h>
+
+namespace gtrace {
+namespace {
+
+bool all_digits(const std::string& text) {
+    return !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
+}
+
+// Digits only, into a u64: nullopt for anything else, and for a number that does not fit.
+std::optional<uint64_t> whole(const std::string& text) {
+    if (!all_digits(text)) return std::nullopt;
+    uint64_t v = 0;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (ec != std::errc{} || end != text.data() + text.size()) return std::nullopt;
+    return v;
+}
+
+Error usage(const std::string& option, const std::string& text, const std::string& remedy) {
+    return make_error(ExitCode::Usage, fmt::format("invalid {} '{}': {}", option, text, remedy));
+}
+
+} // namespace
+
+Result<uint64_t> parse_whole_number(const std::string& text, const std::string& option, uint64_t min, uint64_t max) {
+    auto v = whole(text);
+    if (!v || *v < min || *v > max) return usage(option, text, fmt::format("give a whole number from {} to {}", min, max));
+    return *v;
+}
+
+Result<int> parse_pid(const std::string& text, const std::string& option) {
+    auto v = whole(text);
+    if (!v || *v < 1 || *v > static_cast<uint64_t>(limits::kMaxPid))
+        return usage(option, text, fmt::format("give the PID of a running process (1 to {})", limits::kMaxPid));
+    return static_cast<int>(*v);
+}
+
+Result<double> parse_duration(const std::string& text, const std::string& option) {
+    auto bad = [&] { return usage(option, text, "give a time from 1ms to 720h, such as 10, 2.5, 500ms, 5m or 1h"); };
+    // A decimal number (no sign, no exponent), then an optional unit.
+    size_t unit_at = text.find_first_not_of("0123456789.");
+    std::string number = text.substr(0, unit_at), unit = unit_at == std::string::npos ? "" : text.substr(unit_at);
+    if (number.empty() || number.front() == '.' || number.back() == '.' || number.find('.') != number.rfind('.')) return bad();
+    double value = 0;
+    auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), value, std::chars_format::fixed);
+    if (ec != std::errc{} || end != number.data() + number.size() || !std::isfinite(value)) return bad();
+    double scale = 0;
+    if (unit.empty() || unit == "s") scale = 1;
+    else if (unit == "ms") scale = 1e-3;
+    else if (unit == "m" || unit == "min") scale = 60;
+    else if (unit == "h") scale = 3600;
+    if (scale == 0) return bad();
+    double seconds = value * scale; // may be inf for a huge value: the range check refuses it
+    if (!std::isfinite(seconds) || seconds < limits::kMinSeconds || seconds > limits::kMaxSeconds) return bad();
+    return seconds;
+}
+
+Result<uint32_t> parse_rate(const std::string& text, const std::string& option) {
+    auto v = whole(text);
+    if (!v || *v > limits::kMaxSampleHz)
+        return usage(option, text, fmt::format("give a rate from 0 (off) to {} Hz", limits::kMaxSampleHz));
+    return static_cast<uint32_t>(*v);
+}
+
+Result<uint32_t> parse_py_stacks(const std::string& text) {
+    if (text == "all") return 1u;
+    if (text == "off") return 0u;
+    auto v = whole(text);
+    if (!v || *v < 1 || *v > limits::kMaxEvery)
+        return usage("--py-stacks", text, fmt::format("give all, off, or N from 1 to {} (every Nth call)", limits::kMaxEvery));
+    return static_cast<uint32_t>(*v);
+}
+
+Result<uint64_t> parse_ring_size(const std::string& text, const std::string& option) {
+    const std::string range = "give a power of two from 4K to 2G, e.g. 64 (MiB), 512K, 1G";
+    size_t unit_at = text.find_first_not_of("0123456789");
+    std::string number = text.substr(0, unit_at), unit = unit_at == std::string::npos ? "" : text.substr(unit_at);
+    int shift = -1;
+    if (unit.empty() || unit == "M" || unit == "MiB") shift = 20;
+    else if (unit == "K" || unit == "KiB") shift = 10;
+    else if (unit == "G" || unit == "GiB") shift = 30;
+    auto v = whole(number);
+    if (!v || shift < 0) return usage(option, text, range);
+    // Compared before multiplying: no product can wrap.
+    if (*v == 0 || *v > (limits::kMaxRingBytes >> shift)) return usage(option, text, range);
+    uint64_t bytes = *v << shift;
+    if (bytes < limits::kMinRingBytes) return usage(option, text, range);
+    if (bytes & (bytes - 1)) {
+        uint64_t below = uint64_t{1} << (63 - __builtin_clzll(bytes));
+        auto shown = [](uint64_t b) {
+            return b >= (1u << 30) ? fmt::format("{}G", b >> 30) : b >= (1u << 20) ? fmt::format("{}M", b >> 20) : fmt::format("{}K", b >> 10);
+        };
+        // `bytes` is under 2G here, so twice the power below it is at most 2G.
+        std::string nearest = fmt::format("{} or {}", shown(below), shown(below * 2));
+        return usage(option, text, fmt::format("a BPF ring buffer is a power of two from 4K to 2G; give {}", nearest));
+    }
+    return bytes;
+}
+
+Result<std::pair<uint32_t, uint32_t>> parse_steps(const std::string& text) {
+    auto bad = [&] {
+        return usage("--steps", text, fmt::format("give A:B, the first and last step, with 1 <= A <= B <= {}, e.g. --steps 10:20",
+                                                  limits::kMaxEvery));
+    };
+    size_t colon = text.find(':');
+    if (colon == std::string::npos) return bad();
+    auto first = whole(text.substr(0, colon)), last = whole(text.substr(colon + 1));
+    if (!first || !last || *first < 1 || *first > *last || *last > limits::kMaxEvery) return bad();
+    return std::make_pair(static_cast<uint32_t>(*first), static_cast<uint32_t>(*last));
+}
+
+Result<uint64_t> parse_max_events(const std::string& text) {
+    return parse_whole_number(text, "--max-events", 1, limits::kMaxEvents);
+}
+
+} // namespace gtrace

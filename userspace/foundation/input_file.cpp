@@ -1,0 +1,66 @@
+#include "foundation/input_file.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include <fmt/format.h>
+
+namespace gtrace {
+
+InputFile& InputFile::operator=(InputFile&& o) noexcept {
+    if (this != &o) {
+        if (fd_ >= 0) close(fd_);
+        fd_ = o.fd_, st_ = o.st_;
+        o.fd_ = -1;
+    }
+    return *this;
+}
+
+InputFile::~InputFile() {
+    if (fd_ >= 0) close(fd_);
+}
+
+std::string InputFile::fd_path() const { return fmt::format("/proc/self/fd/{}", fd_); }
+
+const char* file_type_name(mode_t mode) {
+    switch (mode & S_IFMT) {
+    case S_IFREG: return "a regular file";
+    case S_IFDIR: return "a directory";
+    case S_IFIFO: return "a FIFO";
+    case S_IFCHR: return "a character device";
+    case S_IFBLK: return "a block device";
+    case S_IFSOCK: return "a socket";
+    default: return "not a file";
+    }
+}
+
+Result<InputFile> open_input_file(const std::string& path, ExitCode not_regular) {
+    InputFile f;
+    // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer.
+    f.fd_ = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (f.fd_ < 0) return make_error(ExitCode::Usage, fmt::format("cannot read {}: {}", path, strerror(errno)));
+    if (fstat(f.fd_, &f.st_) != 0) return make_error(ExitCode::Usage, fmt::format("cannot read {}: {}", path, strerror(errno)));
+    if (!S_ISREG(f.st_.st_mode))
+        return make_error(not_regular, fmt::format("{} is not a regular file (it is {})", path, file_type_name(f.st_.st_mode)));
+    return f;
+}
+
+std::string read_input_file(const std::string& path, size_t max_bytes) {
+    auto f = open_input_file(path);
+    if (!f) return {};
+    std::string out;
+    char buf[1 << 14];
+    while (out.size() < max_bytes) {
+        ssize_t n = read(f->fd(), buf, std::min(sizeof buf, max_bytes - out.size()));
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        out.append(buf, static_cast<size_t>(n));
+    }
+    return out;
+}
+
+} // namespace gtrace

@@ -1,0 +1,47 @@
+// Opening the files gtrace reads, on its own behalf (traces for report) or a traced process's
+// (its ELF objects, its /proc files). gtrace runs as root and the paths may be chosen by a
+// hostile user: a FIFO, a device or a socket at such a path must never block gtrace or be read,
+// so every open is non-blocking and anything but a regular file is refused after fstat.
+#pragma once
+#include <sys/stat.h>
+
+#include <string>
+
+#include "foundation/result.h"
+
+namespace gtrace {
+
+class InputFile {
+public:
+    InputFile() = default;
+    InputFile(InputFile&& o) noexcept : fd_(o.fd_), st_(o.st_) { o.fd_ = -1; }
+    InputFile& operator=(InputFile&& o) noexcept;
+    InputFile(const InputFile&) = delete;
+    InputFile& operator=(const InputFile&) = delete;
+    ~InputFile();
+
+    int fd() const { return fd_; }
+    const struct stat& stat() const { return st_; }
+    uint64_t size() const { return static_cast<uint64_t>(st_.st_size); }
+    // A path naming exactly this open file (/proc/self/fd/N), for APIs that take paths (libelf,
+    // uprobes): the kernel resolves it to the same inode, whatever happens to the original path.
+    std::string fd_path() const;
+
+private:
+    friend Result<InputFile> open_input_file(const std::string& path, ExitCode not_regular);
+    int fd_ = -1;
+    struct stat st_ {};
+};
+
+// Opens `path` read-only (O_NONBLOCK, O_CLOEXEC, O_NOCTTY) and requires a regular file. Errors:
+// Usage when it cannot be opened; `not_regular` when it is a FIFO, device, socket or directory.
+Result<InputFile> open_input_file(const std::string& path, ExitCode not_regular = ExitCode::Internal);
+
+// The whole of a small regular file (/proc files, whose size fstat does not know), at most
+// `max_bytes`: a longer one is cut there. Empty when it cannot be opened or is not regular.
+std::string read_input_file(const std::string& path, size_t max_bytes);
+
+// "a FIFO", "a character device", ... for messages.
+const char* file_type_name(mode_t mode);
+
+} // namespace gtrace
