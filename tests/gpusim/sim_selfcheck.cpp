@@ -129,7 +129,7 @@ void main_workload(std::vector<Launch>& launches, uint32_t& sync_corr_memcpy) {
     CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(&gpusim_selfcheck::kernel_a), dim3(0), dim3(1), nullptr, 0,
                            s1) == cudaErrorInvalidConfiguration);
     CHECK(cudaPeekAtLastError() == cudaErrorInvalidConfiguration && cudaGetLastError() != cudaSuccess);
-    CHECK(cudaGraphLaunch(nullptr, s1) == cudaErrorNotSupported);
+    CHECK(cudaGraphLaunch(nullptr, s1) == cudaErrorInvalidValue);
     CHECK(strcmp(cudaGetErrorName(cudaErrorInvalidValue), "cudaErrorInvalidValue") == 0);
     CHECK(cudaMemcpyAsync(d_a, pinned, 8, cudaMemcpyHostToDevice, reinterpret_cast<cudaStream_t>(0x5000)) ==
           cudaErrorInvalidResourceHandle);

@@ -48,10 +48,13 @@ bool load_cupti(const std::string& path) {
     get(cupti.GetStreamIdEx, "cuptiGetStreamIdEx");
     get(cupti.GetContextId, "cuptiGetContextId");
     get(cupti.SetThreadIdType, "cuptiSetThreadIdType");
-    // CUPTI's libcudart dependency must be this process's copy (matched by soname).
-    void* theirs = dlsym(h, "cudaGetDeviceCount");
-    if (theirs != reinterpret_cast<void*>(&cudaGetDeviceCount)) {
-        fprintf(stderr, "selfcheck: libcupti resolved a different libcudart\n");
+    // CUPTI's libcuda dependency must be this process's copy (matched by soname), the one the
+    // runtime loaded too.
+    std::string dir = path.substr(0, path.rfind('/') + 1);
+    void* cuda = dlopen((dir + "libcuda.so.1").c_str(), RTLD_NOW | RTLD_NOLOAD);
+    void* theirs = dlsym(h, "gtsim_set_observer");
+    if (!cuda || !theirs || theirs != dlsym(cuda, "gtsim_set_observer")) {
+        fprintf(stderr, "selfcheck: libcupti resolved a different libcuda\n");
         ok = false;
     }
     return ok;

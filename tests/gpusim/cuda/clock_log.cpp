@@ -86,35 +86,41 @@ const char* copy_name(gtsim_copy_kind k) {
     }
 }
 
-} // namespace
-
-void log_op(const gtsim_gpu_op& op) {
-    int fd = log_fd();
-    if (fd < 0) return;
+void append_line(std::string& line, const gtsim_gpu_op& op) {
     const char* kind = op.kind == GTSIM_OP_KERNEL ? "kernel" : op.kind == GTSIM_OP_MEMCPY ? "memcpy" : "memset";
-    char head[512];
-    snprintf(head, sizeof head,
+    char buf[512];
+    snprintf(buf, sizeof buf,
              "{\"pid\":%d,\"tid\":%u,\"kind\":\"%s\",\"correlation\":%u,\"device\":%d,\"stream\":%u,"
-             "\"start\":%llu,\"end\":%llu,\"mono_start\":%llu,\"mono_end\":%llu",
+             "\"start\":%llu,\"end\":%llu,\"mono_start\":%llu,\"mono_end\":%llu,\"graph\":%u,\"graph_node\":%llu,"
+             "\"api\":",
              int(getpid()), kernel_tid(), kind, op.correlation_id, op.device, op.stream_id,
-             (unsigned long long)op.start_ns, (unsigned long long)op.end_ns,
-             (unsigned long long)to_mono(op.start_ns), (unsigned long long)to_mono(op.end_ns));
-    std::string line = head;
-    char tail[256];
+             (unsigned long long)op.start_ns, (unsigned long long)op.end_ns, (unsigned long long)to_mono(op.start_ns),
+             (unsigned long long)to_mono(op.end_ns), op.graph_id, (unsigned long long)op.graph_node_id);
+    line += buf;
+    append_json_string(line, op.api_name);
     if (op.kind == GTSIM_OP_KERNEL) {
         line += ",\"name\":";
         append_json_string(line, op.name);
-        snprintf(tail, sizeof tail, ",\"grid\":[%u,%u,%u],\"block\":[%u,%u,%u],\"shared\":%u}\n", op.grid[0],
+        snprintf(buf, sizeof buf, ",\"grid\":[%u,%u,%u],\"block\":[%u,%u,%u],\"shared\":%u}\n", op.grid[0],
                  op.grid[1], op.grid[2], op.block[0], op.block[1], op.block[2], op.dynamic_shared);
     } else if (op.kind == GTSIM_OP_MEMCPY) {
-        snprintf(tail, sizeof tail, ",\"bytes\":%llu,\"copy\":\"%s\"}\n", (unsigned long long)op.bytes,
+        snprintf(buf, sizeof buf, ",\"bytes\":%llu,\"copy\":\"%s\"}\n", (unsigned long long)op.bytes,
                  copy_name(op.copy_kind));
     } else {
-        snprintf(tail, sizeof tail, ",\"bytes\":%llu}\n", (unsigned long long)op.bytes);
+        snprintf(buf, sizeof buf, ",\"bytes\":%llu,\"value\":%d}\n", (unsigned long long)op.bytes, op.memset_value);
     }
-    line += tail;
+    line += buf;
+}
+
+} // namespace
+
+void log_ops(const gtsim_gpu_op* ops, size_t count) {
+    int fd = log_fd();
+    if (fd < 0 || count == 0) return;
+    std::string lines;
+    for (size_t i = 0; i < count; ++i) append_line(lines, ops[i]);
     // One write() on an O_APPEND fd: lines from several processes never interleave.
-    ssize_t n = write(fd, line.data(), line.size());
+    ssize_t n = write(fd, lines.data(), lines.size());
     (void)n;
 }
 
