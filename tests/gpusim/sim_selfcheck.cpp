@@ -303,6 +303,11 @@ int main() {
     CHECK(cupti.Unsubscribe(sub) == CUPTI_SUCCESS);
     CHECK(cupti.Finalize() == CUPTI_SUCCESS);
 
+    // Phases 5 and 6: every path through the runtime, the driver and the blas library; graphs.
+    paths_phase(log_path);
+    graphs_phase(log_path);
+    CHECK(cupti.Finalize() == CUPTI_SUCCESS);
+
     if (failures()) {
         printf("gpusim_selfcheck: FAILED %d of %d checks (log %s)\n", failures(), g_checks.load(), log_path.c_str());
         return 1;

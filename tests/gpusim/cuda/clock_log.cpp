@@ -5,7 +5,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
 #include <cstdio>
+#include <cstring>
 #include <string>
 
 #include "model.h"
@@ -58,22 +60,44 @@ int log_fd() {
     return fd;
 }
 
-void append_json_string(std::string& out, const char* s) {
-    out += '"';
-    for (; s && *s; ++s) {
-        unsigned char c = static_cast<unsigned char>(*s);
-        if (c == '"' || c == '\\') {
-            out += '\\';
-            out += char(c);
-        } else if (c < 0x20) {
-            char buf[8];
-            snprintf(buf, sizeof buf, "\\u%04x", c);
-            out += buf;
-        } else {
-            out += char(c);
-        }
+// Writes into a buffer sized for the worst case up front: no printf and no growth checks, since a
+// graph replay logs hundreds of thousands of ops per second.
+struct Writer {
+    char* p;
+    void raw(const char* s) {
+        size_t n = strlen(s);
+        memcpy(p, s, n);
+        p += n;
     }
-    out += '"';
+    template <typename T>
+    void num(const char* key, T value) { // key carries its own punctuation
+        raw(key);
+        p = std::to_chars(p, p + 24, value).ptr;
+    }
+    void str(const char* key, const char* s) {
+        raw(key);
+        *p++ = '"';
+        for (; s && *s; ++s) {
+            unsigned char c = static_cast<unsigned char>(*s);
+            if (c == '"' || c == '\\') {
+                *p++ = '\\';
+                *p++ = char(c);
+            } else if (c < 0x20) {
+                static const char hex[] = "0123456789abcdef";
+                memcpy(p, "\\u00", 4);
+                p[4] = hex[c >> 4], p[5] = hex[c & 15];
+                p += 6;
+            } else {
+                *p++ = char(c);
+            }
+        }
+        *p++ = '"';
+    }
+};
+
+// Bytes one line may take: fixed fields plus strings escaped at worst 6 bytes per byte.
+size_t line_bound(const gtsim_gpu_op& op) {
+    return 512 + 6 * ((op.name ? strlen(op.name) : 0) + (op.api_name ? strlen(op.api_name) : 0));
 }
 
 const char* copy_name(gtsim_copy_kind k) {
@@ -86,30 +110,38 @@ const char* copy_name(gtsim_copy_kind k) {
     }
 }
 
-void append_line(std::string& line, const gtsim_gpu_op& op) {
+void append_line(Writer& w, const gtsim_gpu_op& op, int pid, uint32_t tid) {
     const char* kind = op.kind == GTSIM_OP_KERNEL ? "kernel" : op.kind == GTSIM_OP_MEMCPY ? "memcpy" : "memset";
-    char buf[512];
-    snprintf(buf, sizeof buf,
-             "{\"pid\":%d,\"tid\":%u,\"kind\":\"%s\",\"correlation\":%u,\"device\":%d,\"stream\":%u,"
-             "\"start\":%llu,\"end\":%llu,\"mono_start\":%llu,\"mono_end\":%llu,\"graph\":%u,\"graph_node\":%llu,"
-             "\"api\":",
-             int(getpid()), kernel_tid(), kind, op.correlation_id, op.device, op.stream_id,
-             (unsigned long long)op.start_ns, (unsigned long long)op.end_ns, (unsigned long long)to_mono(op.start_ns),
-             (unsigned long long)to_mono(op.end_ns), op.graph_id, (unsigned long long)op.graph_node_id);
-    line += buf;
-    append_json_string(line, op.api_name);
+    w.num("{\"pid\":", pid);
+    w.num(",\"tid\":", tid);
+    w.str(",\"kind\":", kind);
+    w.num(",\"correlation\":", op.correlation_id);
+    w.num(",\"device\":", op.device);
+    w.num(",\"stream\":", op.stream_id);
+    w.num(",\"start\":", op.start_ns);
+    w.num(",\"end\":", op.end_ns);
+    w.num(",\"mono_start\":", to_mono(op.start_ns));
+    w.num(",\"mono_end\":", to_mono(op.end_ns));
+    w.num(",\"graph\":", op.graph_id);
+    w.num(",\"graph_node\":", op.graph_node_id);
+    w.str(",\"api\":", op.api_name);
     if (op.kind == GTSIM_OP_KERNEL) {
-        line += ",\"name\":";
-        append_json_string(line, op.name);
-        snprintf(buf, sizeof buf, ",\"grid\":[%u,%u,%u],\"block\":[%u,%u,%u],\"shared\":%u}\n", op.grid[0],
-                 op.grid[1], op.grid[2], op.block[0], op.block[1], op.block[2], op.dynamic_shared);
+        w.str(",\"name\":", op.name);
+        w.num(",\"grid\":[", op.grid[0]);
+        w.num(",", op.grid[1]);
+        w.num(",", op.grid[2]);
+        w.num("],\"block\":[", op.block[0]);
+        w.num(",", op.block[1]);
+        w.num(",", op.block[2]);
+        w.num("],\"shared\":", op.dynamic_shared);
     } else if (op.kind == GTSIM_OP_MEMCPY) {
-        snprintf(buf, sizeof buf, ",\"bytes\":%llu,\"copy\":\"%s\"}\n", (unsigned long long)op.bytes,
-                 copy_name(op.copy_kind));
+        w.num(",\"bytes\":", op.bytes);
+        w.str(",\"copy\":", copy_name(op.copy_kind));
     } else {
-        snprintf(buf, sizeof buf, ",\"bytes\":%llu,\"value\":%d}\n", (unsigned long long)op.bytes, op.memset_value);
+        w.num(",\"bytes\":", op.bytes);
+        w.num(",\"value\":", op.memset_value);
     }
-    line += buf;
+    w.raw("}\n");
 }
 
 } // namespace
@@ -117,10 +149,15 @@ void append_line(std::string& line, const gtsim_gpu_op& op) {
 void log_ops(const gtsim_gpu_op* ops, size_t count) {
     int fd = log_fd();
     if (fd < 0 || count == 0) return;
-    std::string lines;
-    for (size_t i = 0; i < count; ++i) append_line(lines, ops[i]);
+    size_t bound = 0;
+    for (size_t i = 0; i < count; ++i) bound += line_bound(ops[i]);
+    std::string lines(bound, '\0');
+    Writer w{lines.data()};
+    int pid = int(getpid());
+    uint32_t tid = kernel_tid();
+    for (size_t i = 0; i < count; ++i) append_line(w, ops[i], pid, tid);
     // One write() on an O_APPEND fd: lines from several processes never interleave.
-    ssize_t n = write(fd, lines.data(), lines.size());
+    ssize_t n = write(fd, lines.data(), size_t(w.p - lines.data()));
     (void)n;
 }
 
