@@ -7,26 +7,13 @@
 #include <vector>
 
 #include "sim_selfcheck.h"
+#include "workload/paths.h"
 
 namespace selfcheck {
 
-// One GPU op a call must cause (kernels by name and grid.x, copies and sets by size).
-struct OpExpect {
-    const char* kind; // "kernel", "memcpy", "memset"
-    uint64_t bytes;
-    std::string name;
-    uint32_t grid_x;
-};
-
-// One outermost API call: its domain and exported name, the driver function the runtime must call
-// inside it (runtime calls only; nullptr: none), and its ops.
-struct CallExpect {
-    uint32_t domain; // CUpti_CallbackDomain
-    const char* function;
-    const char* nested;
-    std::vector<OpExpect> ops;
-    bool cooperative = false;
-};
+// What a call must do: the workload's description (domain, name, nested driver call, ops).
+using OpExpect = gtsim_workload::Op;
+using CallExpect = gtsim_workload::Call;
 
 // A call as the callbacks showed it: owner enter/exit, and the callbacks in between.
 struct ObservedCall {

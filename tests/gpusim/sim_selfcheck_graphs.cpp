@@ -8,12 +8,7 @@
 #include <map>
 #include <set>
 
-#include "gtsim_blas.h"
 #include "sim_selfcheck_expect.h"
-
-namespace gpusim_selfcheck {
-void kernel_a(float* p, int n);
-}
 
 extern "C" {
 cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t, cudaStream_t);
@@ -23,7 +18,7 @@ decltype(cuGraphLaunch) cuGraphLaunch_ptsz;
 namespace selfcheck {
 namespace {
 
-const void* kStubA = reinterpret_cast<const void*>(&gpusim_selfcheck::kernel_a);
+const void* kStubA = reinterpret_cast<const void*>(&gtsim_workload::paths_kernel);
 constexpr size_t kNodes = 5;
 
 struct Replay {

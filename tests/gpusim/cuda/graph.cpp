@@ -67,9 +67,8 @@ CUresult Model::instantiate(CUgraph handle, CUgraphExec* out) {
     return CUDA_SUCCESS;
 }
 
-CUresult Model::graph_destroy(CUgraph handle) {
-    std::lock_guard lk(mu_);
-    Graph* g = graph_locked(handle, false);
+CUresult Model::destroy_locked(const void* handle, bool exec) {
+    Graph* g = graph_locked(handle, exec);
     if (!g) return CUDA_ERROR_INVALID_VALUE;
     g->live = false;
     g->nodes = {};
@@ -77,14 +76,14 @@ CUresult Model::graph_destroy(CUgraph handle) {
     return CUDA_SUCCESS;
 }
 
+CUresult Model::graph_destroy(CUgraph handle) {
+    std::lock_guard lk(mu_);
+    return destroy_locked(handle, false);
+}
+
 CUresult Model::exec_destroy(CUgraphExec handle) {
     std::lock_guard lk(mu_);
-    Graph* g = graph_locked(handle, true);
-    if (!g) return CUDA_ERROR_INVALID_VALUE;
-    g->live = false;
-    g->nodes = {};
-    live_.erase(g);
-    return CUDA_SUCCESS;
+    return destroy_locked(handle, true);
 }
 
 CUresult Model::graph_launch(CUgraphExec handle, CUstream h, bool per_thread, int cur_dev, const gtsim_gpu_op& base,

@@ -125,6 +125,7 @@ private:
     Stream* resolve_locked(CUstream h, bool per_thread, int cur_dev);
     uint64_t barrier_locked(const Stream& s) const;
     Graph* graph_locked(const void* handle, bool exec);
+    CUresult destroy_locked(const void* handle, bool exec);
 
     Config cfg_;
     std::mutex mu_;
