@@ -120,6 +120,8 @@ int gtsim_current_device(void);
 
 /* The CUfunction the runtime launches for a kernel's host function (named by dladdr, interned). */
 void *gtsim_host_function(const void *host_function);
+/* The cudaKernel_t (a CUkernel) CUDA 13's __cudaGetKernel gives for a host function. */
+void *gtsim_host_kernel(const void *host_function);
 /* Name of a CUfunction or CUkernel handle, NULL if not one. */
 const char *gtsim_function_name(const void *function);
 

@@ -63,7 +63,7 @@ void paths_phase(const std::string& log_path) {
     CHECK(cudaDeviceSynchronize() == cudaSuccess);
     CHECK(cupti.ActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) == CUPTI_SUCCESS);
     size_t calls = check_expectations(log_path);
-    CHECK(calls == expected + 3 && expected == 21 + 7 + 26 + 24 + 7);
+    CHECK(calls == expected + 3 && expected == 23 + 7 + 26 + 24 + 7);
     gtsim_workload::free_context(c);
     printf("phase 5: %zu calls on every path joined to their %zu kernels, %zu memcpys, %zu memsets\n", calls,
            collected().kernels.size(), collected().memcpys.size(), collected().memsets.size());

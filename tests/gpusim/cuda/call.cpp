@@ -193,6 +193,10 @@ GTSIM_EXPORT void* gtsim_host_function(const void* host_function) {
     return const_cast<Function*>(gtsim::host_function(host_function));
 }
 
+GTSIM_EXPORT void* gtsim_host_kernel(const void* host_function) {
+    return const_cast<void*>(gtsim::host_kernel(host_function));
+}
+
 GTSIM_EXPORT const char* gtsim_function_name(const void* function) {
     const Function* f = launchable(function);
     return f ? f->name : nullptr;

@@ -36,6 +36,7 @@ struct Registry {
     std::deque<Image> images;
     std::unordered_map<const void*, const Function*> launchable;
     std::unordered_map<const void*, const Function*> stubs;
+    std::unordered_map<const void*, const void*> stub_kernels;
     std::unordered_set<const void*> live_images;
     std::unordered_set<std::string> names;
 
@@ -120,9 +121,9 @@ const Function* launchable(const void* handle) {
     return it == r.launchable.end() ? nullptr : it->second;
 }
 
-const Function* host_function(const void* stub) {
-    Registry& r = registry();
-    std::lock_guard lk(r.mu);
+namespace {
+
+const Function* host_function_locked(Registry& r, const void* stub) {
     auto it = r.stubs.find(stub);
     if (it != r.stubs.end()) return it->second;
     Dl_info info{};
@@ -138,6 +139,27 @@ const Function* host_function(const void* stub) {
     r.launchable[&f] = &f;
     r.stubs.emplace(stub, &f);
     return &f;
+}
+
+} // namespace
+
+const Function* host_function(const void* stub) {
+    Registry& r = registry();
+    std::lock_guard lk(r.mu);
+    return host_function_locked(r, stub);
+}
+
+const void* host_kernel(const void* stub) {
+    Registry& r = registry();
+    std::lock_guard lk(r.mu);
+    auto it = r.stub_kernels.find(stub);
+    if (it != r.stub_kernels.end()) return it->second;
+    const Function* f = host_function_locked(r, stub);
+    Kernel& k = r.kernels.emplace_back();
+    k.function.name = f->name;
+    r.launchable[&k] = f;
+    r.stub_kernels.emplace(stub, &k);
+    return &k;
 }
 
 CUresult module_load(CUmodule* out, const void* image) { return load(reinterpret_cast<void**>(out), image, false); }

@@ -19,6 +19,9 @@ const Function* launchable(const void* handle);
 // The runtime's handle for a kernel's host stub: named by dladdr() when the address is exactly a
 // dynamic symbol (mangled, as CUPTI reports it), else kernel_0x<addr>. Interned.
 const Function* host_function(const void* stub);
+// The CUkernel CUDA 13's __cudaGetKernel hands out for a host stub (nvcc's <<<>>> launches pass
+// it to cudaLaunchKernel instead of the stub): a handle of its own, launching host_function(stub).
+const void* host_kernel(const void* stub);
 
 CUresult module_load(CUmodule* out, const void* image);
 CUresult module_get_function(CUfunction* out, CUmodule mod, const char* name);

@@ -10,7 +10,10 @@ thread_local cudaError_t t_last_error = cudaSuccess;
 
 RuntimeCall::RuntimeCall(uint32_t cbid, const char* name, const void* params, const void* kernel_func)
     : drv(driver()) {
-    if (kernel_func) function = static_cast<CUfunction>(drv.host_function(kernel_func));
+    // A launch names a host stub, or (nvcc's launches on CUDA 13) the cudaKernel_t __cudaGetKernel gave.
+    if (kernel_func)
+        function = static_cast<CUfunction>(drv.function_name(kernel_func) ? const_cast<void*>(kernel_func)
+                                                                          : drv.host_function(kernel_func));
     info.size = sizeof info;
     info.cbid = cbid;
     info.function_name = name;

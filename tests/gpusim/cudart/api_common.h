@@ -32,6 +32,10 @@ cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t, cudaStream_t);
 cudaError_t cudaStreamBeginCapture_ptsz(cudaStream_t, enum cudaStreamCaptureMode);
 cudaError_t cudaStreamEndCapture_ptsz(cudaStream_t, cudaGraph_t*);
 cudaError_t cudaStreamIsCapturing_ptsz(cudaStream_t, enum cudaStreamCaptureStatus*);
+// What nvcc 13's <<<>>> launches call (crt/device_functions.h).
+cudaError_t __cudaGetKernel(cudaKernel_t*, const void*);
+cudaError_t __cudaLaunchKernel(cudaKernel_t, dim3, dim3, void**, size_t, cudaStream_t);
+cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t, dim3, dim3, void**, size_t, cudaStream_t);
 }
 
 namespace gtsim {
@@ -40,7 +44,7 @@ namespace gtsim {
 // (through `drv`) are nested in it: they share its correlation id.
 class RuntimeCall {
 public:
-    // kernel_func: host function of a launch; its CUfunction is looked up and named.
+    // kernel_func: host stub or cudaKernel_t of a launch; its CUfunction is looked up and named.
     RuntimeCall(uint32_t cbid, const char* name, const void* params, const void* kernel_func = nullptr);
     RuntimeCall(const RuntimeCall&) = delete;
     RuntimeCall& operator=(const RuntimeCall&) = delete;

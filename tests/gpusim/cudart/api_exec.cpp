@@ -123,6 +123,26 @@ GTSIM_LAUNCH(cudaLaunchCooperativeKernel, v9000, false, true)
 GTSIM_LAUNCH(cudaLaunchCooperativeKernel_ptsz, v9000, true, true)
 #undef GTSIM_LAUNCH
 
+// nvcc 13's launch path: a cudaKernel_t per kernel, then __cudaLaunchKernel, which in the real
+// libcudart.so.13 is a thunk that jumps to cudaLaunchKernel (so that is the call CUPTI and a probe
+// on cudaLaunchKernel see, with the cudaKernel_t as its first argument).
+GTSIM_EXPORT cudaError_t __cudaGetKernel(cudaKernel_t* kernel, const void* func) {
+    RuntimeCall call(GTSIM_CBID(__cudaGetKernel_v13000), "__cudaGetKernel", nullptr);
+    if (!kernel || !func) return call.finish(cudaErrorInvalidValue);
+    *kernel = static_cast<cudaKernel_t>(call.drv.host_kernel(func));
+    return call.finish(cudaSuccess);
+}
+
+GTSIM_EXPORT cudaError_t __cudaLaunchKernel(cudaKernel_t k, dim3 grid, dim3 block, void** args, size_t shared,
+                                            cudaStream_t stream) {
+    return cudaLaunchKernel(k, grid, block, args, shared, stream);
+}
+
+GTSIM_EXPORT cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t k, dim3 grid, dim3 block, void** args, size_t shared,
+                                                 cudaStream_t stream) {
+    return cudaLaunchKernel_ptsz(k, grid, block, args, shared, stream);
+}
+
 GTSIM_EXPORT cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t* config, const void* func, void** args) {
     return launch_ex(GTSIM_CBID(cudaLaunchKernelExC_v11060), "cudaLaunchKernelExC", config, func, args, false);
 }

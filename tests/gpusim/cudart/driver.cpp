@@ -101,6 +101,7 @@ Driver bind_all() {
     b.own(d.api_enter, "gtsim_api_enter");
     b.own(d.api_exit, "gtsim_api_exit");
     b.own(d.host_function, "gtsim_host_function");
+    b.own(d.host_kernel, "gtsim_host_kernel");
     b.own(d.function_name, "gtsim_function_name");
     b.own(d.current_device, "gtsim_current_device");
     return d;

@@ -64,6 +64,7 @@ struct Driver {
     decltype(&gtsim_api_enter) api_enter;
     decltype(&gtsim_api_exit) api_exit;
     decltype(&gtsim_host_function) host_function;
+    decltype(&gtsim_host_kernel) host_kernel;
     decltype(&gtsim_function_name) function_name;
     decltype(&gtsim_current_device) current_device;
 };

@@ -69,7 +69,7 @@ namespace {
     X(cudaStreamBeginCapture_v10000) X(cudaStreamBeginCapture_ptsz_v10000) X(cudaStreamEndCapture_v10000)            \
     X(cudaStreamEndCapture_ptsz_v10000) X(cudaStreamIsCapturing_v10000) X(cudaStreamIsCapturing_ptsz_v10000)         \
     X(cudaGraphInstantiate_v12000) X(cudaGraphInstantiateWithFlags_v11040) X(cudaGraphExecDestroy_v10000)            \
-    X(cudaGraphDestroy_v10000)
+    X(cudaGraphDestroy_v10000) X(__cudaGetKernel_v13000)
 
 // Names as in cupti_driver_cbid.h, for the driver calls the simulator makes.
 #define GTSIM_DRIVER_CBIDS(X)                                                                                        \

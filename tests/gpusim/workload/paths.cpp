@@ -12,6 +12,8 @@ cudaError_t cudaMemcpyAsync_ptsz(void*, const void*, size_t, cudaMemcpyKind, cud
 cudaError_t cudaMemcpy2DAsync_ptsz(void*, size_t, const void*, size_t, size_t, size_t, cudaMemcpyKind, cudaStream_t);
 cudaError_t cudaMemset_ptds(void*, int, size_t);
 cudaError_t cudaMemsetAsync_ptsz(void*, int, size_t, cudaStream_t);
+cudaError_t __cudaGetKernel(cudaKernel_t*, const void*);
+cudaError_t __cudaLaunchKernel(cudaKernel_t, dim3, dim3, void**, size_t, cudaStream_t);
 }
 
 namespace gtsim_workload {
@@ -53,6 +55,13 @@ std::vector<Path> runtime_paths() {
          [](Context& c) { return int(cudaLaunchCooperativeKernel(stub(), dim3(105), dim3(32), args, 0, c.stream)); }},
         {"runtime", {rt("cudaLaunchCooperativeKernel_ptsz", "cuLaunchCooperativeKernel_ptsz", {kernel(k, 106)}, true)},
          [](Context& c) { return int(cudaLaunchCooperativeKernel_ptsz(stub(), dim3(106), dim3(32), args, 0, c.stream)); }},
+        // nvcc 13's <<<>>>: the first argument of cudaLaunchKernel is a cudaKernel_t, not the stub.
+        {"runtime", {rt("__cudaGetKernel", nullptr, {}), rt("cudaLaunchKernel", "cuLaunchKernel", {kernel(k, 107)})},
+         [](Context& c) {
+             cudaKernel_t kernel = nullptr;
+             int r = int(__cudaGetKernel(&kernel, stub()));
+             return r ? r : int(__cudaLaunchKernel(kernel, dim3(107), dim3(64), args, 0, c.stream));
+         }},
         {"runtime", {rt("cudaMemcpyAsync", "cuMemcpyHtoDAsync_v2", {copy(1001)})},
          [](Context& c) { return int(cudaMemcpyAsync(v(c.dev), c.pinned, 1001, cudaMemcpyHostToDevice, c.stream)); }},
         {"runtime", {rt("cudaMemcpy", "cuMemcpyDtoH_v2", {copy(1002)})},
