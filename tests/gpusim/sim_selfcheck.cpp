@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "sim_selfcheck.h"
+#include "twins.h"
 
 // The records must have the layout of the real headers this was compiled against.
 static_assert(sizeof(CUpti_ActivityKernel10) == 216 && alignof(CUpti_ActivityKernel10) == 8);
@@ -23,11 +24,6 @@ static_assert(sizeof(CUpti_ActivityMemcpy6) == 96 && sizeof(CUpti_ActivityMemset
 static_assert(sizeof(CUpti_ActivityAPI) == 40 && sizeof(CUpti_ActivitySynchronization2) == 56);
 static_assert(sizeof(CUpti_ActivityMemory4) == 128 && sizeof(CUpti_CallbackData) == 72);
 static_assert(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000 == 211);
-
-extern "C" {
-cudaError_t cudaLaunchKernel_ptsz(const void*, dim3, dim3, void**, size_t, cudaStream_t);
-cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t);
-}
 
 // Host stubs standing in for __global__ kernels; exported so dladdr() can name them.
 namespace gpusim_selfcheck {

@@ -9,11 +9,7 @@
 #include <set>
 
 #include "sim_selfcheck_expect.h"
-
-extern "C" {
-cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t, cudaStream_t);
-decltype(cuGraphLaunch) cuGraphLaunch_ptsz;
-}
+#include "twins.h"
 
 namespace selfcheck {
 namespace {

@@ -1,12 +1,6 @@
 // Exported driver API: stream capture and CUDA graphs.
 #include "call.h"
-
-extern "C" {
-decltype(cuStreamBeginCapture_v2) cuStreamBeginCapture_v2_ptsz;
-decltype(cuStreamEndCapture) cuStreamEndCapture_ptsz;
-decltype(cuStreamIsCapturing) cuStreamIsCapturing_ptsz;
-decltype(cuGraphLaunch) cuGraphLaunch_ptsz;
-}
+#include "twins.h"
 
 using namespace gtsim;
 

@@ -1,13 +1,7 @@
 // Exported driver API: fake modules and libraries, kernel handles, and kernel launches.
 #include "call.h"
 #include "functions.h"
-
-// Per-thread-default-stream twins: cuda.h declares them only for per-thread builds.
-extern "C" {
-decltype(cuLaunchKernel) cuLaunchKernel_ptsz;
-decltype(cuLaunchKernelEx) cuLaunchKernelEx_ptsz;
-decltype(cuLaunchCooperativeKernel) cuLaunchCooperativeKernel_ptsz;
-}
+#include "twins.h"
 
 using namespace gtsim;
 

@@ -3,11 +3,7 @@
 #include <cstdlib>
 
 #include "call.h"
-
-extern "C" {
-decltype(cuStreamSynchronize) cuStreamSynchronize_ptsz;
-decltype(cuEventRecord) cuEventRecord_ptsz;
-}
+#include "twins.h"
 
 using namespace gtsim;
 

@@ -8,35 +8,10 @@
 
 #include "driver.h"
 #include "gpusim.h"
+#include "twins.h"
 
 #define GTSIM_EXPORT extern "C" __attribute__((visibility("default")))
 #define GTSIM_CBID(x) CUPTI_RUNTIME_TRACE_CBID_##x
-
-// Per-thread-default-stream twins: the headers only reach them through macros, so declare them.
-extern "C" {
-cudaError_t cudaLaunchKernel_ptsz(const void*, dim3, dim3, void**, size_t, cudaStream_t);
-cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t*, const void*, void**);
-cudaError_t cudaLaunchCooperativeKernel_ptsz(const void*, dim3, dim3, void**, size_t, cudaStream_t);
-cudaError_t cudaMemcpy_ptds(void*, const void*, size_t, enum cudaMemcpyKind);
-cudaError_t cudaMemcpyAsync_ptsz(void*, const void*, size_t, enum cudaMemcpyKind, cudaStream_t);
-cudaError_t cudaMemcpy2D_ptds(void*, size_t, const void*, size_t, size_t, size_t, enum cudaMemcpyKind);
-cudaError_t cudaMemcpy2DAsync_ptsz(void*, size_t, const void*, size_t, size_t, size_t, enum cudaMemcpyKind,
-                                   cudaStream_t);
-cudaError_t cudaMemset_ptds(void*, int, size_t);
-cudaError_t cudaMemsetAsync_ptsz(void*, int, size_t, cudaStream_t);
-cudaError_t cudaMemset2D_ptds(void*, size_t, int, size_t, size_t);
-cudaError_t cudaMemset2DAsync_ptsz(void*, size_t, int, size_t, size_t, cudaStream_t);
-cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t);
-cudaError_t cudaEventRecord_ptsz(cudaEvent_t, cudaStream_t);
-cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t, cudaStream_t);
-cudaError_t cudaStreamBeginCapture_ptsz(cudaStream_t, enum cudaStreamCaptureMode);
-cudaError_t cudaStreamEndCapture_ptsz(cudaStream_t, cudaGraph_t*);
-cudaError_t cudaStreamIsCapturing_ptsz(cudaStream_t, enum cudaStreamCaptureStatus*);
-// What nvcc 13's <<<>>> launches call (crt/device_functions.h).
-cudaError_t __cudaGetKernel(cudaKernel_t*, const void*);
-cudaError_t __cudaLaunchKernel(cudaKernel_t, dim3, dim3, void**, size_t, cudaStream_t);
-cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t, dim3, dim3, void**, size_t, cudaStream_t);
-}
 
 namespace gtsim {
 

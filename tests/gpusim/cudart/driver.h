@@ -7,11 +7,7 @@
 #include <cuda_runtime_api.h>
 
 #include "gpusim.h"
-
-extern "C" {
-// Twins the headers declare only for per-thread builds.
-decltype(cuLaunchKernel) cuLaunchKernel_ptsz;
-}
+#include "twins.h"
 
 namespace gtsim {
 

@@ -2,19 +2,7 @@
 #include "paths.h"
 
 #include "paths_internal.h"
-
-extern "C" {
-cudaError_t cudaLaunchKernel_ptsz(const void*, dim3, dim3, void**, size_t, cudaStream_t);
-cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t*, const void*, void**);
-cudaError_t cudaLaunchCooperativeKernel_ptsz(const void*, dim3, dim3, void**, size_t, cudaStream_t);
-cudaError_t cudaMemcpy_ptds(void*, const void*, size_t, cudaMemcpyKind);
-cudaError_t cudaMemcpyAsync_ptsz(void*, const void*, size_t, cudaMemcpyKind, cudaStream_t);
-cudaError_t cudaMemcpy2DAsync_ptsz(void*, size_t, const void*, size_t, size_t, size_t, cudaMemcpyKind, cudaStream_t);
-cudaError_t cudaMemset_ptds(void*, int, size_t);
-cudaError_t cudaMemsetAsync_ptsz(void*, int, size_t, cudaStream_t);
-cudaError_t __cudaGetKernel(cudaKernel_t*, const void*);
-cudaError_t __cudaLaunchKernel(cudaKernel_t, dim3, dim3, void**, size_t, cudaStream_t);
-}
+#include "twins.h"
 
 namespace gtsim_workload {
 

@@ -3,39 +3,7 @@
 #include <iterator>
 
 #include "paths_internal.h"
-
-extern "C" {
-#define GTSIM_TWIN(base, twin) decltype(base) twin;
-GTSIM_TWIN(cuLaunchKernel, cuLaunchKernel_ptsz)
-GTSIM_TWIN(cuLaunchKernelEx, cuLaunchKernelEx_ptsz)
-GTSIM_TWIN(cuLaunchCooperativeKernel, cuLaunchCooperativeKernel_ptsz)
-GTSIM_TWIN(cuMemcpy, cuMemcpy_ptds)
-GTSIM_TWIN(cuMemcpyAsync, cuMemcpyAsync_ptsz)
-GTSIM_TWIN(cuMemcpyHtoD_v2, cuMemcpyHtoD_v2_ptds)
-GTSIM_TWIN(cuMemcpyDtoH_v2, cuMemcpyDtoH_v2_ptds)
-GTSIM_TWIN(cuMemcpyDtoD_v2, cuMemcpyDtoD_v2_ptds)
-GTSIM_TWIN(cuMemcpyHtoDAsync_v2, cuMemcpyHtoDAsync_v2_ptsz)
-GTSIM_TWIN(cuMemcpyDtoHAsync_v2, cuMemcpyDtoHAsync_v2_ptsz)
-GTSIM_TWIN(cuMemcpyDtoDAsync_v2, cuMemcpyDtoDAsync_v2_ptsz)
-GTSIM_TWIN(cuMemcpy2D_v2, cuMemcpy2D_v2_ptds)
-GTSIM_TWIN(cuMemcpy2DUnaligned_v2, cuMemcpy2DUnaligned_v2_ptds)
-GTSIM_TWIN(cuMemcpy2DAsync_v2, cuMemcpy2DAsync_v2_ptsz)
-GTSIM_TWIN(cuMemcpy3D_v2, cuMemcpy3D_v2_ptds)
-GTSIM_TWIN(cuMemcpy3DAsync_v2, cuMemcpy3DAsync_v2_ptsz)
-GTSIM_TWIN(cuMemsetD8_v2, cuMemsetD8_v2_ptds)
-GTSIM_TWIN(cuMemsetD16_v2, cuMemsetD16_v2_ptds)
-GTSIM_TWIN(cuMemsetD32_v2, cuMemsetD32_v2_ptds)
-GTSIM_TWIN(cuMemsetD8Async, cuMemsetD8Async_ptsz)
-GTSIM_TWIN(cuMemsetD16Async, cuMemsetD16Async_ptsz)
-GTSIM_TWIN(cuMemsetD32Async, cuMemsetD32Async_ptsz)
-GTSIM_TWIN(cuMemsetD2D8_v2, cuMemsetD2D8_v2_ptds)
-GTSIM_TWIN(cuMemsetD2D16_v2, cuMemsetD2D16_v2_ptds)
-GTSIM_TWIN(cuMemsetD2D32_v2, cuMemsetD2D32_v2_ptds)
-GTSIM_TWIN(cuMemsetD2D8Async, cuMemsetD2D8Async_ptsz)
-GTSIM_TWIN(cuMemsetD2D16Async, cuMemsetD2D16Async_ptsz)
-GTSIM_TWIN(cuMemsetD2D32Async, cuMemsetD2D32Async_ptsz)
-#undef GTSIM_TWIN
-}
+#include "twins.h"
 
 namespace gtsim_workload {
 namespace {
