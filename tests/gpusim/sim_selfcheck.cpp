@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "sim_selfcheck.h"
+#include "twins.h"
 
 // The records must have the layout of the real headers this was compiled against.
 static_assert(sizeof(CUpti_ActivityKernel10) == 216 && alignof(CUpti_ActivityKernel10) == 8);
@@ -23,11 +24,6 @@ static_assert(sizeof(CUpti_ActivityMemcpy6) == 96 && sizeof(CUpti_ActivityMemset
 static_assert(sizeof(CUpti_ActivityAPI) == 40 && sizeof(CUpti_ActivitySynchronization2) == 56);
 static_assert(sizeof(CUpti_ActivityMemory4) == 128 && sizeof(CUpti_CallbackData) == 72);
 static_assert(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000 == 211);
-
-extern "C" {
-cudaError_t cudaLaunchKernel_ptsz(const void*, dim3, dim3, void**, size_t, cudaStream_t);
-cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t);
-}
 
 // Host stubs standing in for __global__ kernels; exported so dladdr() can name them.
 namespace gpusim_selfcheck {
@@ -129,7 +125,7 @@ void main_workload(std::vector<Launch>& launches, uint32_t& sync_corr_memcpy) {
     CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(&gpusim_selfcheck::kernel_a), dim3(0), dim3(1), nullptr, 0,
                            s1) == cudaErrorInvalidConfiguration);
     CHECK(cudaPeekAtLastError() == cudaErrorInvalidConfiguration && cudaGetLastError() != cudaSuccess);
-    CHECK(cudaGraphLaunch(nullptr, s1) == cudaErrorNotSupported);
+    CHECK(cudaGraphLaunch(nullptr, s1) == cudaErrorInvalidValue);
     CHECK(strcmp(cudaGetErrorName(cudaErrorInvalidValue), "cudaErrorInvalidValue") == 0);
     CHECK(cudaMemcpyAsync(d_a, pinned, 8, cudaMemcpyHostToDevice, reinterpret_cast<cudaStream_t>(0x5000)) ==
           cudaErrorInvalidResourceHandle);
@@ -301,6 +297,11 @@ int main() {
     rec = nullptr;
     CHECK(cupti.ActivityGetNextRecord(junk, 0, &rec) == CUPTI_ERROR_MAX_LIMIT_REACHED);
     CHECK(cupti.Unsubscribe(sub) == CUPTI_SUCCESS);
+    CHECK(cupti.Finalize() == CUPTI_SUCCESS);
+
+    // Phases 5 and 6: every path through the runtime, the driver and the blas library; graphs.
+    paths_phase(log_path);
+    graphs_phase(log_path);
     CHECK(cupti.Finalize() == CUPTI_SUCCESS);
 
     if (failures()) {

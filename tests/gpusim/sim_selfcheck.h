@@ -1,6 +1,7 @@
 // Shared pieces of gpusim_selfcheck: the dlsym'ed CUPTI table, collected records, checks.
 #pragma once
 
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <cupti.h>
 
@@ -52,7 +53,8 @@ struct Collected {
     std::vector<CUpti_ActivityKernel10> kernels;
     std::vector<CUpti_ActivityMemcpy6> memcpys;
     std::vector<CUpti_ActivityMemset4> memsets;
-    std::vector<CUpti_ActivityAPI> apis;
+    std::vector<CUpti_ActivityAPI> apis;    // RUNTIME
+    std::vector<CUpti_ActivityAPI> drivers; // DRIVER
     std::vector<CUpti_ActivitySynchronization2> syncs;
     std::vector<CUpti_ActivityMemory4> memory;
     size_t bad_records = 0;
@@ -86,10 +88,27 @@ struct Calls {
 Calls& calls();
 void CUPTIAPI on_callback(void* user, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data);
 
+// Every callback of either domain, in order (phases 5 and 6).
+struct ApiEvent {
+    uint32_t domain = 0, cbid = 0, correlation = 0, tid = 0;
+    bool enter = false;
+    std::string function, symbol;
+};
+struct Events {
+    std::mutex mu;
+    std::vector<ApiEvent> list;
+    size_t size() {
+        std::lock_guard lk(mu);
+        return list.size();
+    }
+};
+Events& events();
+
 // One line of GTSIM_LOG.
 struct LogLine {
-    std::string kind, name, copy;
+    std::string kind, name, copy, api;
     uint64_t pid = 0, correlation = 0, stream = 0, start = 0, end = 0, mono_start = 0, mono_end = 0, bytes = 0;
+    uint64_t graph = 0, graph_node = 0;
     uint64_t grid[3] = {0, 0, 0};
 };
 std::vector<LogLine> read_log(const std::string& path, uint64_t pid);
@@ -108,5 +127,12 @@ uint64_t expected_kernel_ns(uint64_t blocks);
 uint64_t expected_copy_ns(const char* dir, uint64_t bytes);
 uint64_t expected_memset_ns(uint64_t bytes);
 uint64_t launch_latency_ns();
+
+// Phase 5: every launch, copy and set path (runtime, driver, nested, the blas library, threads),
+// checked against the correlation rules of CUPTI_CORRELATION.md; phase 6: capture and graphs.
+void paths_phase(const std::string& log_path);
+void graphs_phase(const std::string& log_path);
+// Subscribes to both API domains and enables the kinds phases 5 and 6 check.
+void start_full_tracing();
 
 } // namespace selfcheck

@@ -1,5 +1,7 @@
 // gpusim_selfcheck support: loading CUPTI, the buffer and subscriber callbacks, GTSIM_LOG reading.
 #include <dlfcn.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -48,10 +50,13 @@ bool load_cupti(const std::string& path) {
     get(cupti.GetStreamIdEx, "cuptiGetStreamIdEx");
     get(cupti.GetContextId, "cuptiGetContextId");
     get(cupti.SetThreadIdType, "cuptiSetThreadIdType");
-    // CUPTI's libcudart dependency must be this process's copy (matched by soname).
-    void* theirs = dlsym(h, "cudaGetDeviceCount");
-    if (theirs != reinterpret_cast<void*>(&cudaGetDeviceCount)) {
-        fprintf(stderr, "selfcheck: libcupti resolved a different libcudart\n");
+    // CUPTI's libcuda dependency must be this process's copy (matched by soname), the one the
+    // runtime loaded too.
+    std::string dir = path.substr(0, path.rfind('/') + 1);
+    void* cuda = dlopen((dir + "libcuda.so.1").c_str(), RTLD_NOW | RTLD_NOLOAD);
+    void* theirs = dlsym(h, "gtsim_set_observer");
+    if (!cuda || !theirs || theirs != dlsym(cuda, "gtsim_set_observer")) {
+        fprintf(stderr, "selfcheck: libcupti resolved a different libcuda\n");
         ok = false;
     }
     return ok;
@@ -66,7 +71,7 @@ int failures() { return g_failures; }
 
 void Collected::clear() {
     std::lock_guard lk(mu);
-    kernels.clear(), memcpys.clear(), memsets.clear(), apis.clear(), syncs.clear(), memory.clear();
+    kernels.clear(), memcpys.clear(), memsets.clear(), apis.clear(), drivers.clear(), syncs.clear(), memory.clear();
     bad_records = buffers = empty_buffers = 0;
     completing_threads.clear();
 }
@@ -111,6 +116,7 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
         case CUPTI_ACTIVITY_KIND_MEMCPY: c.memcpys.push_back(*reinterpret_cast<CUpti_ActivityMemcpy6*>(rec)); break;
         case CUPTI_ACTIVITY_KIND_MEMSET: c.memsets.push_back(*reinterpret_cast<CUpti_ActivityMemset4*>(rec)); break;
         case CUPTI_ACTIVITY_KIND_RUNTIME: c.apis.push_back(*reinterpret_cast<CUpti_ActivityAPI*>(rec)); break;
+        case CUPTI_ACTIVITY_KIND_DRIVER: c.drivers.push_back(*reinterpret_cast<CUpti_ActivityAPI*>(rec)); break;
         case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION:
             c.syncs.push_back(*reinterpret_cast<CUpti_ActivitySynchronization2*>(rec));
             break;
@@ -126,9 +132,24 @@ Calls& calls() {
     return c;
 }
 
+Events& events() {
+    static Events e;
+    return e;
+}
+
 void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
-    if (domain != CUPTI_CB_DOMAIN_RUNTIME_API) return;
     auto* d = static_cast<const CUpti_CallbackData*>(data);
+    {
+        ApiEvent e;
+        e.domain = domain, e.cbid = cbid, e.correlation = d->correlationId;
+        e.tid = uint32_t(syscall(SYS_gettid));
+        e.enter = d->callbackSite == CUPTI_API_ENTER;
+        e.function = d->functionName ? d->functionName : "";
+        e.symbol = d->symbolName ? d->symbolName : "";
+        std::lock_guard lk(events().mu);
+        events().list.push_back(std::move(e));
+    }
+    if (domain != CUPTI_CB_DOMAIN_RUNTIME_API) return;
     Calls& c = calls();
     std::lock_guard lk(c.mu);
     Call& call = c.by_corr[d->correlationId];
@@ -198,6 +219,9 @@ std::vector<LogLine> read_log(const std::string& path, uint64_t pid) {
         l.kind = field_str(line, "kind");
         l.name = field_str(line, "name");
         l.copy = field_str(line, "copy");
+        l.api = field_str(line, "api");
+        field(line, "graph", &l.graph);
+        field(line, "graph_node", &l.graph_node);
         field(line, "correlation", &l.correlation);
         field(line, "stream", &l.stream);
         field(line, "start", &l.start);

@@ -31,6 +31,7 @@ void unsubscribe_all() {
     g_subscriber.fn = nullptr;
     g_subscriber.user = nullptr;
     for (auto& e : g_subscriber.runtime) e.store(false);
+    for (auto& e : g_subscriber.driver) e.store(false);
 }
 
 } // namespace gtsim::cupti
@@ -61,7 +62,39 @@ namespace {
     X(cudaGetErrorName_v6050) X(cudaLaunchKernel_v7000) X(cudaLaunchKernel_ptsz_v7000) X(cudaMemcpy_ptds_v7000)      \
     X(cudaMemcpyAsync_ptsz_v7000) X(cudaMemset_ptds_v7000) X(cudaMemsetAsync_ptsz_v7000)                             \
     X(cudaStreamSynchronize_ptsz_v7000) X(cudaEventRecord_ptsz_v7000) X(cudaGraphLaunch_v10000)                      \
-    X(cudaGraphLaunch_ptsz_v10000) X(cudaLaunchKernelExC_v11060) X(cudaLaunchKernelExC_ptsz_v11060)
+    X(cudaGraphLaunch_ptsz_v10000) X(cudaLaunchKernelExC_v11060) X(cudaLaunchKernelExC_ptsz_v11060)               \
+    X(cudaLaunchCooperativeKernel_v9000) X(cudaLaunchCooperativeKernel_ptsz_v9000) X(cudaMemcpy2D_v3020)             \
+    X(cudaMemcpy2DAsync_v3020) X(cudaMemcpy2D_ptds_v7000) X(cudaMemcpy2DAsync_ptsz_v7000) X(cudaMemset2D_v3020)      \
+    X(cudaMemset2DAsync_v3020) X(cudaMemset2D_ptds_v7000) X(cudaMemset2DAsync_ptsz_v7000)                            \
+    X(cudaStreamBeginCapture_v10000) X(cudaStreamBeginCapture_ptsz_v10000) X(cudaStreamEndCapture_v10000)            \
+    X(cudaStreamEndCapture_ptsz_v10000) X(cudaStreamIsCapturing_v10000) X(cudaStreamIsCapturing_ptsz_v10000)         \
+    X(cudaGraphInstantiate_v12000) X(cudaGraphInstantiateWithFlags_v11040) X(cudaGraphExecDestroy_v10000)            \
+    X(cudaGraphDestroy_v10000) X(__cudaGetKernel_v13000)
+
+// Names as in cupti_driver_cbid.h, for the driver calls the simulator makes.
+#define GTSIM_DRIVER_CBIDS(X)                                                                                        \
+    X(cuInit) X(cuDriverGetVersion) X(cuDeviceGet) X(cuDeviceGetCount) X(cuDeviceGetName)                            \
+    X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease_v2) X(cuDevicePrimaryCtxReset_v2) X(cuCtxGetCurrent)     \
+    X(cuCtxSetCurrent) X(cuCtxGetDevice) X(cuCtxSynchronize) X(cuCtxSynchronize_v2) X(cuModuleLoadData)              \
+    X(cuModuleGetFunction) X(cuModuleUnload) X(cuLibraryLoadData) X(cuLibraryGetKernel) X(cuLibraryUnload)           \
+    X(cuKernelGetFunction) X(cuLaunchKernel) X(cuLaunchKernel_ptsz) X(cuLaunchKernelEx) X(cuLaunchKernelEx_ptsz)     \
+    X(cuLaunchCooperativeKernel) X(cuLaunchCooperativeKernel_ptsz) X(cuMemcpy) X(cuMemcpy_ptds) X(cuMemcpyAsync)     \
+    X(cuMemcpyAsync_ptsz) X(cuMemcpyHtoD_v2) X(cuMemcpyHtoD_v2_ptds) X(cuMemcpyDtoH_v2) X(cuMemcpyDtoH_v2_ptds)      \
+    X(cuMemcpyDtoD_v2) X(cuMemcpyDtoD_v2_ptds) X(cuMemcpyHtoDAsync_v2) X(cuMemcpyHtoDAsync_v2_ptsz)                  \
+    X(cuMemcpyDtoHAsync_v2) X(cuMemcpyDtoHAsync_v2_ptsz) X(cuMemcpyDtoDAsync_v2) X(cuMemcpyDtoDAsync_v2_ptsz)        \
+    X(cuMemcpy2D_v2) X(cuMemcpy2D_v2_ptds) X(cuMemcpy2DUnaligned_v2) X(cuMemcpy2DUnaligned_v2_ptds)                  \
+    X(cuMemcpy2DAsync_v2) X(cuMemcpy2DAsync_v2_ptsz) X(cuMemcpy3D_v2) X(cuMemcpy3D_v2_ptds) X(cuMemcpy3DAsync_v2)    \
+    X(cuMemcpy3DAsync_v2_ptsz) X(cuMemsetD8_v2) X(cuMemsetD8_v2_ptds) X(cuMemsetD16_v2) X(cuMemsetD16_v2_ptds)       \
+    X(cuMemsetD32_v2) X(cuMemsetD32_v2_ptds) X(cuMemsetD8Async) X(cuMemsetD8Async_ptsz) X(cuMemsetD16Async)          \
+    X(cuMemsetD16Async_ptsz) X(cuMemsetD32Async) X(cuMemsetD32Async_ptsz) X(cuMemsetD2D8_v2) X(cuMemsetD2D8_v2_ptds) \
+    X(cuMemsetD2D16_v2) X(cuMemsetD2D16_v2_ptds) X(cuMemsetD2D32_v2) X(cuMemsetD2D32_v2_ptds) X(cuMemsetD2D8Async)   \
+    X(cuMemsetD2D8Async_ptsz) X(cuMemsetD2D16Async) X(cuMemsetD2D16Async_ptsz) X(cuMemsetD2D32Async)                 \
+    X(cuMemsetD2D32Async_ptsz) X(cuStreamCreate) X(cuStreamDestroy_v2) X(cuStreamSynchronize)                        \
+    X(cuStreamSynchronize_ptsz) X(cuEventCreate) X(cuEventRecord) X(cuEventRecord_ptsz) X(cuEventSynchronize)        \
+    X(cuEventDestroy_v2) X(cuMemAlloc_v2) X(cuMemFree_v2) X(cuMemHostAlloc) X(cuMemAllocHost_v2) X(cuMemFreeHost)    \
+    X(cuStreamBeginCapture_v2) X(cuStreamBeginCapture_v2_ptsz) X(cuStreamEndCapture) X(cuStreamEndCapture_ptsz)      \
+    X(cuStreamIsCapturing) X(cuStreamIsCapturing_ptsz) X(cuGraphInstantiateWithFlags) X(cuGraphLaunch)               \
+    X(cuGraphLaunch_ptsz) X(cuGraphExecDestroy) X(cuGraphDestroy) X(cuGetErrorString) X(cuGetErrorName)
 
 bool valid_domain(CUpti_CallbackDomain d) { return d > CUPTI_CB_DOMAIN_INVALID && d < CUPTI_CB_DOMAIN_SIZE; }
 
@@ -83,6 +116,7 @@ CUptiResult subscribe(CUpti_SubscriberHandle* out, CUpti_CallbackFunc fn, void* 
     s.fn = fn;
     s.user = user;
     for (auto& e : s.runtime) e.store(false); // subscribing enables nothing
+    for (auto& e : s.driver) e.store(false);
     s.active.store(true);
     *out = reinterpret_cast<CUpti_SubscriberHandle>(&s);
     return CUPTI_SUCCESS;
@@ -90,9 +124,10 @@ CUptiResult subscribe(CUpti_SubscriberHandle* out, CUpti_CallbackFunc fn, void* 
 
 CUptiResult set_domain(uint32_t enable, CUpti_SubscriberHandle h, CUpti_CallbackDomain domain) {
     if (!ours(h) || !valid_domain(domain)) return ret(CUPTI_ERROR_INVALID_PARAMETER);
-    // Only the runtime domain has callback points here; enabling the others is accepted.
-    if (domain == CUPTI_CB_DOMAIN_RUNTIME_API)
-        for (uint32_t i = 1; i < CUPTI_RUNTIME_TRACE_CBID_SIZE; ++i) subscriber().runtime[i].store(enable != 0);
+    // Only the runtime and driver domains have callback points here; enabling the others is accepted.
+    uint32_t size = 0;
+    std::atomic<bool>* flags = subscriber().flags(domain, &size);
+    for (uint32_t i = 1; i < size; ++i) flags[i].store(enable != 0);
     return CUPTI_SUCCESS;
 }
 
@@ -202,12 +237,14 @@ GTSIM_EXPORT CUptiResult cuptiUnsubscribe(CUpti_SubscriberHandle subscriber) {
 GTSIM_EXPORT CUptiResult cuptiGetCallbackState(uint32_t* enable, CUpti_SubscriberHandle subscriber,
                                                CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
     if (!enable || !ours(subscriber) || !valid_domain(domain)) return ret(CUPTI_ERROR_INVALID_PARAMETER);
-    if (domain != CUPTI_CB_DOMAIN_RUNTIME_API) {
+    uint32_t size = 0;
+    std::atomic<bool>* flags = gtsim::cupti::subscriber().flags(domain, &size);
+    if (!flags) {
         *enable = 0;
         return CUPTI_SUCCESS;
     }
-    if (cbid == 0 || cbid >= CUPTI_RUNTIME_TRACE_CBID_SIZE) return ret(CUPTI_ERROR_INVALID_PARAMETER);
-    *enable = gtsim::cupti::subscriber().runtime[cbid].load() ? 1 : 0;
+    if (cbid == 0 || cbid >= size) return ret(CUPTI_ERROR_INVALID_PARAMETER);
+    *enable = flags[cbid].load() ? 1 : 0;
     return CUPTI_SUCCESS;
 }
 
@@ -215,9 +252,11 @@ GTSIM_EXPORT CUptiResult cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHa
                                              CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
     attach();
     if (!ours(subscriber) || !valid_domain(domain)) return ret(CUPTI_ERROR_INVALID_PARAMETER);
-    if (domain != CUPTI_CB_DOMAIN_RUNTIME_API) return CUPTI_SUCCESS;
-    if (cbid == 0 || cbid >= CUPTI_RUNTIME_TRACE_CBID_SIZE) return ret(CUPTI_ERROR_INVALID_PARAMETER);
-    gtsim::cupti::subscriber().runtime[cbid].store(enable != 0);
+    uint32_t size = 0;
+    std::atomic<bool>* flags = gtsim::cupti::subscriber().flags(domain, &size);
+    if (!flags) return CUPTI_SUCCESS;
+    if (cbid == 0 || cbid >= size) return ret(CUPTI_ERROR_INVALID_PARAMETER);
+    flags[cbid].store(enable != 0);
     return CUPTI_SUCCESS;
 }
 
@@ -230,20 +269,22 @@ GTSIM_EXPORT CUptiResult cuptiEnableDomain(uint32_t enable, CUpti_SubscriberHand
 GTSIM_EXPORT CUptiResult cuptiEnableAllDomains(uint32_t enable, CUpti_SubscriberHandle subscriber) {
     attach();
     if (!ours(subscriber)) return ret(CUPTI_ERROR_INVALID_PARAMETER);
+    set_domain(enable, subscriber, CUPTI_CB_DOMAIN_DRIVER_API);
     return set_domain(enable, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API);
 }
 
 GTSIM_EXPORT CUptiResult cuptiGetCallbackName(CUpti_CallbackDomain domain, uint32_t cbid, const char** name) {
     if (!name) return ret(CUPTI_ERROR_INVALID_PARAMETER);
     *name = nullptr;
-    if (domain != CUPTI_CB_DOMAIN_RUNTIME_API) return ret(CUPTI_ERROR_INVALID_PARAMETER);
 #define GTSIM_CASE(n) \
     case CUPTI_RUNTIME_TRACE_CBID_##n: *name = #n; return CUPTI_SUCCESS;
-    switch (cbid) {
-        GTSIM_CBIDS(GTSIM_CASE)
-    default: return ret(CUPTI_ERROR_INVALID_PARAMETER);
-    }
+#define GTSIM_DCASE(n) \
+    case CUPTI_DRIVER_TRACE_CBID_##n: *name = #n; return CUPTI_SUCCESS;
+    if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) switch (cbid) { GTSIM_CBIDS(GTSIM_CASE) default: break; }
+    if (domain == CUPTI_CB_DOMAIN_DRIVER_API) switch (cbid) { GTSIM_DRIVER_CBIDS(GTSIM_DCASE) default: break; }
 #undef GTSIM_CASE
+#undef GTSIM_DCASE
+    return ret(CUPTI_ERROR_INVALID_PARAMETER);
 }
 
 // Detach: nothing enabled, every buffer handed back, callbacks forgotten. Enabling again later

@@ -69,7 +69,7 @@ private:
 // Records r as the thread's last error (cuptiGetLastError) unless it is CUPTI_SUCCESS.
 CUptiResult ret(CUptiResult r);
 
-// Registers the simulator as the cudart observer (once; every CUPTI entry point calls it).
+// Registers the simulator as libcuda's observer (once; every CUPTI entry point calls it).
 void attach();
 
 bool kind_enabled(CUpti_ActivityKind kind);
@@ -78,18 +78,31 @@ void disable_all_kinds();
 extern std::atomic<bool> g_latency_timestamps;
 extern std::atomic<int> g_thread_id_type; // CUpti_ActivityThreadIdType
 
-// Fake contexts: one per device, contextId = contextUid = device + 1.
-CUcontext context_of(int device);
-int device_of(CUcontext ctx); // -1 if not ours
+// The simulated driver's primary contexts: contextId = contextUid = device + 1.
+CUcontext context_of(int device); // NULL for -1 (no current context)
+int device_of(CUcontext ctx);     // -1 if not one
 uint32_t gettid_u32();
 
-// The single callback subscriber.
+// Observer entry points: API calls (callbacks.cpp) and GPU ops (records.cpp).
+void on_enter(void* user, const gtsim_api_info* info);
+void on_exit(void* user, const gtsim_api_info* info);
+void on_gpu_op(void* user, const gtsim_gpu_op* op);
+void on_gpu_ops(void* user, const gtsim_gpu_op* ops, size_t count);
+
+// The single callback subscriber; callbacks are enabled per domain and cbid.
 struct Subscriber {
     std::mutex mu;
     std::atomic<bool> active{false};
     CUpti_CallbackFunc fn = nullptr;
     void* user = nullptr;
     std::atomic<bool> runtime[CUPTI_RUNTIME_TRACE_CBID_SIZE] = {};
+    std::atomic<bool> driver[CUPTI_DRIVER_TRACE_CBID_SIZE] = {};
+    // The enable flags of a domain, or nullptr; *size gets their count.
+    std::atomic<bool>* flags(CUpti_CallbackDomain domain, uint32_t* size) {
+        if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) return *size = CUPTI_RUNTIME_TRACE_CBID_SIZE, runtime;
+        if (domain == CUPTI_CB_DOMAIN_DRIVER_API) return *size = CUPTI_DRIVER_TRACE_CBID_SIZE, driver;
+        return *size = 0, nullptr;
+    }
 };
 Subscriber& subscriber();
 void unsubscribe_all();

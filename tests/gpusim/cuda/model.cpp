@@ -2,8 +2,6 @@
 // max(now + launch latency, stream free_at, implicit legacy-stream barriers).
 #include "model.h"
 
-#include <dlfcn.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -12,8 +10,8 @@
 namespace gtsim {
 namespace {
 
-const cudaStream_t kLegacy = cudaStreamLegacy;
-const cudaStream_t kPerThread = cudaStreamPerThread;
+const CUstream kLegacy = CU_STREAM_LEGACY;
+const CUstream kPerThread = CU_STREAM_PER_THREAD;
 
 uint64_t env_u64(const char* name, uint64_t def) {
     const char* v = getenv(name);
@@ -93,7 +91,7 @@ uint64_t Model::memset_ns(uint64_t bytes) const {
     return cfg_.copy_base_ns + static_cast<uint64_t>(static_cast<double>(bytes) / cfg_.d2d_gbps);
 }
 
-Stream* Model::resolve_locked(cudaStream_t h, bool per_thread, int cur_dev) {
+Stream* Model::resolve_locked(CUstream h, bool per_thread, int cur_dev) {
     if (h == nullptr) h = per_thread ? kPerThread : kLegacy;
     if (h == kLegacy) return legacy_[cur_dev];
     if (h == kPerThread) {
@@ -128,42 +126,50 @@ uint64_t Model::barrier_locked(const Stream& s) const {
     return std::max(t, legacy_[s.device]->free_at);
 }
 
-cudaError_t Model::enqueue(cudaStream_t h, bool per_thread, int cur_dev, gtsim_gpu_op& op, uint64_t now) {
-    uint64_t dur = 0;
+uint64_t Model::duration(const gtsim_gpu_op& op) const {
     switch (op.kind) {
-    case GTSIM_OP_KERNEL:
-        dur = kernel_ns(uint64_t{op.grid[0]} * op.grid[1] * op.grid[2]);
-        break;
-    case GTSIM_OP_MEMCPY: dur = copy_ns(op.copy_kind, op.bytes); break;
-    case GTSIM_OP_MEMSET: dur = memset_ns(op.bytes); break;
+    case GTSIM_OP_KERNEL: return kernel_ns(uint64_t{op.grid[0]} * op.grid[1] * op.grid[2]);
+    case GTSIM_OP_MEMCPY: return copy_ns(op.copy_kind, op.bytes);
+    case GTSIM_OP_MEMSET: return memset_ns(op.bytes);
     }
+    return 0;
+}
+
+CUresult Model::enqueue(CUstream h, bool per_thread, int cur_dev, gtsim_gpu_op& op, uint64_t now, bool* captured) {
+    uint64_t dur = duration(op);
     std::lock_guard lk(mu_);
     Stream* s = resolve_locked(h, per_thread, cur_dev);
-    if (!s) return cudaErrorInvalidResourceHandle;
+    if (!s) return CUDA_ERROR_INVALID_HANDLE;
     op.device = s->device;
     op.stream_id = s->id;
+    *captured = s->capture != nullptr;
+    if (s->capture) { // recorded, not run: the graph's launches run it
+        s->capture->nodes.push_back(Node{op, dur});
+        return CUDA_SUCCESS;
+    }
     op.queued_ns = now;
     op.start_ns = std::max(now + cfg_.launch_latency_ns, barrier_locked(*s));
     op.end_ns = op.start_ns + dur;
     s->free_at = op.end_ns;
-    return cudaSuccess;
+    return CUDA_SUCCESS;
 }
 
-cudaError_t Model::stream_id(cudaStream_t h, bool per_thread, int cur_dev, uint32_t* id) {
+CUresult Model::stream_id(CUstream h, bool per_thread, int cur_dev, uint32_t* id) {
     std::lock_guard lk(mu_);
     Stream* s = resolve_locked(h, per_thread, cur_dev);
-    if (!s) return cudaErrorInvalidResourceHandle;
+    if (!s) return CUDA_ERROR_INVALID_HANDLE;
     *id = s->id;
-    return cudaSuccess;
+    return CUDA_SUCCESS;
 }
 
-cudaError_t Model::stream_done(cudaStream_t h, bool per_thread, int cur_dev, uint32_t* id, uint64_t* t) {
+CUresult Model::stream_done(CUstream h, bool per_thread, int cur_dev, uint32_t* id, uint64_t* t) {
     std::lock_guard lk(mu_);
     Stream* s = resolve_locked(h, per_thread, cur_dev);
-    if (!s) return cudaErrorInvalidResourceHandle;
+    if (!s) return CUDA_ERROR_INVALID_HANDLE;
     *id = s->id;
+    if (s->capture) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     *t = s->free_at; // legacy ops already waited for the other streams when they were enqueued
-    return cudaSuccess;
+    return CUDA_SUCCESS;
 }
 
 uint64_t Model::device_done(int dev) {
@@ -174,73 +180,75 @@ uint64_t Model::device_done(int dev) {
     return t;
 }
 
-cudaError_t Model::stream_create(int dev, unsigned flags, cudaStream_t* out, uint32_t* id) {
+CUresult Model::stream_create(int dev, unsigned flags, CUstream* out, uint32_t* id) {
     std::lock_guard lk(mu_);
     Stream& s = streams_.emplace_back();
     s.id = next_stream_id_++;
     s.device = dev;
-    s.nonblocking = (flags & cudaStreamNonBlocking) != 0;
+    s.nonblocking = (flags & CU_STREAM_NON_BLOCKING) != 0;
     live_.insert(&s);
-    *out = reinterpret_cast<cudaStream_t>(&s);
+    *out = reinterpret_cast<CUstream>(&s);
     *id = s.id;
-    return cudaSuccess;
+    return CUDA_SUCCESS;
 }
 
-cudaError_t Model::stream_destroy(cudaStream_t h, uint32_t* id) {
+CUresult Model::stream_destroy(CUstream h, uint32_t* id) {
     std::lock_guard lk(mu_);
-    if (h == nullptr || h == kLegacy || h == kPerThread || !live_.count(h)) return cudaErrorInvalidResourceHandle;
+    if (h == nullptr || h == kLegacy || h == kPerThread || !live_.count(h)) return CUDA_ERROR_INVALID_HANDLE;
     auto* s = reinterpret_cast<Stream*>(h);
-    if (!s->live) return cudaErrorInvalidResourceHandle;
+    if (!s->live) return CUDA_ERROR_INVALID_HANDLE;
     // Like CUDA, work already queued still runs; the legacy stream keeps waiting for it.
     if (!s->nonblocking) retired_free_at_[s->device] = std::max(retired_free_at_[s->device], s->free_at);
     s->live = false;
+    s->capture = nullptr; // an unfinished capture is abandoned
     live_.erase(h);
     *id = s->id;
-    return cudaSuccess;
+    return CUDA_SUCCESS;
 }
 
-cudaError_t Model::event_create(int dev, cudaEvent_t* out, uint32_t* id) {
+CUresult Model::event_create(int dev, CUevent* out, uint32_t* id) {
     std::lock_guard lk(mu_);
     Event& e = events_.emplace_back();
     e.id = next_event_id_++;
     e.device = dev;
     live_.insert(&e);
-    *out = reinterpret_cast<cudaEvent_t>(&e);
+    *out = reinterpret_cast<CUevent>(&e);
     *id = e.id;
-    return cudaSuccess;
+    return CUDA_SUCCESS;
 }
 
-cudaError_t Model::event_record(cudaEvent_t ev, cudaStream_t h, bool per_thread, int cur_dev, uint64_t now,
+CUresult Model::event_record(CUevent ev, CUstream h, bool per_thread, int cur_dev, uint64_t now,
                                 uint32_t* event_id, uint32_t* stream_id) {
     std::lock_guard lk(mu_);
-    if (!ev || !live_.count(ev)) return cudaErrorInvalidResourceHandle;
+    if (!ev || !live_.count(ev)) return CUDA_ERROR_INVALID_HANDLE;
     Stream* s = resolve_locked(h, per_thread, cur_dev);
-    if (!s) return cudaErrorInvalidResourceHandle;
+    if (!s) return CUDA_ERROR_INVALID_HANDLE;
+    if (s->capture) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED; // event nodes are not modelled
     auto* e = reinterpret_cast<Event*>(ev);
     e->recorded = true;
     e->done_at = std::max(now, barrier_locked(*s));
     *event_id = e->id;
     *stream_id = s->id;
-    return cudaSuccess;
+    return CUDA_SUCCESS;
 }
 
-cudaError_t Model::event_done(cudaEvent_t ev, uint32_t* id, uint64_t* t) {
+CUresult Model::event_done(CUevent ev, uint32_t* id, uint64_t* t) {
     std::lock_guard lk(mu_);
-    if (!ev || !live_.count(ev)) return cudaErrorInvalidResourceHandle;
+    if (!ev || !live_.count(ev)) return CUDA_ERROR_INVALID_HANDLE;
     auto* e = reinterpret_cast<Event*>(ev);
     *id = e->id;
     *t = e->recorded ? e->done_at : 0; // never recorded: completes at once, as in CUDA
-    return cudaSuccess;
+    return CUDA_SUCCESS;
 }
 
-cudaError_t Model::event_destroy(cudaEvent_t ev, uint32_t* id) {
+CUresult Model::event_destroy(CUevent ev, uint32_t* id) {
     std::lock_guard lk(mu_);
-    if (!ev || !live_.count(ev)) return cudaErrorInvalidResourceHandle;
+    if (!ev || !live_.count(ev)) return CUDA_ERROR_INVALID_HANDLE;
     auto* e = reinterpret_cast<Event*>(ev);
     e->live = false;
     live_.erase(ev);
     *id = e->id;
-    return cudaSuccess;
+    return CUDA_SUCCESS;
 }
 
 uint64_t Model::device_alloc(int dev, size_t bytes) {
@@ -302,24 +310,6 @@ void Model::device_reset(int dev) {
         e.live = false;
         live_.erase(&e);
     }
-}
-
-const char* Model::kernel_name(const void* func) {
-    std::lock_guard lk(mu_);
-    auto it = names_.find(func);
-    if (it != names_.end()) return it->second;
-    Dl_info info{};
-    std::string name;
-    if (dladdr(func, &info) && info.dli_sname && info.dli_saddr == func) {
-        name = info.dli_sname;
-    } else {
-        char buf[40];
-        snprintf(buf, sizeof buf, "kernel_0x%llx", static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(func)));
-        name = buf;
-    }
-    const char* interned = strdup(name.c_str()); // never freed: consumers keep the pointer
-    names_.emplace(func, interned);
-    return interned;
 }
 
 } // namespace gtsim
