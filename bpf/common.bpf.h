@@ -8,6 +8,7 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_tracing.h>
 #include "gtrace/events.h"
+#include "gtrace/pystack.h"
 
 #ifndef PT_REGS_PARM6 /* libbpf before 1.2 stops at five */
 #define PT_REGS_PARM6(x) ((x)->r9)
@@ -22,6 +23,25 @@ struct {
 	__type(key, __u32);
 	__type(value, __u32);
 } tracked SEC(".maps");
+
+/* Per-process interpreter layout (gtrace/pystack.h), written by userspace once it knows the
+ * version; removed at exec (below in proctree), so a new image is never walked with the old one. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, GT_MAX_TRACKED);
+	__type(key, __u32);
+	__type(value, struct gt_py_layout);
+} py_layouts SEC(".maps");
+
+/* Per process with an active agent: the address of its correlation slots (gtrace/agent.h), set
+ * by the agent's announce and removed at exec and exit — here in BPF, in order: userspace would
+ * see the exec after the new image's agent announced, and wipe the announce. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, GT_MAX_TRACKED);
+	__type(key, __u32);
+	__type(value, __u64);
+} agent_slots SEC(".maps");
 
 /* All events; size set by userspace before load. */
 struct {

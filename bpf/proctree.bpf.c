@@ -46,8 +46,12 @@ SEC("raw_tp/sched_process_exec")
 int BPF_PROG(on_exec, struct task_struct *task)
 {
 	__u32 tgid = BPF_CORE_READ(task, tgid);
-	if (gt_is_tracked(tgid))
-		emit_proc(GT_PROC_EXEC, tgid, 0, 0, task);
+	if (!gt_is_tracked(tgid))
+		return 0;
+	/* The old image's interpreter and agent are gone; the new image's agent announces later. */
+	bpf_map_delete_elem(&py_layouts, &tgid);
+	bpf_map_delete_elem(&agent_slots, &tgid);
+	emit_proc(GT_PROC_EXEC, tgid, 0, 0, task);
 	return 0;
 }
 
@@ -61,6 +65,8 @@ int BPF_PROG(on_exit, struct task_struct *task)
 	if (BPF_CORE_READ(task, signal, live.counter) != 0)
 		return 0;
 	bpf_map_delete_elem(&tracked, &tgid);
+	bpf_map_delete_elem(&py_layouts, &tgid);
+	bpf_map_delete_elem(&agent_slots, &tgid);
 	int exit_code = BPF_CORE_READ(task, exit_code);
 	emit_proc(GT_PROC_EXIT, tgid, 0, exit_code, task);
 	return 0;

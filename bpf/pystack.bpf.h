@@ -11,14 +11,6 @@
 #define GT_PY_MAX_WALK (GT_PY_MAX_FRAMES + 32) /* C-stack shim frames are walked but not kept */
 #define GT_PTHREAD_KEY_2NDLEVEL_SIZE 32        /* glibc: keys below this live in specific_1stblock */
 
-/* Per-process interpreter layout, written by userspace once it knows the version. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, GT_MAX_TRACKED);
-	__type(key, __u32);
-	__type(value, struct gt_py_layout);
-} py_layouts SEC(".maps");
-
 static __always_inline __u64 gt_read_u64(__u64 addr, int *failed)
 {
 	__u64 v = 0;
@@ -65,9 +57,36 @@ struct gt_walk_ctx {
 	struct gt_py_stack_event *event;
 	struct gt_py_window *window;
 	__u64 frame;
+	__u64 hash; /* of the frames kept so far */
 	__u32 n;
 	int failed;
 };
+
+/* The stack being walked, per CPU and per BPF object; sent as the stack's definition when its id
+ * is new. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct gt_py_stack_event);
+} py_stack_scratch SEC(".maps");
+
+struct gt_py_stack_key {
+	__u32 pid;
+	__u32 pad;
+	__u64 id;
+};
+
+/* Ids whose frames went out. Shared by every object that walks stacks (userspace reuses the fd).
+ * LRU: a stack evicted here is sent again when next seen, which costs bytes, never correctness. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct gt_py_stack_key);
+	__type(value, __u8);
+} py_stacks_sent SEC(".maps");
+
+#define GT_HASH_MUL 0x9e3779b97f4a7c15ull
 
 /* Where the frame's bytes [addr, addr + len) can be read, or NULL: in the window when it holds
  * them (3.11+); else the window is refilled with the memory from addr's page start (or 1 KiB
@@ -146,27 +165,25 @@ static long gt_walk_step(__u32 index, void *data)
 	struct gt_py_frame *f = &e->frames[w->n & (GT_PY_MAX_FRAMES - 1)];
 	f->code = l->code_tagged ? code & ~1ull : code;
 	f->instr = instr;
+	w->hash = ((w->hash ^ f->code) * GT_HASH_MUL ^ f->instr) * GT_HASH_MUL;
 	w->n++;
 	return 0;
 }
 
-/* Fills e->frames with the current thread's Python stack, innermost first. */
-static __always_inline void gt_walk_python(const struct gt_py_layout *l, struct gt_py_stack_event *e)
+/* Fills e->frames with the current thread's Python stack, innermost first; returns its status
+ * (enum gt_py_status) and the frames' hash in *hash. */
+static __always_inline __u8 gt_walk_python(const struct gt_py_layout *l, struct gt_py_stack_event *e, __u64 *hash)
 {
 	__u32 zero = 0;
 	struct gt_walk_ctx w = {.layout = l, .event = e, .window = bpf_map_lookup_elem(&py_window, &zero)};
 	e->nframes = 0;
 	e->truncated = 0;
-	if (!w.window) {
-		e->status = GT_PY_READ_FAILED;
-		return;
-	}
+	if (!w.window)
+		return GT_PY_READ_FAILED;
 	w.window->base = 0; /* another thread's memory, or stale: refill */
 	__u64 tstate = gt_py_thread_state(l, &w.failed);
-	if (!tstate) {
-		e->status = w.failed ? GT_PY_READ_FAILED : GT_PY_NO_THREAD_STATE;
-		return;
-	}
+	if (!tstate)
+		return w.failed ? GT_PY_READ_FAILED : GT_PY_NO_THREAD_STATE;
 	w.frame = gt_read_u64(tstate + l->tstate_frame, &w.failed);
 	if (w.frame && l->cframe_frame != GT_PY_NO_OFFSET)
 		w.frame = gt_read_u64(w.frame + l->cframe_frame, &w.failed);
@@ -174,7 +191,48 @@ static __always_inline void gt_walk_python(const struct gt_py_layout *l, struct 
 	if (w.frame && !e->truncated)
 		e->truncated = 1; /* more frames than the walk may visit */
 	e->nframes = w.n;
-	e->status = w.failed ? GT_PY_READ_FAILED : GT_PY_OK;
+	*hash = w.hash;
+	return w.failed ? GT_PY_READ_FAILED : GT_PY_OK;
+}
+
+/* The id of the current thread's Python stack (0: none, *status says why). The first time an id
+ * is seen its frames go to userspace; after that only the id travels. `last`, when given, is the
+ * id this thread sent last: the same stack again skips even the table lookup. */
+static __always_inline __u64 gt_python_stack(const struct gt_py_layout *l, __u32 tgid, __u8 *status, __u64 *last)
+{
+	__u32 zero = 0;
+	struct gt_py_stack_event *e = bpf_map_lookup_elem(&py_stack_scratch, &zero);
+	__u64 hash = 0;
+	if (!e) {
+		*status = GT_PY_READ_FAILED;
+		return 0;
+	}
+	*status = gt_walk_python(l, e, &hash);
+	if (*status != GT_PY_OK)
+		return 0;
+	hash = (hash ^ ((__u64)tgid << 32 | l->epoch) ^ (__u64)e->truncated) * GT_HASH_MUL;
+	if (!hash)
+		hash = 1;
+	if (last && *last == hash)
+		return hash;
+	struct gt_py_stack_key key = {.pid = tgid, .id = hash};
+	if (!bpf_map_lookup_elem(&py_stacks_sent, &key)) {
+		e->cls = GT_EV_PYSTACK;
+		e->pid = tgid;
+		e->id = hash;
+		__u32 n = e->nframes;
+		if (n > GT_PY_MAX_FRAMES)
+			n = GT_PY_MAX_FRAMES;
+		if (bpf_ringbuf_output(&events, e, GT_PY_STACK_HEADER + n * sizeof(struct gt_py_frame), gt_submit_flags())) {
+			gt_count(GT_EV_PYSTACK); /* the events that name this id show no frames */
+			return hash;
+		}
+		__u8 one = 1;
+		bpf_map_update_elem(&py_stacks_sent, &key, &one, BPF_ANY);
+	}
+	if (last)
+		*last = hash;
+	return hash;
 }
 
 #endif

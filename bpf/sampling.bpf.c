@@ -21,16 +21,11 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	e->ts_ns = bpf_ktime_get_ns();
 	bpf_get_current_comm(e->comm, sizeof(e->comm));
 	e->native_bytes = bpf_get_stack(ctx, e->native, sizeof(e->native), BPF_F_USER_STACK);
-	e->py.cls = 0;
-	e->py.nframes = 0;
+	e->py_stack = 0;
+	e->py_status = GT_PY_NONE;
 	struct gt_py_layout *layout = bpf_map_lookup_elem(&py_layouts, &tgid);
-	if (layout) {
-		e->py.cls = GT_EV_PYSTACK;
-		e->py.pid = tgid;
-		e->py.tid = e->tid;
-		e->py.enter_ns = e->ts_ns;
-		gt_walk_python(layout, &e->py);
-	}
+	if (layout)
+		e->py_stack = gt_python_stack(layout, tgid, &e->py_status, NULL);
 	bpf_ringbuf_submit(e, gt_submit_flags());
 	return 0;
 }

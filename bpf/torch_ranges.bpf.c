@@ -19,8 +19,11 @@ struct open_key {
 
 struct open_range {
 	__u64 start_ns;
+	__u64 py_stack;
 	__u32 tid;
-	__u32 named;
+	__u8 named;
+	__u8 py_status;
+	__u8 pad[2];
 	char name[GT_RANGE_NAME_LEN];
 };
 
@@ -94,23 +97,14 @@ static __always_inline void begin_range(struct pt_regs *ctx, __u32 tgid, __u32 t
 		r->named = 1;
 		p->valid = 0;
 	}
-	struct open_key key = {.tgid = tgid, .object = PT_REGS_PARM1(ctx)};
-	if (bpf_map_update_elem(&open_ranges, &key, r, BPF_ANY)) {
-		gt_count(GT_CNT_RANGES_OPEN_FULL);
-		return;
-	}
+	r->py_stack = 0;
+	r->py_status = GT_PY_NONE;
 	struct gt_py_layout *layout = bpf_map_lookup_elem(&py_layouts, &tgid);
-	if (!layout)
-		return;
-	struct gt_py_stack_event *e = gt_reserve(sizeof(*e), GT_EV_PYSTACK);
-	if (!e)
-		return;
-	e->cls = GT_EV_PYSTACK;
-	e->pid = tgid;
-	e->tid = tid;
-	e->enter_ns = r->start_ns;
-	gt_walk_python(layout, e);
-	bpf_ringbuf_submit(e, gt_submit_flags());
+	if (layout)
+		r->py_stack = gt_python_stack(layout, tgid, &r->py_status, NULL);
+	struct open_key key = {.tgid = tgid, .object = PT_REGS_PARM1(ctx)};
+	if (bpf_map_update_elem(&open_ranges, &key, r, BPF_ANY))
+		gt_count(GT_CNT_RANGES_OPEN_FULL);
 }
 
 static __always_inline void end_range(__u32 tgid, __u64 object)
@@ -127,6 +121,8 @@ static __always_inline void end_range(__u32 tgid, __u64 object)
 		e->tid = r->tid;
 		e->start_ns = r->start_ns;
 		e->end_ns = bpf_ktime_get_ns();
+		e->py_stack = r->py_stack;
+		e->py_status = r->py_status;
 		__builtin_memcpy(e->name, r->name, sizeof(e->name));
 		bpf_ringbuf_submit(e, gt_submit_flags());
 	}

@@ -21,7 +21,10 @@
 #define GT_AGENT_MIN_RING (64u << 10)
 #define GT_AGENT_MAX_RING (1u << 30)
 #define GT_AGENT_NAME_MAX 1024u              /* kernel names longer than this are cut */
-#define GT_AGENT_SLOTS 4096u             /* correlation slots, indexed by tid % GT_AGENT_SLOTS */
+/* Correlation slots, indexed by tid % GT_AGENT_SLOTS: at the entry and the exit of each thread's
+ * outermost CUPTI-visible GPU-work call the agent stores [in-call bit 63 | tid << 32 | correlation
+ * id]; the bit is set at entry, clear after exit. */
+#define GT_AGENT_SLOTS 4096u
 #define GT_AGENT_ANNOUNCE_SYMBOL "gtrace_agent_announce" /* (uint64_t *slots), probed by gtrace */
 #define GT_AGENT_MAILBOX_SYMBOL "gtrace_agent_mailbox"   /* struct gt_agent_mailbox */
 #define GT_AGENT_ENV_CONFIG "GTRACE_AGENT_CONFIG" /* launch mode: the config string */

@@ -15,7 +15,7 @@ enum gt_event_class {
 	GT_EV_FUNC_NAME = 2, /* a driver function handle and the kernel name it was looked up by */
 	GT_EV_PROC = 3,      /* fork, exec or exit of a process in the tracked tree */
 	GT_EV_MMAP = 4,      /* a tracked process mapped a file executable: rescan its objects */
-	GT_EV_PYSTACK = 5,   /* the Python stack at a CUDA call (gtrace/pystack.h) */
+	GT_EV_PYSTACK = 5,   /* a Python stack seen for the first time: its id and frames (gtrace/pystack.h) */
 	GT_EV_SAMPLE = 6,    /* a timer sample of an on-CPU thread (gtrace/sampling.h) */
 	GT_EV_TORCH_RANGE = 7, /* a PyTorch record_function range (gtrace/torch_ranges.h) */
 	GT_EV_CLASS_COUNT = 8,
@@ -23,7 +23,7 @@ enum gt_event_class {
 
 /* Other counters kept beside the per-class losses (index into the same array). */
 enum gt_counter {
-	GT_CNT_ENTRY_STATE_FULL = GT_EV_CLASS_COUNT, /* call entry could not be remembered */
+	GT_CNT_ENTRY_STATE_FULL = GT_EV_CLASS_COUNT, /* a call not traced: no per-thread state, or nested too deep */
 	GT_CNT_RETURN_WITHOUT_ENTRY,                 /* return seen for a call whose entry was missed */
 	GT_CNT_TRACKED_FULL,                         /* a new process could not be added to the tree */
 	GT_CNT_RANGES_OPEN_FULL,                     /* a torch range's beginning could not be remembered */
@@ -39,7 +39,8 @@ enum gt_proc_kind {
 struct gt_api_event {
 	unsigned char cls; /* GT_EV_API */
 	unsigned char api; /* enum gt_cuda_api */
-	unsigned short caps;
+	unsigned char caps;
+	unsigned char py_status; /* enum gt_py_status of the walk at the call's entry */
 	unsigned int pid; /* tgid */
 	unsigned int tid;
 	unsigned int correlation; /* CUPTI correlation id when the process's agent is active, else 0 */
@@ -50,6 +51,7 @@ struct gt_api_event {
 	unsigned long long stack_args[GT_STACK_ARGS];
 	unsigned long long config[GT_CONFIG_WORDS];
 	unsigned long long out_value; /* *arg0 after the call (GT_CAP_OUT_PTR_ARG0) */
+	unsigned long long py_stack;  /* id of the Python stack at entry (gtrace/pystack.h); 0: none */
 	char comm[GT_COMM_LEN]; /* thread name, on a thread's first event only (empty after) */
 };
 

@@ -27,6 +27,9 @@ struct gt_py_layout {
 	 * no more than needed matters: the walk is ~50 such reads per call. */
 	unsigned short frame_read_start;
 	unsigned short frame_read_len;
+	/* Set by userspace each time it (re)sets a process's layout (after an exec): mixed into the
+	 * stack ids, so that an id never means a stack of the process's previous image. */
+	unsigned int epoch;
 };
 
 #define GT_PY_FRAME_READ 88
@@ -36,19 +39,24 @@ struct gt_py_frame {
 	unsigned long long instr; /* instruction pointer, or f_lasti */
 };
 
-/* The Python stack of a thread at a CUDA API call's entry; joined to the call by (tid, enter_ns). */
+/* Python stacks are interned in BPF: an event (CUDA call, torch range, timer sample) carries the
+ * id of its stack — a hash of its frames, seeded by the process and its layout's epoch — and a
+ * stack's frames go out once, in this event, the first time the id is seen (again only if that
+ * event was lost, or the id fell out of BPF's table of ids sent). 0 is no stack. */
 struct gt_py_stack_event {
 	unsigned char cls; /* GT_EV_PYSTACK */
 	unsigned char truncated; /* deeper than GT_PY_MAX_FRAMES */
 	unsigned short nframes;
 	unsigned int pid;
-	unsigned int tid;
-	unsigned int status; /* enum gt_py_status */
-	unsigned long long enter_ns;
-	struct gt_py_frame frames[GT_PY_MAX_FRAMES]; /* innermost first */
+	unsigned long long id;
+	struct gt_py_frame frames[GT_PY_MAX_FRAMES]; /* innermost first; only nframes are sent */
 };
 
+#define GT_PY_STACK_HEADER 16 /* bytes of gt_py_stack_event before frames */
+
+/* What became of a walk, on the event that asked for it. */
 enum gt_py_status {
+	GT_PY_NONE = 0xff,         /* not walked (not a Python process, or --py-stacks skipped it) */
 	GT_PY_OK = 0,
 	GT_PY_NO_THREAD_STATE = 1, /* the thread has no Python thread state (a C thread) */
 	GT_PY_READ_FAILED = 2,     /* a read of the interpreter's memory failed mid-walk */

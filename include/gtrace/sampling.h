@@ -15,8 +15,10 @@ struct gt_sample_event {
 	int native_bytes; /* bytes of `native` filled by bpf_get_stack, or a negative error */
 	unsigned long long ts_ns;
 	char comm[16];
+	unsigned long long py_stack; /* id of the thread's Python stack (gtrace/pystack.h); 0: none */
+	unsigned char py_status;     /* enum gt_py_status */
+	unsigned char pad2[7];
 	unsigned long long native[GT_NATIVE_MAX_FRAMES]; /* innermost first: the sampled IP, then return addresses */
-	struct gt_py_stack_event py;                      /* frames valid when py.cls == GT_EV_PYSTACK */
 };
 
 #endif

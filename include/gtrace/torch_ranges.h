@@ -16,15 +16,16 @@ enum gt_torch_site {
  * record_function and of RECORD_USER_SCOPE. */
 #define GT_TORCH_USER_SCOPE 7
 
-/* One finished range. A range's Python stack (taken at its beginning) is a gt_py_stack_event
- * with the same tid and enter_ns == start_ns. */
+/* One finished range, with the id of the Python stack taken at its beginning (gtrace/pystack.h). */
 struct gt_torch_range_event {
 	unsigned char cls; /* GT_EV_TORCH_RANGE */
 	unsigned char named; /* name holds the range's own name (torch 2.x); else name it from its stack */
-	unsigned short pad;
+	unsigned char py_status; /* enum gt_py_status */
+	unsigned char pad;
 	unsigned int pid;
 	unsigned int tid;
 	unsigned int pad2;
+	unsigned long long py_stack;
 	unsigned long long start_ns; /* CLOCK_MONOTONIC */
 	unsigned long long end_ns;
 	char name[GT_RANGE_NAME_LEN];

@@ -10,7 +10,8 @@
 #include <vector>
 
 #include "attach/uprobe_multi.h"
-#include "cuda_api.skel.h"
+#include "attach/bpf_objects.h"
+#include "attach/cuda_object.h"
 #include "proctree.skel.h"
 #include "sampling.skel.h"
 #include "torch_ranges.skel.h"
@@ -27,40 +28,6 @@ int libbpf_print(enum libbpf_print_level, const char* fmt, va_list args) {
     return debug ? vfprintf(stderr, fmt, args) : 0;
 }
 
-Error bpf_error(const char* what, int err) {
-    err = err < 0 ? -err : err;
-    if (err == EPERM || err == EACCES)
-        return make_error(ExitCode::Privileges, std::string(what) +
-                                                    ": permission denied; run as root or grant CAP_BPF and CAP_PERFMON");
-    return make_error(ExitCode::KernelUnsupported,
-                      std::string(what) + ": " + strerror(err) + "; this kernel refused BPF (needs BTF, uprobes, ring buffers)");
-}
-
-struct SharedMap {
-    bpf_map* mine;   // the map as declared in an object not loaded yet
-    bpf_map* shared; // the loaded map it must become
-};
-
-// Makes an object's maps the already loaded ones, so that every object sees one tree, one ring
-// buffer and one set of counters.
-Result<void> share_maps(std::initializer_list<SharedMap> maps) {
-    for (const auto& m : maps) {
-        bpf_map__set_max_entries(m.mine, bpf_map__max_entries(m.shared));
-        if (int err = bpf_map__reuse_fd(m.mine, bpf_map__fd(m.shared))) return bpf_error("sharing BPF maps", err);
-    }
-    return {};
-}
-
-// An object not loaded yet joins the session: the tree, ring buffer and counters of the loaded
-// process-tree object, and its ring wakeup threshold.
-template <typename Skeleton>
-Result<void> join_session(Skeleton* skel, const gtrace_proctree* proc) {
-    skel->rodata->wakeup_threshold = proc->rodata->wakeup_threshold;
-    return share_maps({{skel->maps.tracked, proc->maps.tracked},
-                       {skel->maps.events, proc->maps.events},
-                       {skel->maps.counters, proc->maps.counters}});
-}
-
 uint64_t round_ring_size(uint64_t bytes) {
     uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
     uint64_t size = page;
@@ -70,6 +37,23 @@ uint64_t round_ring_size(uint64_t bytes) {
 
 } // namespace
 
+Error bpf_error(const char* what, int err) {
+    err = err < 0 ? -err : err;
+    if (err == EPERM || err == EACCES)
+        return make_error(ExitCode::Privileges, std::string(what) +
+                                                    ": permission denied; run as root or grant CAP_BPF and CAP_PERFMON");
+    return make_error(ExitCode::KernelUnsupported,
+                      std::string(what) + ": " + strerror(err) + "; this kernel refused BPF (needs BTF, uprobes, ring buffers)");
+}
+
+Result<void> share_maps(std::initializer_list<SharedMap> maps) {
+    for (const auto& m : maps) {
+        bpf_map__set_max_entries(m.mine, bpf_map__max_entries(m.shared));
+        if (int err = bpf_map__reuse_fd(m.mine, bpf_map__fd(m.shared))) return bpf_error("sharing BPF maps", err);
+    }
+    return {};
+}
+
 UprobeLink::~UprobeLink() {
     if (link_) bpf_link__destroy(link_);
     if (fd_ >= 0) close(fd_);
@@ -77,14 +61,20 @@ UprobeLink::~UprobeLink() {
 
 namespace {
 
-int create_uprobe_multi_link(int prog_fd, const std::string& path, const std::vector<ApiProbeSite>& sites, bool at_return) {
+int create_uprobe_multi_link(int prog_fd, const std::string& path, const std::vector<ApiProbeSite>& sites, bool at_return,
+                             uint32_t attach_type = kTraceUprobeMulti) {
     std::vector<uint64_t> offsets, cookies;
     for (const auto& s : sites) {
         offsets.push_back(s.offset);
         cookies.push_back(s.cookie);
     }
     return gtrace::create_uprobe_multi_link(prog_fd, path.c_str(), offsets.data(), cookies.data(),
-                                            static_cast<uint32_t>(sites.size()), at_return);
+                                            static_cast<uint32_t>(sites.size()), at_return, attach_type);
+}
+
+Error probe_error(const std::string& shown, int err) {
+    if (err == EPERM || err == EACCES) return bpf_error(("attaching a uprobe to " + shown).c_str(), err);
+    return make_error(ExitCode::Internal, "cannot probe " + shown + ": " + strerror(err) + "; its calls are not traced");
 }
 
 } // namespace
@@ -102,27 +92,9 @@ Result<std::unique_ptr<BpfSession>> BpfSession::create(const BpfOptions& options
     bpf_program__set_autoattach(s->proc_->progs.on_mmap, false);
     if (int err = gtrace_proctree__load(s->proc_)) return bpf_error("loading the process-tree BPF programs", err);
 
-    // Multi-uprobe programs first (kernel 6.6+); a kernel that refuses them gets per-probe links.
-    for (bool multi : {true, false}) {
-        if (multi && getenv("GTRACE_TEST_NO_UPROBE_MULTI")) continue; // tests: the pre-6.6 path
-        s->cuda_ = gtrace_cuda_api__open();
-        if (!s->cuda_) return bpf_error("opening the CUDA API BPF object", errno);
-        s->cuda_->rodata->py_stack_every = options.py_stack_every;
-        if (auto r = join_session(s->cuda_, s->proc_); !r) return r.error();
-        if (multi)
-            for (bpf_program* p : {s->cuda_->progs.cuda_api_enter, s->cuda_->progs.cuda_api_exit})
-                bpf_program__set_expected_attach_type(p, static_cast<bpf_attach_type>(kTraceUprobeMulti));
-        libbpf_set_print(multi ? nullptr : libbpf_print); // the first try may fail quietly
-        int err = gtrace_cuda_api__load(s->cuda_);
-        libbpf_set_print(libbpf_print);
-        if (err == 0) {
-            s->multi_uprobes_ = multi;
-            break;
-        }
-        gtrace_cuda_api__destroy(s->cuda_);
-        s->cuda_ = nullptr;
-        if (!multi) return bpf_error("loading the CUDA API BPF programs", err);
-    }
+    auto cuda = CudaObject::load(s->proc_, options.py_stack_every);
+    if (!cuda) return cuda.error();
+    s->cuda_ = std::move(*cuda);
 
     if (auto r = s->load_torch_ranges(); !r) return r.error();
     if (int err = gtrace_proctree__attach(s->proc_)) return bpf_error("attaching sched fork/exec/exit tracepoints", err);
@@ -137,8 +109,9 @@ Result<std::unique_ptr<BpfSession>> BpfSession::create(const BpfOptions& options
 std::vector<ProgramStats> BpfSession::program_stats() const {
     std::vector<ProgramStats> out;
     if (stats_fd_ < 0) return out;
-    std::vector<bpf_program*> progs = {cuda_->progs.cuda_api_enter, cuda_->progs.cuda_api_exit, cuda_->progs.agent_announce,
-                                       torch_->progs.torch_range_probe, proc_->progs.on_mmap};
+    std::vector<bpf_program*> progs = cuda_->programs();
+    progs.push_back(torch_->progs.torch_range_probe);
+    progs.push_back(proc_->progs.on_mmap);
     if (sampling_) progs.push_back(sampling_->progs.on_sample);
     for (bpf_program* p : progs) {
         bpf_prog_info info{};
@@ -153,8 +126,8 @@ Result<void> BpfSession::load_torch_ranges() {
     torch_ = gtrace_torch_ranges__open();
     if (!torch_) return bpf_error("opening the PyTorch range BPF object", errno);
     if (auto r = join_session(torch_, proc_); !r) return r;
-    if (auto r = share_maps({{torch_->maps.py_layouts, cuda_->maps.py_layouts}}); !r) return r;
-    if (multi_uprobes_)
+    if (auto r = share_maps({{torch_->maps.py_stacks_sent, cuda_->py_stacks_sent()}}); !r) return r;
+    if (cuda_->mode() != CudaProbeMode::PerProbe)
         bpf_program__set_expected_attach_type(torch_->progs.torch_range_probe, static_cast<bpf_attach_type>(kTraceUprobeMulti));
     if (int err = gtrace_torch_ranges__load(torch_)) return bpf_error("loading the PyTorch range BPF program", err);
     return {};
@@ -164,7 +137,7 @@ Result<void> BpfSession::start_sampling(uint32_t hz) {
     sampling_ = gtrace_sampling__open();
     if (!sampling_) return bpf_error("opening the sampling BPF object", errno);
     if (auto r = join_session(sampling_, proc_); !r) return r;
-    if (auto r = share_maps({{sampling_->maps.py_layouts, cuda_->maps.py_layouts}}); !r) return r;
+    if (auto r = share_maps({{sampling_->maps.py_stacks_sent, cuda_->py_stacks_sent()}}); !r) return r;
     if (int err = gtrace_sampling__load(sampling_)) return bpf_error("loading the sampling BPF program", err);
     int ncpu = libbpf_num_possible_cpus();
     for (int cpu = 0; cpu < ncpu; ++cpu) {
@@ -196,7 +169,7 @@ BpfSession::~BpfSession() {
     if (sampling_) gtrace_sampling__destroy(sampling_);
     if (mmap_link_) bpf_link__destroy(mmap_link_);
     if (torch_) gtrace_torch_ranges__destroy(torch_);
-    if (cuda_) gtrace_cuda_api__destroy(cuda_);
+    cuda_.reset();
     if (proc_) gtrace_proctree__destroy(proc_);
 }
 
@@ -216,7 +189,15 @@ bool BpfSession::is_tracked(uint32_t pid) const {
 
 Result<std::vector<UprobeLink>> BpfSession::attach_api_probes(const std::string& path, const std::string& shown,
                                                               const std::vector<ApiProbeSite>& sites, bool at_return) {
-    return attach_probes(at_return ? cuda_->progs.cuda_api_exit : cuda_->progs.cuda_api_enter, path, shown, sites, at_return);
+    if (cuda_->mode() == CudaProbeMode::Session) {
+        if (at_return) return std::vector<UprobeLink>{}; // the session program serves both
+        int fd = create_uprobe_multi_link(bpf_program__fd(cuda_->entry()), path, sites, false, kTraceUprobeSession);
+        if (fd < 0) return probe_error(shown, errno);
+        std::vector<UprobeLink> links;
+        links.emplace_back(fd);
+        return links;
+    }
+    return attach_probes(at_return ? cuda_->exit() : cuda_->entry(), path, shown, sites, at_return);
 }
 
 Result<std::vector<UprobeLink>> BpfSession::attach_torch_probes(const std::string& path, const std::string& shown,
@@ -226,12 +207,9 @@ Result<std::vector<UprobeLink>> BpfSession::attach_torch_probes(const std::strin
 
 Result<std::vector<UprobeLink>> BpfSession::attach_probes(bpf_program* prog, const std::string& path, const std::string& shown,
                                                           const std::vector<ApiProbeSite>& sites, bool at_return) {
-    auto failed = [&](int err) -> Error {
-        if (err == EPERM || err == EACCES) return bpf_error(("attaching a uprobe to " + shown).c_str(), err);
-        return make_error(ExitCode::Internal, "cannot probe " + shown + ": " + strerror(err) + "; its calls are not traced");
-    };
+    auto failed = [&](int err) { return probe_error(shown, err); };
     std::vector<UprobeLink> links;
-    if (multi_uprobes_) {
+    if (cuda_->mode() != CudaProbeMode::PerProbe) {
         int fd = create_uprobe_multi_link(bpf_program__fd(prog), path, sites, at_return);
         if (fd < 0) return failed(errno);
         links.emplace_back(fd);
@@ -246,22 +224,22 @@ Result<std::vector<UprobeLink>> BpfSession::attach_probes(bpf_program* prog, con
     return links;
 }
 
-Result<void> BpfSession::set_python_layout(uint32_t pid, const gt_py_layout& layout) {
-    if (bpf_map__update_elem(cuda_->maps.py_layouts, &pid, sizeof(pid), &layout, sizeof(layout), BPF_ANY))
+Result<void> BpfSession::set_python_layout(uint32_t pid, gt_py_layout layout) {
+    layout.epoch = ++layout_epoch_; // stack ids of this image never collide with an earlier one's
+    if (bpf_map__update_elem(proc_->maps.py_layouts, &pid, sizeof(pid), &layout, sizeof(layout), BPF_ANY))
         return make_error(ExitCode::Internal, "cannot record the Python layout of pid " + std::to_string(pid) + ": " +
                                                   strerror(errno));
     return {};
 }
 
-void BpfSession::clear_python_layout(uint32_t pid) { bpf_map__delete_elem(cuda_->maps.py_layouts, &pid, sizeof(pid), 0); }
+void BpfSession::clear_python_layout(uint32_t pid) { bpf_map__delete_elem(proc_->maps.py_layouts, &pid, sizeof(pid), 0); }
 
 Result<UprobeLink> BpfSession::attach_agent_probe(const std::string& path, uint64_t offset) {
-    bpf_link* link = bpf_program__attach_uprobe(cuda_->progs.agent_announce, false, -1, path.c_str(), offset);
+    bpf_link* link = bpf_program__attach_uprobe(cuda_->announce(), false, -1, path.c_str(), offset);
     if (!link) return bpf_error(("attaching a uprobe to the agent " + path).c_str(), errno);
     return UprobeLink(link);
 }
 
-void BpfSession::clear_agent_slots(uint32_t pid) { bpf_map__delete_elem(cuda_->maps.agent_slots, &pid, sizeof(pid), 0); }
 
 int BpfSession::ring_buffer_fd() const { return bpf_map__fd(proc_->maps.events); }
 

@@ -8,12 +8,12 @@
 #include <string>
 #include <vector>
 
+#include "attach/cuda_object.h"
 #include "foundation/result.h"
 #include "gtrace/events.h"
 #include "gtrace/pystack.h"
 
 struct gtrace_proctree;
-struct gtrace_cuda_api;
 struct gtrace_sampling;
 struct gtrace_torch_ranges;
 struct bpf_program;
@@ -67,12 +67,11 @@ public:
     void untrack(uint32_t pid);
     bool is_tracked(uint32_t pid) const;
     // Where a process's CPython keeps its frames; its CUDA calls then carry Python stacks.
-    Result<void> set_python_layout(uint32_t pid, const gt_py_layout& layout);
+    Result<void> set_python_layout(uint32_t pid, gt_py_layout layout);
     void clear_python_layout(uint32_t pid);
     // Probe the agent's announce function: each process's agent then tells BPF where it
     // publishes correlation ids, and that process's calls carry them.
     Result<UprobeLink> attach_agent_probe(const std::string& path, uint64_t offset);
-    void clear_agent_slots(uint32_t pid);
 
     // Entry or return uprobes on every site of a file, for every process; BPF keeps the tracked
     // ones. One multi-uprobe link per call where the kernel has them (6.6+): attaching and,
@@ -89,6 +88,7 @@ public:
     // Sum over CPUs of every counter in enum gt_counter (loss per event class and the others).
     std::array<uint64_t, GT_CNT_COUNT> read_counters() const;
     bool mmap_notifications() const { return mmap_link_ != nullptr; }
+    CudaProbeMode cuda_probe_mode() const { return cuda_->mode(); }
     // Runs and run time per program since the session started (empty without BpfOptions::stats).
     std::vector<ProgramStats> program_stats() const;
 
@@ -99,13 +99,13 @@ private:
     Result<std::vector<UprobeLink>> attach_probes(bpf_program* prog, const std::string& path, const std::string& shown,
                                                   const std::vector<ApiProbeSite>& sites, bool at_return);
     gtrace_proctree* proc_ = nullptr;
-    gtrace_cuda_api* cuda_ = nullptr;
-    bool multi_uprobes_ = false;
+    std::unique_ptr<CudaObject> cuda_;
     bpf_link* mmap_link_ = nullptr;
     gtrace_sampling* sampling_ = nullptr;
     gtrace_torch_ranges* torch_ = nullptr;
     std::vector<bpf_link*> sample_links_; // one CPU-clock perf event per CPU
-    int stats_fd_ = -1;                   // holds the kernel's BPF run-time statistics on
+    int stats_fd_ = -1;
+    uint32_t layout_epoch_ = 0;                   // holds the kernel's BPF run-time statistics on
 };
 
 } // namespace gtrace

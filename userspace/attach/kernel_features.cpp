@@ -49,26 +49,38 @@ KernelFeature probe_uprobes() {
 
 // The kernel creates a multi-uprobe link only for a regular file: "/" gets EBADF where the link
 // type exists, EINVAL (unknown attach type) where it does not.
-KernelFeature probe_uprobe_multi() {
-    const char* name = "multi-uprobe links (uprobe_multi)";
+KernelFeature probe_multi_link(const char* name, uint32_t attach_type, const char* fallback) {
     const bpf_insn insns[] = {
         {.code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .src_reg = 0, .off = 0, .imm = 0},
         {.code = BPF_JMP | BPF_EXIT, .dst_reg = 0, .src_reg = 0, .off = 0, .imm = 0},
     };
-    LIBBPF_OPTS(bpf_prog_load_opts, opts, .expected_attach_type = static_cast<bpf_attach_type>(kTraceUprobeMulti));
+    LIBBPF_OPTS(bpf_prog_load_opts, opts, .expected_attach_type = static_cast<bpf_attach_type>(attach_type));
     int prog = bpf_prog_load(BPF_PROG_TYPE_KPROBE, nullptr, "GPL", insns, 2, &opts);
     if (prog < 0) {
-        if (errno == EINVAL) return feature(name, Support::No, "kernel 6.6+; per-probe links are used instead");
+        if (errno == EINVAL) return feature(name, Support::No, fallback);
         return feature(name, Support::Unknown, std::string("probe failed: ") + strerror(errno));
     }
     uint64_t offset = 0;
-    int link = create_uprobe_multi_link(prog, "/", &offset, nullptr, 1, false);
+    int link = create_uprobe_multi_link(prog, "/", &offset, nullptr, 1, false, attach_type);
     int err = errno;
     if (link >= 0) close(link);
     close(prog);
     if (link < 0 && err == EBADF) return feature(name, Support::Yes);
-    return feature(name, Support::No, "kernel 6.6+; per-probe links are used instead");
+    return feature(name, Support::No, fallback);
 }
+
+} // namespace
+
+KernelFeature probe_uprobe_multi() {
+    return probe_multi_link("multi-uprobe links (uprobe_multi)", kTraceUprobeMulti, "kernel 6.6+; per-probe links are used instead");
+}
+
+KernelFeature probe_uprobe_session() {
+    return probe_multi_link("uprobe sessions", kTraceUprobeSession,
+                            "kernel 6.13+; entry and return probes are used instead");
+}
+
+namespace {
 
 KernelFeature probe_bpf_stats() {
     const char* name = "bpf_stats (run time per program)";
@@ -109,6 +121,7 @@ KernelFeatures probe_kernel_features() {
         k.ring_buffer = feature(ring, Support::Unknown, why);
         k.attach_cookie = feature(cookie, Support::Unknown, why);
         k.uprobe_multi = feature("multi-uprobe links (uprobe_multi)", Support::Unknown, why);
+        k.uprobe_session = feature("uprobe sessions", Support::Unknown, why);
         k.task_storage = feature(storage, Support::Unknown, why);
         return k;
     }
@@ -116,6 +129,7 @@ KernelFeatures probe_kernel_features() {
     k.ring_buffer = from_libbpf(ring, libbpf_probe_bpf_map_type(BPF_MAP_TYPE_RINGBUF, nullptr));
     k.attach_cookie = from_libbpf(cookie, libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE, BPF_FUNC_get_attach_cookie, nullptr));
     k.uprobe_multi = probe_uprobe_multi();
+    k.uprobe_session = probe_uprobe_session();
     k.task_storage = from_libbpf(storage, libbpf_probe_bpf_map_type(BPF_MAP_TYPE_TASK_STORAGE, nullptr));
     libbpf_set_print(previous);
     return k;

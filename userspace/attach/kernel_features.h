@@ -16,9 +16,9 @@ struct KernelFeature {
 
 struct KernelFeatures {
     std::string release; // uname -r
-    KernelFeature btf, uprobes, ring_buffer, attach_cookie, uprobe_multi, task_storage, bpf_stats;
+    KernelFeature btf, uprobes, ring_buffer, attach_cookie, uprobe_multi, uprobe_session, task_storage, bpf_stats;
     std::vector<const KernelFeature*> all() const {
-        return {&btf, &uprobes, &ring_buffer, &attach_cookie, &uprobe_multi, &task_storage, &bpf_stats};
+        return {&btf, &uprobes, &ring_buffer, &attach_cookie, &uprobe_multi, &uprobe_session, &task_storage, &bpf_stats};
     }
 };
 
@@ -26,5 +26,8 @@ struct KernelFeatures {
 // need root or CAP_BPF; without them they are Unknown, and say so. GTRACE_KERNEL_BTF overrides
 // the BTF path, as for the pre-flight check.
 KernelFeatures probe_kernel_features();
+// The two link types the CUDA probes choose between (also in probe_kernel_features()).
+KernelFeature probe_uprobe_multi();
+KernelFeature probe_uprobe_session();
 
 } // namespace gtrace

@@ -19,10 +19,10 @@ struct LinkCreateUprobeMulti {
 } // namespace
 
 int create_uprobe_multi_link(int prog_fd, const char* path, const uint64_t* offsets, const uint64_t* cookies,
-                             uint32_t count, bool at_return) {
+                             uint32_t count, bool at_return, uint32_t attach_type) {
     LinkCreateUprobeMulti attr{};
     attr.prog_fd = static_cast<uint32_t>(prog_fd);
-    attr.attach_type = kTraceUprobeMulti;
+    attr.attach_type = attach_type;
     attr.path = reinterpret_cast<uint64_t>(path);
     attr.offsets = reinterpret_cast<uint64_t>(offsets);
     attr.cookies = reinterpret_cast<uint64_t>(cookies);

@@ -138,16 +138,12 @@ void Capture::detect_python(int pid, const std::vector<Mapping>& maps) {
 
 void Capture::forget_python(uint32_t pid) {
     python_frames_.forget_process(pid);
+    stacks_.forget_process(pid);
     python_unsupported_.erase(pid);
     bpf_->clear_python_layout(pid);
 }
 
-void Capture::on_pystack(const gt_py_stack_event& e) {
-    // A stack waits for its call's return; one whose return record was lost must not pile up.
-    constexpr size_t kMaxPending = 1 << 16;
-    if (pending_stacks_.size() >= kMaxPending) pending_stacks_.erase(pending_stacks_.begin());
-    pending_stacks_[{e.tid, e.enter_ns}] = {python_frames_.symbolize(e), e.truncated != 0};
-}
+void Capture::on_pystack(const gt_py_stack_event& e) { stacks_.define(e); }
 
 namespace {
 
@@ -162,10 +158,9 @@ bool is_thread_root(const std::string& name) {
 
 void Capture::on_sample(const gt_sample_event& e) {
     std::vector<std::string> stack; // outermost first
-    std::vector<PyFrame> py;
-    if (e.py.cls == GT_EV_PYSTACK) py = python_frames_.symbolize(e.py);
-    if (!py.empty()) {
-        for (auto it = py.rbegin(); it != py.rend(); ++it) stack.push_back(it->text());
+    PyStackRef py = stacks_.find(e.pid, e.py_stack);
+    if (py) {
+        for (auto it = py->frames.rbegin(); it != py->frames.rend(); ++it) stack.push_back(it->text());
     } else if (e.native_bytes > 0) {
         size_t n = std::min<size_t>(static_cast<size_t>(e.native_bytes) / 8, GT_NATIVE_MAX_FRAMES);
         for (size_t i = n; i-- > 0;) {
@@ -184,13 +179,7 @@ void Capture::on_sample(const gt_sample_event& e) {
 
 void Capture::on_api(const gt_api_event& e) {
     ApiCall call = decode_api_call(e);
-    if (auto it = pending_stacks_.find({e.tid, e.enter_ns}); it != pending_stacks_.end()) {
-        for (const auto& f : it->second.frames) call.py_stack.push_back(f.text());
-        if (const PyFrame* src = source_frame(it->second.frames)) call.source = src->text();
-        if (it->second.truncated && !call.py_stack.empty())
-            call.py_stack.push_back(fmt::format("[truncated: deeper than {} frames]", GT_PY_MAX_FRAMES));
-        pending_stacks_.erase(it);
-    }
+    call.stack = stacks_.find(e.pid, e.py_stack);
     if (call.launch) call.kernel = kernel_names_.name_of(call);
     model_.record_call(call);
     writer_.write_call(call);
@@ -199,18 +188,13 @@ void Capture::on_api(const gt_api_event& e) {
 }
 
 void Capture::on_torch_range(const gt_torch_range_event& e) {
-    std::vector<PyFrame> stack;
-    if (auto it = pending_stacks_.find({e.tid, e.start_ns}); it != pending_stacks_.end()) {
-        stack = std::move(it->second.frames);
-        pending_stacks_.erase(it);
-    }
-    std::string name = torch_range_name(e, stack);
+    PyStackRef stack = stacks_.find(e.pid, e.py_stack);
+    static const std::vector<PyFrame> kNoFrames;
+    std::string name = torch_range_name(e, stack ? stack->frames : kNoFrames);
     nlohmann::json args = nlohmann::json::object();
-    if (const PyFrame* src = source_frame(stack)) args["source"] = src->text();
-    if (!stack.empty()) {
-        nlohmann::json frames = nlohmann::json::array();
-        for (const auto& f : stack) frames.push_back(f.text());
-        args["py_stack"] = std::move(frames);
+    if (stack) {
+        args["source"] = stack->source;
+        args["py_stack"] = stack->texts;
     }
     writer_.write_slice(name, "torch_range", e.pid, e.tid, e.start_ns, e.end_ns - e.start_ns, args.dump());
     ++torch_ranges_;
@@ -240,8 +224,7 @@ void Capture::on_proc(const gt_proc_event& e) {
         model_.refresh_identity(e.pid);
         kernel_names_.forget_process(e.pid);
         addresses_.forget_process(e.pid);
-        forget_python(e.pid);
-        bpf_->clear_agent_slots(e.pid);
+        forget_python(e.pid); // BPF dropped its layout and agent slots at the exec itself
         // Scan at once: the new image may call CUDA and exit before the next poll.
         if (auto r = probes_->probe_candidates(static_cast<int>(e.pid)); !r && !deferred_error_) deferred_error_ = r.error();
         if (auto r = scan(static_cast<int>(e.pid)); !r && !deferred_error_) deferred_error_ = r.error();
@@ -251,7 +234,6 @@ void Capture::on_proc(const gt_proc_event& e) {
         kernel_names_.forget_process(e.pid);
         addresses_.forget_process(e.pid);
         forget_python(e.pid);
-        bpf_->clear_agent_slots(e.pid);
         memory_.forget_process(e.pid);
         pending_scan_.erase(static_cast<int>(e.pid));
         break;
@@ -427,6 +409,9 @@ void Capture::print_summary(const CaptureResult& r, double elapsed_s) const {
     if (options_.sample_hz) fmt::print(stderr, "  samples: {} at {} Hz{}\n", samples_.samples(), options_.sample_hz,
                                        options_.folded.empty() ? "" : fmt::format(", folded stacks in {}", options_.folded));
     print_gpu_summary();
+    if (uint64_t untraced = model_.counters[GT_CNT_ENTRY_STATE_FULL])
+        fmt::print(stderr, "  WARNING: {} calls were not traced: the kernel gave no per-thread state, or they nested deeper than "
+                           "4 probed calls (not a full ring: --buffer-size does not help)\n", untraced);
     if (uint64_t inflight = model_.counters[GT_CNT_RETURN_WITHOUT_ENTRY])
         fmt::print(stderr, "  calls already in flight at attach (not traced): {}\n", inflight);
     fmt::print(stderr, "  trace: {} — open it in Perfetto UI (ui.perfetto.dev) or chrome://tracing\n", r.output);

@@ -17,6 +17,7 @@
 #include "collect/ring_reader.h"
 #include "decode/kernel_names.h"
 #include "decode/python_frames.h"
+#include "decode/python_stacks.h"
 #include "discover/python_runtime.h"
 #include "model/trace_model.h"
 #include "model/gpu_join.h"
@@ -129,12 +130,7 @@ private:
     AddressSymbols addresses_;
     KernelNames kernel_names_{addresses_};
     PythonFrames python_frames_;
-    // Symbolized Python stacks waiting for their call's return, by (tid, enter_ns).
-    struct PendingStack {
-        std::vector<PyFrame> frames;
-        bool truncated = false;
-    };
-    std::map<std::pair<uint32_t, uint64_t>, PendingStack> pending_stacks_;
+    PythonStacks stacks_{python_frames_}; // interned by BPF: defined once, named by id after
     std::set<uint32_t> python_unsupported_; // warned once, not examined again until exec
     SampleTracks samples_{writer_, options_.sample_hz};
     std::map<std::pair<uint32_t, uint32_t>, std::string> sample_track_names_;

@@ -81,6 +81,8 @@ void Capture::inject_if_cuda(int pid, const std::vector<Mapping>& maps) {
             warn_no_gpu(upid, asked.error().message);
         } else if (*asked != AgentAsk::Waiting) {
             tries = -1;
+        } else if (!options_.launched) {
+            pending_scan_.insert(pid); // the agent was busy answering: ask again after this batch
         }
         return;
     }
@@ -163,6 +165,7 @@ nlohmann::json Capture::gpu_facts() const {
     if (!agents_) return {{"enabled", false}};
     AgentTotals t = agents_->totals();
     const JoinStats& j = join_.stats();
+    Unlinked u = join_.unlinked();
     nlohmann::json warnings = nlohmann::json::object();
     for (const auto& [pid, w] : gpu_warnings_) warnings[std::to_string(pid)] = w;
     return {{"enabled", true},
@@ -174,6 +177,8 @@ nlohmann::json Capture::gpu_facts() const {
             {"joined_to_call", j.joined},
             {"joined_by_cupti_api_record", j.joined_by_api_record},
             {"calls_with_correlation", j.calls_with_correlation},
+            {"unlinked", {{"before_first_call", u.before_first_call}, {"untraced_call", u.untraced_call},
+                          {"after_last_call", u.after_last_call}, {"no_traced_call", u.no_traced_call}}},
             {"lost_ring_full", t.ring_dropped},
             {"ring_records_corrupt", t.ring_corrupt},
             {"lost_by_cupti", t.cupti_dropped},
@@ -190,6 +195,22 @@ void Capture::print_gpu_summary() const {
     const JoinStats& j = join_.stats();
     fmt::print(stderr, "  GPU: {} agents ({} active, {} failed), {} kernels/copies/sets, {} linked to their CPU call\n",
                t.agents, t.active, t.failed, j.gpu_ops, j.joined);
+    if (j.joined < j.gpu_ops) {
+        Unlinked u = join_.unlinked();
+        fmt::print(stderr, "  WARNING: {} GPU ops are not linked to a CPU call:", j.gpu_ops - j.joined);
+        const std::pair<uint64_t, const char*> why[] = {
+            {u.before_first_call, "issued before the first traced call (in flight at attach)"},
+            {u.untraced_call, "issued by a call gtrace did not trace (an API it does not probe, or a lost call event)"},
+            {u.after_last_call, "issued after the last traced call (its call event never arrived)"},
+            {u.no_traced_call, "in a process none of whose calls carried a correlation id"}};
+        const char* sep = " ";
+        for (const auto& [n, text] : why)
+            if (n) {
+                fmt::print(stderr, "{}{} {}", sep, n, text);
+                sep = "; ";
+            }
+        fmt::print(stderr, " (otherData.gpu.unlinked)\n");
+    }
     if (t.ring_corrupt)
         fmt::print(stderr, "  WARNING: {} positions or records in the agents' rings made no sense and were skipped\n", t.ring_corrupt);
     if (t.ring_dropped || t.cupti_dropped)

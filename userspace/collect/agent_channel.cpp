@@ -36,20 +36,24 @@ private:
     int fd_;
 };
 
-// A consistent copy of pid's mailbox (the agent writes its answer under a sequence lock).
-bool read_mailbox(uint32_t pid, uint64_t address, gt_agent_mailbox& m) {
+enum class MailboxRead { Ok, Busy, Unreadable, Foreign };
+
+// A consistent copy of pid's mailbox (the agent writes its answer under a sequence lock): Busy
+// while the agent is writing it, Foreign for an agent of another gtrace version.
+MailboxRead read_mailbox(uint32_t pid, uint64_t address, gt_agent_mailbox& m) {
     for (int attempt = 0; attempt < 3; ++attempt) {
         uint32_t gen_after = 0;
-        if (!read_process_memory(static_cast<pid_t>(pid), address, &m, sizeof m)) return false;
-        if (!read_process_value(static_cast<pid_t>(pid), address + offsetof(gt_agent_mailbox, answer_gen), gen_after)) return false;
-        if (m.magic != GT_MAILBOX_MAGIC || m.version != GT_AGENT_VERSION) return false;
+        if (!read_process_memory(static_cast<pid_t>(pid), address, &m, sizeof m)) return MailboxRead::Unreadable;
+        if (!read_process_value(static_cast<pid_t>(pid), address + offsetof(gt_agent_mailbox, answer_gen), gen_after))
+            return MailboxRead::Unreadable;
+        if (m.magic != GT_MAILBOX_MAGIC || m.version != GT_AGENT_VERSION) return MailboxRead::Foreign;
         if (m.answer_gen % 2 == 0 && gen_after == m.answer_gen) {
             m.owner_token[sizeof m.owner_token - 1] = 0;
             m.message[sizeof m.message - 1] = 0;
-            return true;
+            return MailboxRead::Ok;
         }
     }
-    return false;
+    return MailboxRead::Busy;
 }
 
 bool write_process_memory(uint32_t pid, uint64_t address, const void* data, size_t len) {
@@ -122,7 +126,16 @@ uint64_t AgentChannel::mailbox_address(const std::vector<Mapping>& maps) const {
 
 Result<AgentAsk> AgentChannel::ask(uint32_t pid, uint64_t mailbox, const std::string& config, bool may_request) {
     gt_agent_mailbox m{};
-    if (!read_mailbox(pid, mailbox, m)) return make_error(ExitCode::Internal, "cannot read the agent's mailbox");
+    switch (read_mailbox(pid, mailbox, m)) {
+    case MailboxRead::Ok: break;
+    case MailboxRead::Busy: // the agent is answering someone: look again at the next scan
+        if (!may_request) awaited_[pid] = mailbox;
+        return AgentAsk::Waiting;
+    case MailboxRead::Unreadable:
+        return make_error(ExitCode::Internal, fmt::format("cannot read the agent's mailbox: {}", strerror(errno)));
+    case MailboxRead::Foreign:
+        return make_error(ExitCode::Internal, "its agent belongs to another version of gtrace");
+    }
     bool ours = token_ == m.owner_token;
     if (m.status == GT_MAILBOX_OFFERED && ours) {
         if (auto r = adopt(pid, m); !r) return r.error();
@@ -213,7 +226,8 @@ void AgentChannel::read_ring(uint32_t pid, Ring& r, AgentSink& sink) {
 void AgentChannel::take_offers() {
     for (auto it = awaited_.begin(); it != awaited_.end();) {
         gt_agent_mailbox m{};
-        bool offered = read_mailbox(it->first, it->second, m) && m.status == GT_MAILBOX_OFFERED && token_ == m.owner_token;
+        bool offered = read_mailbox(it->first, it->second, m) == MailboxRead::Ok && m.status == GT_MAILBOX_OFFERED &&
+                       token_ == m.owner_token;
         if (offered && !adopt(it->first, m)) offered = false;
         bool gone = kill(static_cast<pid_t>(it->first), 0) != 0;
         it = offered || gone ? awaited_.erase(it) : std::next(it);
@@ -226,7 +240,7 @@ std::map<uint32_t, std::string> AgentChannel::poll(AgentSink& sink) {
     for (auto it = pending_.begin(); it != pending_.end();) {
         uint32_t pid = it->first;
         gt_agent_mailbox m{};
-        bool answered = read_mailbox(pid, it->second.mailbox, m) && m.answered_seq == it->second.seq;
+        bool answered = read_mailbox(pid, it->second.mailbox, m) == MailboxRead::Ok && m.answered_seq == it->second.seq;
         if (!answered) {
             ++it;
             continue;

@@ -37,9 +37,14 @@ int RingReader::dispatch(void* ctx, void* data, size_t size) {
     case GT_EV_MMAP:
         if (size >= sizeof(gt_mmap_event)) sink->on_mmap(*static_cast<const gt_mmap_event*>(data));
         break;
-    case GT_EV_PYSTACK:
-        if (size >= sizeof(gt_py_stack_event)) sink->on_pystack(*static_cast<const gt_py_stack_event*>(data));
+    case GT_EV_PYSTACK: { // variable size: only the frames the stack has were sent
+        if (size < GT_PY_STACK_HEADER || size > sizeof(gt_py_stack_event)) break;
+        static thread_local gt_py_stack_event stack;
+        std::memcpy(&stack, data, size);
+        if (GT_PY_STACK_HEADER + stack.nframes * sizeof(gt_py_frame) > size) break;
+        sink->on_pystack(stack);
         break;
+    }
     case GT_EV_SAMPLE:
         if (size >= sizeof(gt_sample_event)) sink->on_sample(*static_cast<const gt_sample_event*>(data));
         break;

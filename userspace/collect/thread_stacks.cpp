@@ -21,22 +21,17 @@ constexpr size_t kMaxNativeFrames = 128;
 
 bool read_u64(int pid, uint64_t addr, uint64_t& out) { return read_process_value(pid, addr, out); }
 
-// The same walk as bpf/pystack.bpf.h, from userspace, for a thread whose fs base we know.
-gt_py_stack_event walk_python(int pid, uint32_t tid, uint64_t fs_base, const gt_py_layout& l) {
+// The same walk as bpf/pystack.bpf.h, from userspace, for a thread whose fs base we know:
+// the raw frames of a complete walk, or nothing (no Python thread state, or a read failed).
+std::optional<gt_py_stack_event> walk_python(int pid, uint64_t fs_base, const gt_py_layout& l) {
     gt_py_stack_event e{};
     e.cls = GT_EV_PYSTACK;
     e.pid = static_cast<uint32_t>(pid);
-    e.tid = tid;
     uint64_t key_word = 0, tstate = 0, frame = 0;
-    if (!read_u64(pid, l.tss_key_addr, key_word)) {
-        e.status = GT_PY_READ_FAILED;
-        return e;
-    }
+    if (!read_u64(pid, l.tss_key_addr, key_word)) return std::nullopt;
     int key = static_cast<int>(static_cast<uint32_t>(key_word));
-    if (key < 0 || key >= 32 || !read_u64(pid, fs_base + l.pthread_specific + key * 16 + 8, tstate) || !tstate) {
-        e.status = GT_PY_NO_THREAD_STATE;
-        return e;
-    }
+    if (key < 0 || key >= 32 || !read_u64(pid, fs_base + l.pthread_specific + key * 16 + 8, tstate) || !tstate)
+        return std::nullopt;
     bool ok = read_u64(pid, tstate + l.tstate_frame, frame);
     if (ok && frame && l.cframe_frame != GT_PY_NO_OFFSET) ok = read_u64(pid, frame + l.cframe_frame, frame);
     unsigned n = 0;
@@ -64,7 +59,7 @@ gt_py_stack_event walk_python(int pid, uint32_t tid, uint64_t fs_base, const gt_
         ok = ok && read_u64(pid, frame + l.frame_previous, frame);
     }
     e.nframes = static_cast<uint16_t>(n);
-    e.status = ok ? GT_PY_OK : GT_PY_READ_FAILED;
+    if (!ok) return std::nullopt;
     return e;
 }
 
@@ -88,7 +83,7 @@ ThreadStack read_one(int pid, int tid, const std::optional<PythonRuntime>& pytho
     if (const char* hold = getenv("GTRACE_TEST_DUMP_HOLD_MS")) usleep(static_cast<useconds_t>(atoi(hold)) * 1000);
     if (ptrace(PTRACE_GETREGS, tid, nullptr, &regs) == 0) {
         for (const NativeFrame& f : unwind_stopped(tid, kMaxNativeFrames, false)) t.native.push_back(f.ip);
-        if (python) t.python = walk_python(pid, t.tid, regs.fs_base, python->layout);
+        if (python) t.python = walk_python(pid, regs.fs_base, python->layout);
     } else {
         t.error = std::string("cannot read registers: ") + strerror(errno);
     }

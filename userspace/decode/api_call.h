@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "decode/python_stacks.h"
 #include "gtrace/cuda_api.h"
 #include "gtrace/events.h"
 
@@ -30,8 +31,7 @@ struct ApiCall {
     std::optional<LaunchArgs> launch;
     std::string kernel; // filled in by the symbolizer for launches
     std::string thread_name;
-    std::vector<std::string> py_stack; // innermost first, "qualname (file:line)"
-    std::string source;                // the innermost frame outside torch/CUDA libraries
+    PyStackRef stack;         // the Python stack at the call's entry (null: none)
     std::optional<uint64_t> stream, bytes, ptr, event, graph, handle;
     std::optional<int> copy_kind; // cudaMemcpyKind
 };

@@ -11,14 +11,16 @@ struct ApiInfo {
     gt_cuda_api id;
     std::string_view name;
     unsigned caps;
+    gt_api_decode decode;
 };
 
 inline constexpr std::array<ApiInfo, GT_API_COUNT> kApis = {{
-#define GT_API_INFO(id, symbol, caps) {GT_API_##id, symbol, caps},
+#define GT_API_INFO(id, symbol, caps, decode) {GT_API_##id, symbol, caps, decode},
     GT_CUDA_API_LIST(GT_API_INFO)
 #undef GT_API_INFO
 }};
 
 inline std::string_view api_name(unsigned id) { return id < kApis.size() ? kApis[id].name : "unknown"; }
+inline gt_api_decode api_decode(unsigned id) { return id < kApis.size() ? kApis[id].decode : GT_DEC_NONE; }
 
 } // namespace gtrace

@@ -150,7 +150,7 @@ const PythonFrames::Code* PythonFrames::code_at(Process& p, uint32_t pid, uint64
 
 std::vector<PyFrame> PythonFrames::symbolize(const gt_py_stack_event& e) {
     auto it = processes_.find(e.pid);
-    if (it == processes_.end() || e.status != GT_PY_OK) return {};
+    if (it == processes_.end()) return {};
     Process& p = it->second;
     revalidate(e.pid, p, e);
     std::vector<PyFrame> out;

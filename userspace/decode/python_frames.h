@@ -30,8 +30,8 @@ public:
     void forget_process(uint32_t pid);
     bool has_runtime(uint32_t pid) const { return processes_.contains(pid); }
 
-    // Symbolized stack, innermost first; empty if any frame could not be read consistently
-    // (a torn read is dropped, never shown).
+    // Symbolized stack of a complete walk, innermost first; empty if any frame could not be read
+    // consistently (a torn read is dropped, never shown).
     std::vector<PyFrame> symbolize(const gt_py_stack_event& e);
     uint64_t torn_stacks() const { return torn_; }
 

@@ -1,5 +1,7 @@
 #include "model/gpu_join.h"
 
+#include <algorithm>
+
 namespace gtrace {
 namespace {
 
@@ -33,6 +35,11 @@ void GpuJoin::add_call(const ApiCall& c) {
     CallRef ref{c.pid, c.tid, c.start_ns, c.end_ns, c.api};
     if (c.correlation) {
         ++stats_.calls_with_correlation;
+        auto [it, fresh] = call_ids_.try_emplace(c.pid, c.correlation, c.correlation);
+        if (!fresh) {
+            it->second.first = std::min(it->second.first, c.correlation);
+            it->second.second = std::max(it->second.second, c.correlation);
+        }
         link(key(c.pid, c.correlation), ref);
         return;
     }
@@ -54,11 +61,27 @@ void GpuJoin::add_op(const GpuOp& op) {
     if (v.empty()) {
         op_order_.push_back(k);
         if (op_order_.size() > kMaxWaitingOps) {
+            ops_dropped_ += waiting_ops_[op_order_.front()].size();
             waiting_ops_.erase(op_order_.front());
             op_order_.pop_front();
         }
     }
     v.push_back(op);
+}
+
+Unlinked GpuJoin::unlinked() const {
+    Unlinked u;
+    u.untraced_call = ops_dropped_;
+    for (const auto& [k, ops] : waiting_ops_) {
+        uint32_t pid = static_cast<uint32_t>(k >> 32), corr = static_cast<uint32_t>(k);
+        auto ids = call_ids_.find(pid);
+        uint64_t& bucket = ids == call_ids_.end()        ? u.no_traced_call
+                           : corr < ids->second.first    ? u.before_first_call
+                           : corr > ids->second.second   ? u.after_last_call
+                                                         : u.untraced_call;
+        bucket += ops.size();
+    }
+    return u;
 }
 
 void GpuJoin::add_api_record(const GpuApiRecord& r) {

@@ -30,6 +30,16 @@ struct JoinStats {
     uint64_t calls_with_correlation = 0;
 };
 
+// Why GPU ops stayed unlinked, from where their correlation id falls among the ids of the calls
+// gtrace traced in the same process (CUPTI hands ids out in increasing order).
+struct Unlinked {
+    uint64_t before_first_call = 0; // issued before the first traced call: in flight when gtrace attached
+    uint64_t untraced_call = 0;     // between traced calls: an API gtrace does not probe, or a lost call event
+    uint64_t after_last_call = 0;   // after the last traced call: its call event never arrived
+    uint64_t no_traced_call = 0;    // in a process with no traced call carrying an id
+    uint64_t total() const { return before_first_call + untraced_call + after_last_call + no_traced_call; }
+};
+
 class GpuJoin {
 public:
     using Emit = std::function<void(const CallRef&, const GpuOp&)>;
@@ -39,6 +49,8 @@ public:
     void add_op(const GpuOp& op);
     void add_api_record(const GpuApiRecord& r);
     const JoinStats& stats() const { return stats_; }
+    // The ops still waiting for a call, classified (plus those the bounded table dropped).
+    Unlinked unlinked() const;
 
 private:
     using Key = uint64_t; // pid << 32 | correlation
@@ -53,6 +65,8 @@ private:
     std::deque<Key> op_order_;
     // Recent calls per thread without a correlation id, for the API-record fallback.
     std::map<std::pair<uint32_t, uint32_t>, std::deque<CallRef>> recent_;
+    std::unordered_map<uint32_t, std::pair<uint32_t, uint32_t>> call_ids_; // pid → lowest, highest id
+    uint64_t ops_dropped_ = 0; // unlinked ops the bounded table let go
 };
 
 } // namespace gtrace

@@ -121,8 +121,9 @@ std::array<uint64_t, GT_API_COUNT> TraceModel::calls_per_api() const {
 }
 
 uint64_t TraceModel::lost_events() const {
-    // A call whose entry could not be remembered is lost as surely as one the ring refused.
-    uint64_t n = counters[GT_CNT_ENTRY_STATE_FULL];
+    // Events the ring refused, per class. Calls never traced (no per-thread state, nesting too
+    // deep: GT_CNT_ENTRY_STATE_FULL) are counted apart: no raising --buffer-size brings them back.
+    uint64_t n = 0;
     for (unsigned i = 0; i < GT_EV_CLASS_COUNT; ++i) n += counters[i];
     return n + gpu_records_lost;
 }

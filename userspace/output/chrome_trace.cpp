@@ -71,13 +71,13 @@ void ChromeTraceWriter::write_call(const ApiCall& c) {
     if (c.event) fmt::format_to(out, ",\"event\":\"{}\"", hex(*c.event));
     if (c.graph) fmt::format_to(out, ",\"graph\":\"{}\"", hex(*c.graph));
     if (c.handle) fmt::format_to(out, ",\"handle\":\"{}\"", hex(*c.handle));
-    if (!c.py_stack.empty()) {
+    if (c.stack) {
         buf_ += ",\"source\":\"";
-        append_json_escaped(buf_, c.source);
+        append_json_escaped(buf_, c.stack->source);
         buf_ += "\",\"py_stack\":[";
-        for (size_t i = 0; i < c.py_stack.size(); ++i) {
+        for (size_t i = 0; i < c.stack->texts.size(); ++i) {
             buf_ += i ? ",\"" : "\"";
-            append_json_escaped(buf_, c.py_stack[i]);
+            append_json_escaped(buf_, c.stack->texts[i]);
             buf_ += '"';
         }
         buf_ += ']';

@@ -218,7 +218,7 @@ __attribute__((constructor)) void on_load() {
 // ring not yet taken (a launched process that ends right after CUDA started) dies with the
 // process unless gtrace takes it: give gtrace a moment (it looks every 50 ms).
 __attribute__((destructor)) void flush_at_exit() {
-    constexpr int kExitWaitMs = 1000;
+    constexpr int kExitWaitMs = 2000; // gtrace rescans every process at least once a second
     Agent& a = the_agent();
     std::lock_guard lock(a.mutex);
     if (!a.active || !a.offer || a.offer.ring()->state != GT_AGENT_ACTIVE) return;

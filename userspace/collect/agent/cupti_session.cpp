@@ -36,7 +36,7 @@ struct Cupti {
     X(cuptiGetResultString) X(cuptiGetTimestamp) X(cuptiActivityEnable) X(cuptiActivityDisable)                   \
     X(cuptiActivityRegisterCallbacks) X(cuptiActivityFlushAll) X(cuptiActivityGetNextRecord)                      \
     X(cuptiActivityGetNumDroppedRecords) X(cuptiSubscribe) X(cuptiUnsubscribe) X(cuptiEnableCallback)             \
-    X(cuptiFinalize) X(cuptiSetThreadIdType)
+    X(cuptiFinalize) X(cuptiSetThreadIdType) X(cuptiGetCallbackName)
     GT_CUPTI_FUNCTIONS(GT_CUPTI_FN)
 #undef GT_CUPTI_FN
 };
@@ -55,57 +55,48 @@ Session& the_session() { // constructed on first use, whatever the order of load
     return s;
 }
 
-// Which runtime API call is in progress on this thread: a driver call made inside it (the
-// runtime's own cuLaunchKernel) must not overwrite the runtime call's correlation id. Counted
-// per session: a session that ends while a thread is inside a call never sees that call's exit,
-// and a depth carried into the next session would silence the thread's calls for good.
+// The outermost CUPTI-visible call in progress on this thread, counted across both domains: a
+// driver call the runtime makes inside a runtime call (cudaLaunchKernel → cuLaunchKernel) raises
+// callbacks too, carrying the runtime call's id, and must leave the slot alone. Counted per
+// session: a session that ends while a thread is inside a call never sees that call's exit, and a
+// depth carried into the next session would silence the thread's calls for good.
 std::atomic<uint32_t> g_session_generation{0};
-struct RuntimeDepth {
+struct CallDepth {
     uint32_t generation = 0;
     int depth = 0;
 };
-thread_local RuntimeDepth t_runtime;
+thread_local CallDepth t_calls;
 
-const CUpti_CallbackId kRuntimeWork[] = {
-    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
-    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060,
-    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000,
-    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020,
-    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_ptds_v7000, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020,
-    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_ptsz_v7000, CUPTI_RUNTIME_TRACE_CBID_cudaMemset_v3020,
-    CUPTI_RUNTIME_TRACE_CBID_cudaMemset_ptds_v7000, CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020,
-    CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_ptsz_v7000, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000,
-    CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000,
-};
-const CUpti_CallbackId kDriverWork[] = {
-    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
-    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
-    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
-};
+// The slot of a thread (include/gtrace/agent.h): bit 63 while its outermost call runs, the tid,
+// the call's correlation id. BPF reads it at a probed call's entry and return.
+constexpr uint64_t kSlotInCall = 1ull << 63;
+
+// Callbacks go on for every API that can put work on a GPU, found by name so that a CUPTI newer
+// than these headers (new copy or launch variants) is covered too.
+constexpr const char* kWorkPrefixes[] = {"cudaLaunch", "cudaMemcpy", "cudaMemset", "cudaGraphLaunch",
+                                         "cuLaunch",   "cuMemcpy",   "cuMemset",   "cuGraphLaunch"};
 
 uint32_t current_tid() { // a system call per API call would be most of the callback's cost
     thread_local uint32_t tid = static_cast<uint32_t>(gettid());
     return tid;
 }
 
-void CUPTIAPI on_api_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId, const void* data) {
+void CUPTIAPI on_api_callback(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void* data) {
     const auto* cb = static_cast<const CUpti_CallbackData*>(data);
-    bool enter = cb->callbackSite == CUPTI_API_ENTER;
     uint32_t generation = g_session_generation.load(std::memory_order_relaxed);
-    if (t_runtime.generation != generation) t_runtime = {generation, 0};
-    if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
+    if (t_calls.generation != generation) t_calls = {generation, 0};
+    uint64_t in_call;
+    if (cb->callbackSite == CUPTI_API_ENTER) {
+        if (++t_calls.depth != 1) return;
+        in_call = kSlotInCall;
+    } else {
         // Callbacks can be switched on while a thread is inside a call: its exit then comes
-        // without an entry, and must not leave the depth below zero for good.
-        if (!enter) {
-            if (t_runtime.depth > 0) --t_runtime.depth;
-            return;
-        }
-        if (++t_runtime.depth != 1) return;
-    } else if (!enter || t_runtime.depth > 0) {
-        return;
+        // without an entry, and must not leave the depth below zero.
+        if (t_calls.depth == 0 || --t_calls.depth != 0) return;
+        in_call = 0;
     }
     uint32_t tid = current_tid();
-    __atomic_store_n(&gtrace_agent_slots[tid % GT_AGENT_SLOTS], (uint64_t{tid} << 32) | cb->correlationId,
+    __atomic_store_n(&gtrace_agent_slots[tid % GT_AGENT_SLOTS], in_call | (uint64_t{tid} << 32) | cb->correlationId,
                      __ATOMIC_RELEASE);
 }
 
@@ -285,6 +276,33 @@ void set_message(gt_agent_ring* ring, const std::string& text) {
 
 } // namespace
 
+namespace {
+
+// Switches the callbacks on for every GPU-work API of both domains; returns how many.
+int enable_work_callbacks(const Cupti& c, CUpti_SubscriberHandle subscriber) {
+    int enabled = 0;
+    const std::pair<CUpti_CallbackDomain, uint32_t> domains[] = {
+        {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_SIZE}, {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_SIZE}};
+    for (auto [domain, size] : domains) {
+        for (uint32_t cbid = 1; cbid < 2 * size; ++cbid) { // a newer CUPTI may have more ids
+            const char* name = nullptr;
+            if (c.cuptiGetCallbackName(domain, cbid, &name) != CUPTI_SUCCESS || !name) continue;
+            for (const char* prefix : kWorkPrefixes) {
+                size_t n = strlen(prefix);
+                // "cuLaunch" must not match "cuLaunchHostFunc"'s kin by accident of case: the next
+                // character starts a new word (an upper-case letter, '_' or the end).
+                if (strncmp(name, prefix, n) == 0 && !(name[n] >= 'a' && name[n] <= 'z')) {
+                    enabled += c.cuptiEnableCallback(1, subscriber, domain, cbid) == CUPTI_SUCCESS;
+                    break;
+                }
+            }
+        }
+    }
+    return enabled;
+}
+
+} // namespace
+
 std::string start_session(gt_agent_ring* ring, const SessionConfig& config) {
     Session& s = the_session();
     if (!s.cupti.handle)
@@ -311,9 +329,10 @@ std::string start_session(gt_agent_ring* ring, const SessionConfig& config) {
         g_session_generation.fetch_add(1, std::memory_order_relaxed);
         CUptiResult r = s.cupti.cuptiSubscribe(&s.subscriber, on_api_callback, nullptr);
         if (r == CUPTI_SUCCESS) {
-            for (auto cbid : kRuntimeWork) s.cupti.cuptiEnableCallback(1, s.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, cbid);
-            for (auto cbid : kDriverWork) s.cupti.cuptiEnableCallback(1, s.subscriber, CUPTI_CB_DOMAIN_DRIVER_API, cbid);
-            __atomic_or_fetch(&ring->flags, GT_AGENT_CALLBACKS, __ATOMIC_RELEASE);
+            if (enable_work_callbacks(s.cupti, s.subscriber) > 0)
+                __atomic_or_fetch(&ring->flags, GT_AGENT_CALLBACKS, __ATOMIC_RELEASE);
+            else
+                set_message(ring, "CUPTI names none of the launch, copy and set APIs; GPU work is joined through its API records");
         } else {
             s.subscriber = nullptr;
             set_message(ring, r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED
@@ -325,7 +344,10 @@ std::string start_session(gt_agent_ring* ring, const SessionConfig& config) {
     std::vector<CUpti_ActivityKind> kinds = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
                                              CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
                                              CUPTI_ACTIVITY_KIND_MEMORY2};
-    if (!(ring->flags & GT_AGENT_CALLBACKS)) kinds.push_back(CUPTI_ACTIVITY_KIND_RUNTIME);
+    if (!(ring->flags & GT_AGENT_CALLBACKS)) { // join through the API records instead
+        kinds.push_back(CUPTI_ACTIVITY_KIND_RUNTIME);
+        kinds.push_back(CUPTI_ACTIVITY_KIND_DRIVER);
+    }
     for (auto kind : kinds) {
         CUptiResult r = s.cupti.cuptiActivityEnable(kind);
         if (r == CUPTI_SUCCESS) s.enabled.push_back(kind);

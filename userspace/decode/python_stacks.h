@@ -1,0 +1,43 @@
+// The Python stacks of a capture, interned: BPF sends a stack's frames once, with its id, and
+// every later event names only the id (gtrace/pystack.h). Each definition is symbolized when it
+// arrives — its code objects are alive then — and shared by every event that names it.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "decode/python_frames.h"
+
+namespace gtrace {
+
+struct PyStack {
+    std::vector<PyFrame> frames;    // innermost first
+    std::vector<std::string> texts; // "qualname (file:line)" per frame, then "[truncated …]" if cut
+    std::string source;             // the innermost frame outside torch and CUDA libraries, as text
+    bool truncated = false;
+};
+using PyStackRef = std::shared_ptr<const PyStack>;
+
+class PythonStacks {
+public:
+    explicit PythonStacks(PythonFrames& symbolizer) : symbolizer_(symbolizer) {}
+
+    // A stack's first sighting: symbolize and keep it (a torn stack is kept as unknown).
+    void define(const gt_py_stack_event& e);
+    // The stack an event named; null for id 0, a torn stack, or an id whose definition was lost.
+    PyStackRef find(uint32_t pid, uint64_t id);
+    // The process exec'ed or exited: its ids mean nothing any more.
+    void forget_process(uint32_t pid) { by_pid_.erase(pid); }
+
+    uint64_t unknown_ids() const { return unknown_; } // events naming an id never defined (lost)
+    size_t size() const;
+
+private:
+    PythonFrames& symbolizer_;
+    std::unordered_map<uint32_t, std::unordered_map<uint64_t, PyStackRef>> by_pid_;
+    uint64_t unknown_ = 0;
+};
+
+} // namespace gtrace
