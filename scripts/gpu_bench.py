@@ -51,6 +51,12 @@ class Workload:
             sys.exit(f"gpu-bench: the workload died during '{command}'; see {self.stderr.name}")
         return [float(t) for t in line.split()[6].split(",")]
 
+    def steps(self):
+        """Steps the workload has run so far, timed or not."""
+        self.p.stdin.write("count\n")
+        self.p.stdin.flush()
+        return int(self.p.stdout.readline().split()[1])
+
     def quit(self):
         self.p.stdin.write("quit\n")
         self.p.stdin.close()
@@ -61,11 +67,11 @@ class Gtrace:
     """gtrace attach with default options, started on the running workload; ready once it is
     recording (and, on a GPU, once its agent is active in the process)."""
 
-    def __init__(self, gtrace, pid, trace, device):
+    def __init__(self, gtrace, pid, trace, device, options=()):
         self.log_path = trace + ".log"
-        self.p = subprocess.Popen([gtrace, "attach", "--pid", str(pid), "-o", trace, "--force"],
+        self.p = subprocess.Popen([gtrace, "attach", "--pid", str(pid), "-o", trace, "--force", *options],
                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        want = "GPU agent active" if device == "cuda" else "attached to PID"
+        want = "GPU agent active" if device == "cuda" and "--no-gpu" not in options else "attached to PID"
         self.lines = []
         ready = threading.Event()
 
@@ -92,24 +98,46 @@ class Gtrace:
             sys.exit(f"gpu-bench: gtrace exited {rc}; see {self.log_path}")
 
 
+def traced_phase(w, name, phase, options, args):
+    """Attaches gtrace with OPTIONS, times a phase, detaches; returns (step times, otherData)."""
+    log(f"{name}: attaching gtrace ({' '.join(options) or 'default options'})")
+    trace = os.path.join(args.out, f"{name}-{phase}.json")
+    g = Gtrace(args.gtrace, w.p.pid, trace, args.device, options)
+    first = w.steps()
+    time.sleep(args.settle)  # the job keeps stepping while the probes settle
+    times = w.run(f"phase {phase} {args.steps}")
+    log(f"{name}: detaching gtrace")
+    g.stop()
+    with open(trace) as f:
+        other = json.load(f)["otherData"]
+    other["steps_attached"] = max(1, w.steps() - first)
+    if not args.keep_traces:
+        os.unlink(trace)
+    return times, other
+
+
 def measure(name, args):
     w = Workload(name, args)
     phases = {}
     phases["untraced"] = w.run(f"phase untraced {args.steps}")
-    log(f"{name}: attaching gtrace (default options)")
-    trace = os.path.join(args.out, f"{name}-trace.json")
-    g = Gtrace(args.gtrace, w.p.pid, trace, args.device)
-    time.sleep(args.settle)  # the job keeps stepping while the probes settle
-    phases["gtrace"] = w.run(f"phase gtrace {args.steps}")
-    log(f"{name}: detaching gtrace")
-    g.stop()
+    stats = ["--bpf-stats"] if args.bpf_stats else []
+    phases["gtrace"], other = traced_phase(w, name, "gtrace", stats, args)
     phases["after"] = w.run(f"phase after {args.steps}")
     log(f"{name}: torch.profiler")
     phases["profiler"] = w.run(f"profile {args.steps}")
+    extra = {}
+    for i, spec in enumerate(args.also):
+        phases[f"also{i}"], extra[f"also{i}"] = traced_phase(w, name, f"also{i}", spec.split() + stats, args)
     w.quit()
-    with open(trace) as f:
-        other = json.load(f)["otherData"]
+    other["also"] = extra
     return phases, other
+
+
+def print_bpf_stats(label, other):
+    """Runs per step: a program's runs over the steps the job made while gtrace was attached."""
+    for prog, st in sorted(other.get("bpf_stats", {}).items()):
+        if st["runs"]:
+            print(f"{'':<18} {label}: {prog:<24} {st['runs'] / other['steps_attached']:10.1f} runs/step {st['ns_per_run']:7d} ns/run")
 
 
 def ratio_table(results, args):
@@ -129,6 +157,12 @@ def ratio_table(results, args):
         lost = other.get("lost_events", 0)
         gpu = other.get("gpu", {})
         print(f"{'':<18} trace: lost events {lost}, GPU ops {gpu.get('gpu_ops', 0)}, linked {gpu.get('joined_to_call', 0)}")
+        print_bpf_stats("default", other)
+        for i, spec in enumerate(args.also):
+            extra = other["also"][f"also{i}"]
+            print(f"{'':<18} gtrace {spec}: {statistics.median(phases[f'also{i}']) / base:.2f}x, "
+                  f"lost events {extra.get('lost_events', 0)}")
+            print_bpf_stats(f"also{i}", extra)
         if args.tiny:
             continue
         ok = g <= target and g < prof
@@ -149,6 +183,10 @@ def main():
     ap.add_argument("--steps", type=int, default=None, help="steps per phase (default 200 loop / 50 transformer; 10 with --tiny)")
     ap.add_argument("--settle", type=float, default=1.0, help="seconds between gtrace ready and its timed steps")
     ap.add_argument("--workloads", default="loop,transformer")
+    ap.add_argument("--also", action="append", default=[],
+                    help="an extra gtrace phase with these options (e.g. '--no-gpu --py-stacks off --sample-hz 0')")
+    ap.add_argument("--bpf-stats", action="store_true", help="run every gtrace phase with --bpf-stats and print them")
+    ap.add_argument("--keep-traces", action="store_true", help="keep each phase's trace in the out directory")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     results = {}

@@ -3,6 +3,7 @@ drives it over stdin/stdout so that every phase is measured in this same process
 
   phase NAME N    time the next N steps under NAME; answers "done NAME <step ms> ..."
   profile N       time N steps under torch.profiler (CPU + CUDA activities), after a warm-up
+  count           answers "count <steps run so far>" (every step, timed or not)
   quit
 
 Between phases it keeps stepping (untimed), so that gtrace attaches to, and detaches from, a busy
@@ -133,18 +134,29 @@ def main():
         commands.put(["quit"])
     threading.Thread(target=read_commands, daemon=True).start()
     print(f"ready {args.workload} torch {torch.__version__} on {args.device}", flush=True)
+    steps = 0
+
+    def counted_step():
+        nonlocal steps
+        steps += 1
+        return step()
+
+    def counted():
+        return timed(counted_step, args.device)
     while True:
         try:
             cmd = commands.get_nowait()
         except queue.Empty:
-            timed(step, args.device)  # between phases: keep the job busy
+            counted()  # between phases: keep the job busy
             continue
         if cmd[0] == "quit":
             return
         if cmd[0] == "phase":
-            report(cmd[1], [timed(step, args.device) for _ in range(int(cmd[2]))])
+            report(cmd[1], [counted() for _ in range(int(cmd[2]))])
+        elif cmd[0] == "count":
+            print(f"count {steps}", flush=True)
         elif cmd[0] == "profile":
-            report("profiler", profiled(step, args.device, int(cmd[1]), warmup=5))
+            report("profiler", profiled(counted_step, args.device, int(cmd[1]), warmup=5))
         else:
             sys.exit(f"gpu-bench workload: unknown command {cmd}")
 

@@ -158,19 +158,22 @@ def check_gpu_check_smoke(script, gtrace, cwd, env):
 
 
 def check_gpu_bench_smoke(script, gtrace, cwd, env):
-    rc, out = run(["bash", script, "--device", "cpu", "--tiny", PYTHON], cwd=cwd, env=env, timeout=300)
+    rc, out = run(["bash", script, "--device", "cpu", "--tiny", "--keep-traces", "--bpf-stats", PYTHON], cwd=cwd, env=env,
+                  timeout=300)
     print(out, flush=True)
     if rc != 0 or f"gpu-bench: using {gtrace}:" not in out:
         fail(f"gpu-bench.sh --device cpu --tiny exited {rc} or did not use {gtrace}")
     for w in ("loop", "transformer"):
-        for phase in ("attaching gtrace (default options)", "detaching gtrace", "torch.profiler"):
+        for phase in ("attaching gtrace (--bpf-stats)", "detaching gtrace", "torch.profiler"):
             if f"gpu-bench: {w}: {phase}" not in out:
                 fail(f"gpu-bench.sh: the {w} workload never reached '{phase}'")
         row = re.search(rf"^{w} +10 +([\d.]+) +([\d.]+) +([\d.]+) +([\d.]+) +([\d.]+)x +([\d.]+)x", out, re.M)
         if not row or any(float(x) <= 0 for x in row.groups()):
             fail(f"gpu-bench.sh: no complete table row for {w}")
-        if not os.path.getsize(os.path.join(cwd, "gpu-bench-out", f"{w}-trace.json")):
+        if not os.path.getsize(os.path.join(cwd, "gpu-bench-out", f"{w}-gtrace.json")):
             fail(f"gpu-bench.sh left no trace of the {w} workload")
+    if len(re.findall(r"^ +default: torch_range_probe +[\d.]+ runs/step +\d+ ns/run$", out, re.M)) != 2:
+        fail("gpu-bench.sh --bpf-stats did not print the torch range probe's runs for both workloads")
     if "targets not checked (--tiny: smoke run)" not in out:
         fail("gpu-bench.sh --tiny claimed a verdict on the targets")
     ok(f"gpu-bench.sh --device cpu --tiny ran every phase of both workloads with {gtrace}")

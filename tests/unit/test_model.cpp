@@ -42,13 +42,16 @@ TEST_CASE("calls are counted per process, API and thread; cudaFree learns its si
     CHECK(model.total_calls() == 3);
 }
 
-TEST_CASE("lost events add up every class and refused call entries") {
+TEST_CASE("lost events add up every class; calls without entry state are not losses") {
     TraceModel model;
     model.counters[GT_EV_API] = 5;
     model.counters[GT_EV_PROC] = 1;
-    model.counters[GT_CNT_ENTRY_STATE_FULL] = 2;
+    model.counters[GT_CNT_ENTRY_STATE_FULL] = 2; // never traced: a bigger ring brings none back
     model.counters[GT_CNT_RETURN_WITHOUT_ENTRY] = 7; // not a loss: calls in flight at attach
-    CHECK(model.lost_events() == 8);
+    CHECK(model.lost_events() == 6);
+    model.gpu_records_lost = 3;
+    CHECK(model.lost_events() == 9);
+    CHECK(std::string(counter_name(GT_CNT_ENTRY_STATE_FULL)) == "calls_without_entry_state");
     CHECK(std::string(counter_name(GT_EV_API)) == "lost_api_calls");
 }
 
