@@ -8,13 +8,15 @@
 # below the profiler on both).
 #
 #   sudo gpu-bench.sh [--device cuda|cpu] [--tiny] [--steps N] [--workloads loop,transformer]
-#                     [--also 'GTRACE OPTIONS']... [--bpf-stats] [--keep-traces] [PYTHON]
+#                     [--also '[VAR=VALUE]... GTRACE OPTIONS']... [--floor launch,all] [--bpf-stats]
+#                     [--keep-traces] [PYTHON]
 #
 # PYTHON: an interpreter with torch (default python3). --device cpu --tiny: a smoke run of every
 # phase without a GPU (targets not checked). Writes gpu-bench-out/ in the current directory (each
 # workload's log; --keep-traces keeps each gtrace phase's trace). --also adds a gtrace phase with
-# those options; --bpf-stats prints each BPF program's runs per step and ns per run. Runs from a
-# checkout or from the gtrace package.
+# those options (and environment); --floor adds phases under tracefs uprobes without BPF on the
+# launch functions or on gtrace's whole probe table (uprobe_floor.py); --bpf-stats prints each BPF
+# program's runs per step and ns per run. Runs from a checkout or from the gtrace package.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/gpu_common.sh"
@@ -25,9 +27,9 @@ while [[ $# -gt 0 ]]; do
   case "$1" in
     --device) DEVICE=${2:-}; shift 2 ;;
     --tiny) EXTRA+=(--tiny); shift ;;
-    --steps|--workloads|--also) EXTRA+=("$1" "${2:-}"); shift 2 ;;
+    --steps|--workloads|--also|--floor) EXTRA+=("$1" "${2:-}"); shift 2 ;;
     --bpf-stats|--keep-traces) EXTRA+=("$1"); shift ;;
-    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "gpu-bench: unknown option $1; see gpu-bench.sh --help" >&2; exit 2 ;;
     *) PY=$1; shift ;;
   esac

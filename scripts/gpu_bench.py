@@ -15,6 +15,7 @@ Usage: gpu_bench.py --gtrace PATH --out DIR [--device cuda|cpu] [--tiny] [--step
 import argparse
 import json
 import os
+import re
 import signal
 import statistics
 import subprocess
@@ -69,8 +70,14 @@ class Gtrace:
 
     def __init__(self, gtrace, pid, trace, device, options=()):
         self.log_path = trace + ".log"
+        # Leading VAR=VALUE words go into gtrace's environment.
+        env = dict(os.environ)
+        options = list(options)
+        while options and re.fullmatch(r"[A-Z_][A-Z0-9_]*=.*", options[0]):
+            var, value = options.pop(0).split("=", 1)
+            env[var] = value
         self.p = subprocess.Popen([gtrace, "attach", "--pid", str(pid), "-o", trace, "--force", *options],
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
         want = "GPU agent active" if device == "cuda" and "--no-gpu" not in options else "attached to PID"
         self.lines = []
         ready = threading.Event()
@@ -125,6 +132,12 @@ def measure(name, args):
     phases["after"] = w.run(f"phase after {args.steps}")
     log(f"{name}: torch.profiler")
     phases["profiler"] = w.run(f"profile {args.steps}")
+    for kind in filter(None, args.floor.split(",")):
+        from uprobe_floor import LAUNCH, Floor, gtrace_symbols
+        with Floor(w.p.pid, LAUNCH if kind == "launch" else gtrace_symbols()) as floor:
+            log(f"{name}: raw uprobe floor ({kind}): {len(floor.events)} tracefs uprobes on {len(floor.probes)} functions")
+            time.sleep(args.settle)
+            phases[f"floor-{kind}"] = w.run(f"phase floor-{kind} {args.steps}")
     extra = {}
     for i, spec in enumerate(args.also):
         phases[f"also{i}"], extra[f"also{i}"] = traced_phase(w, name, f"also{i}", spec.split() + stats, args)
@@ -158,6 +171,8 @@ def ratio_table(results, args):
         gpu = other.get("gpu", {})
         print(f"{'':<18} trace: lost events {lost}, GPU ops {gpu.get('gpu_ops', 0)}, linked {gpu.get('joined_to_call', 0)}")
         print_bpf_stats("default", other)
+        for kind in filter(None, args.floor.split(",")):
+            print(f"{'':<18} raw uprobe floor ({kind}, tracefs p:+r:, no BPF): {med[f'floor-{kind}'] / base:.2f}x")
         for i, spec in enumerate(args.also):
             extra = other["also"][f"also{i}"]
             print(f"{'':<18} gtrace {spec}: {statistics.median(phases[f'also{i}']) / base:.2f}x, "
@@ -185,6 +200,8 @@ def main():
     ap.add_argument("--workloads", default="loop,transformer")
     ap.add_argument("--also", action="append", default=[],
                     help="an extra gtrace phase with these options (e.g. '--no-gpu --py-stacks off --sample-hz 0')")
+    ap.add_argument("--floor", default="", help="launch,all: phases under the raw uprobe floor (tracefs p:/r:, no BPF) "
+                    "on the three launch functions / on gtrace's whole probe table")
     ap.add_argument("--bpf-stats", action="store_true", help="run every gtrace phase with --bpf-stats and print them")
     ap.add_argument("--keep-traces", action="store_true", help="keep each phase's trace in the out directory")
     args = ap.parse_args()
