@@ -35,6 +35,8 @@
 #ifndef __bpf__ /* BPF reads only the correlation slots: the constants above */
 #include <stdint.h>
 
+#include "gtrace/pystack.h"
+
 /* What the agent is doing, written by the agent. */
 enum gt_agent_state {
 	GT_AGENT_STARTING = 1, /* loading CUPTI */
@@ -52,6 +54,7 @@ enum gt_agent_control {
 enum gt_agent_flags {
 	GT_AGENT_CALLBACKS = 1 << 0,   /* the CUPTI callback API is ours: correlation ids reach BPF */
 	GT_AGENT_LATE_ATTACH = 1 << 1, /* started in a process whose CUDA was already initialized */
+	GT_AGENT_CALLS = 1 << 2,       /* recording API calls (GT_GPU_CALL) as gtrace asked */
 };
 
 /* What the agent's mailbox says, written by the agent. */
@@ -103,6 +106,15 @@ struct gt_agent_ring {
 	uint64_t clock_error_ns;   /* half the width of the read window that gave the offset */
 	char cupti_path[256];      /* the libcupti in use */
 	char message[512];         /* the reason for FAILED, or a warning (callback API taken, ...) */
+	/* gtrace → agent: record the process's API calls in the ring (GT_GPU_CALL), with Python
+	 * stacks walked in the process with this layout (py_layout.epoch 0: none). Written by gtrace
+	 * before it sets capture_calls; the agent answers with GT_AGENT_CALLS in flags. An uprobe
+	 * costs a trap per call (~6 µs on a GPU host measured); a CUPTI callback costs far less. */
+	struct gt_py_layout py_layout;
+	uint32_t py_stack_every;         /* 0: no Python stacks; 1: every call */
+	volatile uint32_t capture_calls; /* 1: record calls */
+	uint64_t py_walks_refused;       /* agent: walks not done (layout failed its check) */
+	uint64_t calls_since_ns;         /* agent: CLOCK_MONOTONIC when it began recording calls */
 };
 
 /* Every record starts with this; sizes are multiples of 8. */
@@ -113,6 +125,8 @@ enum gt_gpu_record_type {
 	GT_GPU_SYNC = 4,
 	GT_GPU_MEMORY = 5, /* device memory allocated or freed */
 	GT_GPU_API = 6,    /* a CUPTI runtime/driver API record (joins when callbacks are not ours) */
+	GT_GPU_CALL = 7,   /* an API call the agent recorded in its callback (capture_calls) */
+	GT_GPU_PYSTACK = 8, /* a Python stack's frames, once per id, before the calls naming it */
 	GT_GPU_PAD = 0xffff, /* skip to the ring's end */
 };
 
@@ -180,6 +194,28 @@ struct gt_gpu_api {
 	uint32_t cbid;
 	uint8_t driver; /* 1: driver API, 0: runtime API */
 	uint8_t pad[7];
+};
+
+/* The outermost call of a thread to an API of gtrace's table (gtrace/cuda_api.h); the header's
+ * correlation is the call's CUPTI correlation id. Times are CLOCK_MONOTONIC. */
+struct gt_gpu_call {
+	struct gt_gpu_header h;
+	uint64_t start;
+	uint64_t end;
+	uint64_t py_stack; /* stack id (0: none), as gtrace/pystack.h */
+	uint32_t tid;
+	uint16_t api;      /* enum gt_cuda_api */
+	uint8_t py_status; /* enum gt_py_status */
+	uint8_t pad;
+};
+
+struct gt_gpu_pystack {
+	struct gt_gpu_header h;
+	uint64_t id;
+	uint16_t nframes;
+	uint8_t truncated;
+	uint8_t pad[5];
+	struct gt_py_frame frames[]; /* innermost first */
 };
 
 #endif /* __bpf__ */

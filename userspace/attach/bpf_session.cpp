@@ -224,12 +224,12 @@ Result<std::vector<UprobeLink>> BpfSession::attach_probes(bpf_program* prog, con
     return links;
 }
 
-Result<void> BpfSession::set_python_layout(uint32_t pid, gt_py_layout layout) {
+Result<gt_py_layout> BpfSession::set_python_layout(uint32_t pid, gt_py_layout layout) {
     layout.epoch = ++layout_epoch_; // stack ids of this image never collide with an earlier one's
     if (bpf_map__update_elem(proc_->maps.py_layouts, &pid, sizeof(pid), &layout, sizeof(layout), BPF_ANY))
         return make_error(ExitCode::Internal, "cannot record the Python layout of pid " + std::to_string(pid) + ": " +
                                                   strerror(errno));
-    return {};
+    return layout;
 }
 
 void BpfSession::clear_python_layout(uint32_t pid) { bpf_map__delete_elem(proc_->maps.py_layouts, &pid, sizeof(pid), 0); }

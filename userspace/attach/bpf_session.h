@@ -67,7 +67,7 @@ public:
     void untrack(uint32_t pid);
     bool is_tracked(uint32_t pid) const;
     // Where a process's CPython keeps its frames; its CUDA calls then carry Python stacks.
-    Result<void> set_python_layout(uint32_t pid, gt_py_layout layout);
+    Result<gt_py_layout> set_python_layout(uint32_t pid, gt_py_layout layout); // with its epoch
     void clear_python_layout(uint32_t pid);
     // Probe the agent's announce function: each process's agent then tells BPF where it
     // publishes correlation ids, and that process's calls carry them.

@@ -68,8 +68,8 @@ bool CudaProbes::any_mapped() const {
     return false;
 }
 
-Result<int> CudaProbes::probe_file(const InputFile& file, const std::string& shown_path, bool mapped) {
-    auto key = std::make_pair(static_cast<uint64_t>(file.stat().st_dev), static_cast<uint64_t>(file.stat().st_ino));
+Result<int> CudaProbes::probe_file(InputFile file, const std::string& shown_path, bool mapped) {
+    Key key{static_cast<uint64_t>(file.stat().st_dev), static_cast<uint64_t>(file.stat().st_ino)};
     if (auto it = objects_.find(key); it != objects_.end()) {
         it->second.mapped |= mapped;
         return 0;
@@ -82,32 +82,59 @@ Result<int> CudaProbes::probe_file(const InputFile& file, const std::string& sho
         return 0;
     }
     ProbedObject obj{shown_path, {}, mapped};
-    std::vector<ApiProbeSite> sites;
+    Sites s{std::move(file), shown_path, {}, {}};
     for (const auto& api : kApis) {
         const ElfSymbol* sym = (*syms)->find(api.name);
         if (!sym) continue;
         auto offset = (*syms)->vaddr_to_offset(sym->vaddr);
         if (!offset) continue;
-        sites.push_back({*offset, GT_COOKIE(api.id, api.caps)});
+        s.sites.push_back({*offset, GT_COOKIE(api.id, api.caps)});
         obj.apis.emplace_back(api.name);
     }
-    if (sites.empty()) {
+    if (s.sites.empty()) {
         not_cuda_.insert(key);
         return 0;
     }
+    if (attached_) {
+        auto ok = attach_sites(s);
+        if (!ok) return ok.error();
+        if (!*ok) {
+            not_cuda_.insert(key);
+            return 0;
+        }
+    }
+    objects_.emplace(key, std::move(obj));
+    sites_.emplace(key, std::move(s));
+    return 1;
+}
+
+// false: the file could not be probed (vanished, ...): skipped with a warning.
+Result<bool> CudaProbes::attach_sites(Sites& s) {
     for (bool at_return : {false, true}) {
-        auto links = bpf_.attach_api_probes(file.fd_path(), shown_path, sites, at_return);
+        auto links = bpf_.attach_api_probes(s.file.fd_path(), s.shown_path, s.sites, at_return);
         if (!links) {
             // Only missing privileges end the capture; a file that vanished is skipped.
             if (links.error().code == ExitCode::Privileges) return links.error();
             fprintf(stderr, "gtrace: warning: %s\n", links.error().message.c_str());
-            not_cuda_.insert(key);
-            return 0;
+            s.links.clear();
+            return false;
         }
-        for (auto& l : *links) links_.push_back(std::move(l));
+        for (auto& l : *links) s.links.push_back(std::move(l));
     }
-    objects_.emplace(key, std::move(obj));
-    return 1;
+    return true;
+}
+
+Result<void> CudaProbes::set_attached(bool attached) {
+    if (attached == attached_) return {};
+    attached_ = attached;
+    for (auto& [key, s] : sites_) {
+        if (!attached) {
+            s.links.clear();
+            continue;
+        }
+        if (auto ok = attach_sites(s); !ok) return ok.error();
+    }
+    return {};
 }
 
 Result<int> CudaProbes::scan_maps(int pid, const std::vector<Mapping>& maps) {
@@ -117,9 +144,11 @@ Result<int> CudaProbes::scan_maps(int pid, const std::vector<Mapping>& maps) {
         if (!m.executable || !m.is_file() || !seen.insert(m.path).second) continue;
         auto file = open_input_file(path_in_process_root(pid, m.path));
         if (!file) continue; // unmapped or deleted meanwhile, or not a regular file now
-        auto r = probe_file(*file, m.path, true);
+        Key key{static_cast<uint64_t>(file->stat().st_dev), static_cast<uint64_t>(file->stat().st_ino)};
+        auto r = probe_file(std::move(*file), m.path, true);
         if (!r) return r.error();
         added += *r;
+        if (objects_.contains(key)) cuda_pids_.insert(pid);
     }
     return added;
 }
@@ -148,7 +177,7 @@ Result<int> CudaProbes::probe_candidates(int pid) {
     for (const auto& file : files) {
         auto in = open_input_file(file);
         if (!in) continue;
-        auto r = probe_file(*in, file, false);
+        auto r = probe_file(std::move(*in), file, false);
         if (!r) return r.error();
         added += *r;
     }

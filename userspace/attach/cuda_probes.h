@@ -36,14 +36,31 @@ public:
 
     bool any_mapped() const;
     const std::map<std::pair<uint64_t, uint64_t>, ProbedObject>& objects() const { return objects_; }
+    // Whether a scan found a CUDA-exporting object in this process's mappings.
+    bool maps_cuda(int pid) const { return cuda_pids_.contains(pid); }
+
+    // Takes every probe off (objects found meanwhile are only noted), or puts them all back.
+    // Off while every process that can call CUDA has its calls recorded by its agent.
+    Result<void> set_attached(bool attached);
+    bool attached() const { return attached_; }
 
 private:
-    Result<int> probe_file(const InputFile& file, const std::string& shown_path, bool mapped);
+    using Key = std::pair<uint64_t, uint64_t>; // (dev, inode)
+    struct Sites {
+        InputFile file; // kept open: probes go back on through the same inode
+        std::string shown_path;
+        std::vector<ApiProbeSite> sites;
+        std::vector<UprobeLink> links;
+    };
+    Result<int> probe_file(InputFile file, const std::string& shown_path, bool mapped);
+    Result<bool> attach_sites(Sites& s);
 
     BpfSession& bpf_;
-    std::map<std::pair<uint64_t, uint64_t>, ProbedObject> objects_; // by (dev, inode)
-    std::set<std::pair<uint64_t, uint64_t>> not_cuda_;              // scanned, exports nothing
-    std::vector<UprobeLink> links_;
+    std::map<Key, ProbedObject> objects_;
+    std::map<Key, Sites> sites_;
+    std::set<Key> not_cuda_; // scanned, exports nothing
+    std::set<int> cuda_pids_;
+    bool attached_ = true;
     std::set<std::string> candidate_dirs_seen_;
 };
 

@@ -125,10 +125,12 @@ Result<void> Capture::scan(int pid) {
 void Capture::detect_python(int pid, const std::vector<Mapping>& maps) {
     PythonDetection d = gtrace::detect_python(pid, maps);
     if (d.runtime) {
-        if (auto r = bpf_->set_python_layout(static_cast<uint32_t>(pid), d.runtime->layout); !r) {
+        auto r = bpf_->set_python_layout(static_cast<uint32_t>(pid), d.runtime->layout);
+        if (!r) {
             if (!deferred_error_) deferred_error_ = r.error();
             return;
         }
+        set_agent_layout(static_cast<uint32_t>(pid), *r);
         python_frames_.set_runtime(static_cast<uint32_t>(pid), *d.runtime);
     } else if (!d.unsupported.empty() && python_unsupported_.insert(static_cast<uint32_t>(pid)).second && !options_.quiet) {
         fmt::print(stderr, "gtrace: warning: pid {}: {}; its CUDA calls are traced without Python frames\n", pid,
@@ -141,6 +143,7 @@ void Capture::forget_python(uint32_t pid) {
     stacks_.forget_process(pid);
     python_unsupported_.erase(pid);
     bpf_->clear_python_layout(pid);
+    forget_agent_calls(pid);
 }
 
 void Capture::on_pystack(const gt_py_stack_event& e) { stacks_.define(e); }
@@ -179,8 +182,17 @@ void Capture::on_sample(const gt_sample_event& e) {
 
 void Capture::on_api(const gt_api_event& e) {
     ApiCall call = decode_api_call(e);
+    if (recorded_by_agent(call)) { // the probes were still on while its agent took over
+        ++uprobe_calls_dropped_;
+        return;
+    }
+    ++uprobe_calls_;
     call.stack = stacks_.find(e.pid, e.py_stack);
     if (call.launch) call.kernel = kernel_names_.name_of(call);
+    take_call(call);
+}
+
+void Capture::take_call(ApiCall& call) {
     model_.record_call(call);
     writer_.write_call(call);
     if (call.api == GT_API_CUDA_MALLOC || call.api == GT_API_CUDA_FREE) memory_.on_call(call);
@@ -284,6 +296,7 @@ Result<CaptureResult> Capture::run() {
     while (reason.empty()) {
         reader_->poll(kPollMs);
         poll_gpu();
+        update_call_capture();
         poll_script();
         if (deferred_error_) return *deferred_error_;
         rescan_pending();
@@ -377,6 +390,7 @@ nlohmann::json Capture::other_data(const std::string& stop_reason, double elapse
             {"torch_libraries", torch_probes_->facts()},
             {"capture_script", script_facts()},
             {"bpf_stats", bpf_stats_facts()},
+            {"api_capture", api_capture_facts()},
             {"gpu", gpu_facts()}};
 }
 
@@ -401,6 +415,9 @@ void Capture::print_summary(const CaptureResult& r, double elapsed_s) const {
         if (per_api[api.id]) fmt::print(stderr, "    {:<28} {}\n", api.name, per_api[api.id]);
     for (const auto& [key, obj] : probes_->objects())
         if (obj.mapped) fmt::print(stderr, "  probed: {} ({} functions)\n", obj.path, obj.apis.size());
+    if (agent_calls_ || !calls_since_.empty())
+        fmt::print(stderr, "  calls recorded by the agent (CUPTI callbacks) in {} processes: {}; by uprobes: {}; uprobes {} at the end\n",
+                   calls_since_.size(), agent_calls_, uprobe_calls_, probes_->attached() ? "on" : "off");
     if (r.lost)
         fmt::print(stderr, "  WARNING: {} events were LOST (ring buffer full); the trace is incomplete; raise --buffer-size\n",
                    r.lost);

@@ -40,6 +40,7 @@ struct CaptureOptions {
     uint32_t sample_hz = 100;
     std::string folded; // write folded stacks here when set
     bool gpu = true;     // load the agent (CUPTI) into processes that use CUDA
+    bool agent_calls = true; // --api-capture agent: agents record their process's calls; uprobes come off
     bool launched = false; // gtrace record: agents arrive through CUDA_INJECTION64_PATH
     std::string cupti;   // --cupti: libcupti path(s) to try first
     bool system_wide = false; // --system-wide: a tree that is the whole host is allowed (see check_scope)
@@ -120,6 +121,14 @@ private:
     void finish_gpu();
     nlohmann::json gpu_facts() const;
     void print_gpu_summary() const;
+    // Calls recorded by the agents (capture_calls.cpp)
+    void take_call(ApiCall& call);
+    void update_call_capture();
+    void set_agent_layout(uint32_t pid, const gt_py_layout& layout);
+    void forget_agent_calls(uint32_t pid);
+    bool recorded_by_agent(const ApiCall& call) const;
+    void on_agent_call(uint32_t pid, const gt_gpu_header& h);
+    nlohmann::json api_capture_facts() const;
 
     CaptureOptions options_;
     ChromeTraceWriter writer_;
@@ -138,6 +147,10 @@ private:
     std::string agent_path_;
     std::optional<UprobeLink> agent_link_;
     GpuTracks gpu_tracks_{writer_};
+    std::map<uint32_t, gt_py_layout> py_layouts_; // as BPF has them (with their epoch), for the agents
+    std::set<uint32_t> requested_calls_;          // agents asked to record calls
+    std::map<uint32_t, uint64_t> calls_since_;    // agents recording calls, since (CLOCK_MONOTONIC)
+    uint64_t agent_calls_ = 0, uprobe_calls_ = 0, uprobe_calls_dropped_ = 0, uprobe_switches_ = 0;
     GpuJoin join_{[this](const CallRef& call, const GpuOp& op) { gpu_tracks_.write_flow(call, op); }};
     GpuMemory memory_{[this](const MemorySample& m) { write_memory_sample(m); }};
     std::map<uint32_t, int> injection_tries_; // pid -> attempts; -1 once asked (or given up)

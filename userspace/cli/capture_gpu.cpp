@@ -112,6 +112,10 @@ void Capture::inject_if_cuda(int pid, const std::vector<Mapping>& maps) {
 }
 
 void Capture::on_gpu_record(uint32_t pid, const gt_gpu_header& h, int64_t clock_offset_ns) {
+    if (h.type == GT_GPU_CALL || h.type == GT_GPU_PYSTACK) {
+        on_agent_call(pid, h);
+        return;
+    }
     if (h.type == GT_GPU_API) {
         if (auto a = decode_gpu_api(pid, h, clock_offset_ns)) join_.add_api_record(*a);
         return;

@@ -122,6 +122,9 @@ po::options_description attach_options() {
         ("trigger", po::value<std::string>(),
          "SIGUSR1 or SIGUSR2: record nothing until gtrace gets this signal, then record until it gets it again")
         ("no-gpu", "CPU side only: do not load the CUPTI agent into the processes")
+        ("api-capture", po::value<std::string>()->default_value("agent"),
+         "agent: a process whose agent holds CUPTI's callbacks records its own CUDA calls and the CUDA uprobes come "
+         "off (a trap per call costs more); uprobes: always trace calls with uprobes")
         ("bpf-stats", "count the runs and run time of each gtrace BPF program (kernel BPF statistics, on while gtrace "
                       "runs) into the trace's otherData.bpf_stats")
         ("cupti", po::value<std::string>(), "libcupti to use (colon-separated paths tried first); default: the one matching "
@@ -203,6 +206,10 @@ void read_capture_options(const po::variables_map& vm, CaptureOptions& options) 
     options.force = vm.count("force") > 0;
     options.quiet = vm.count("quiet") > 0;
     options.gpu = vm.count("no-gpu") == 0;
+    const std::string capture = vm["api-capture"].as<std::string>();
+    if (capture != "agent" && capture != "uprobes")
+        fail(make_error(ExitCode::Usage, fmt::format("invalid --api-capture '{}': give agent or uprobes", capture)));
+    options.agent_calls = capture == "agent";
     options.bpf_stats = vm.count("bpf-stats") > 0;
     options.redact = vm.count("no-redact") == 0;
     options.system_wide = vm.count("system-wide") > 0;

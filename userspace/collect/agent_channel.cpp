@@ -274,6 +274,34 @@ void AgentChannel::detach_all(AgentSink& sink, int timeout_ms) {
     }
 }
 
+bool AgentChannel::has_callbacks(uint32_t pid) const {
+    auto it = rings_.find(pid);
+    return it != rings_.end() && it->second.reported_state == GT_AGENT_ACTIVE &&
+           (__atomic_load_n(&it->second.header->flags, __ATOMIC_ACQUIRE) & GT_AGENT_CALLBACKS);
+}
+
+void AgentChannel::request_calls(uint32_t pid, const gt_py_layout& layout, uint32_t py_stack_every) {
+    auto it = rings_.find(pid);
+    if (it == rings_.end()) return;
+    gt_agent_ring* h = it->second.header;
+    // The layout before its epoch: the agent takes a layout when the epoch changes.
+    gt_py_layout l = layout;
+    uint32_t epoch = l.epoch;
+    l.epoch = 0;
+    __atomic_store_n(&h->py_layout.epoch, 0u, __ATOMIC_RELEASE);
+    std::memcpy(&h->py_layout, &l, sizeof l);
+    h->py_stack_every = py_stack_every;
+    __atomic_store_n(&h->py_layout.epoch, epoch, __ATOMIC_RELEASE);
+    __atomic_store_n(&h->capture_calls, 1u, __ATOMIC_RELEASE);
+}
+
+uint64_t AgentChannel::calls_since(uint32_t pid) const {
+    auto it = rings_.find(pid);
+    if (it == rings_.end() || !(__atomic_load_n(&it->second.header->flags, __ATOMIC_ACQUIRE) & GT_AGENT_CALLS)) return 0;
+    uint64_t since = __atomic_load_n(&it->second.header->calls_since_ns, __ATOMIC_ACQUIRE);
+    return since ? since : 1;
+}
+
 AgentTotals AgentChannel::totals() const {
     AgentTotals t;
     for (const auto& [pid, r] : rings_) {

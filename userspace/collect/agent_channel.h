@@ -68,6 +68,13 @@ public:
     void detach_all(AgentSink& sink, int timeout_ms);
     AgentTotals totals() const;
     bool has_agent(uint32_t pid) const { return rings_.contains(pid); }
+    // Whether pid's agent holds CUPTI's callbacks (and so can record the process's calls).
+    bool has_callbacks(uint32_t pid) const;
+    // Asks pid's agent to record its API calls, walking Python stacks with `layout` (epoch 0:
+    // none yet; a later call updates it). py_stack_every: 0 no stacks, 1 every call.
+    void request_calls(uint32_t pid, const gt_py_layout& layout, uint32_t py_stack_every);
+    // CLOCK_MONOTONIC ns since which pid's agent records its calls; 0: it does not (yet).
+    uint64_t calls_since(uint32_t pid) const;
 
 private:
     AgentChannel() = default;

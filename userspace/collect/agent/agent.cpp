@@ -113,6 +113,9 @@ void serve(Agent& a) {
         waited += kWatchMs;
         if (__atomic_load_n(&ring->control, __ATOMIC_ACQUIRE) == GT_AGENT_DETACH) break;
         if (ring->state != GT_AGENT_ACTIVE) continue;
+        if (__atomic_load_n(&ring->capture_calls, __ATOMIC_ACQUIRE) && (ring->flags & GT_AGENT_CALLBACKS) &&
+            !(ring->flags & GT_AGENT_CALLS))
+            begin_call_capture(ring);
         if ((since_flush += kWatchMs) >= kFlushEveryMs) {
             since_flush = 0;
             flush_session(false);

@@ -12,6 +12,7 @@
 
 #include <cupti.h>
 
+#include "collect/agent/call_capture.h"
 #include "collect/agent/cupti_locate.h"
 #include "collect/agent_ring.h"
 
@@ -81,7 +82,7 @@ uint32_t current_tid() { // a system call per API call would be most of the call
     return tid;
 }
 
-void CUPTIAPI on_api_callback(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void* data) {
+void CUPTIAPI on_api_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
     const auto* cb = static_cast<const CUpti_CallbackData*>(data);
     uint32_t generation = g_session_generation.load(std::memory_order_relaxed);
     if (t_calls.generation != generation) t_calls = {generation, 0};
@@ -98,6 +99,11 @@ void CUPTIAPI on_api_callback(void*, CUpti_CallbackDomain, CUpti_CallbackId, con
     uint32_t tid = current_tid();
     __atomic_store_n(&gtrace_agent_slots[tid % GT_AGENT_SLOTS], in_call | (uint64_t{tid} << 32) | cb->correlationId,
                      __ATOMIC_RELEASE);
+    Session& s = the_session();
+    gt_agent_ring* ring = s.ring;
+    if (!ring || !(__atomic_load_n(&ring->flags, __ATOMIC_ACQUIRE) & GT_AGENT_CALLS)) return;
+    if (in_call) call_entered(ring, s.ring_mutex, api_of_callback(domain, cbid), tid);
+    else call_exited(ring, s.ring_mutex, cb->correlationId, tid);
 }
 
 template <typename T>
@@ -223,11 +229,20 @@ void CUPTIAPI on_buffer_requested(uint8_t** buffer, size_t* size, size_t* max_re
 void CUPTIAPI on_buffer_completed(CUcontext context, uint32_t stream, uint8_t* buffer, size_t, size_t valid) {
     Session& s = the_session();
     {
-        std::lock_guard lock(s.ring_mutex);
+        // The lock is let go every few hundred records: threads recording calls wait on it.
+        constexpr int kRecordsPerLock = 256;
+        std::unique_lock lock(s.ring_mutex);
         if (s.ring) {
             CUpti_Activity* record = nullptr;
-            while (s.cupti.cuptiActivityGetNextRecord(buffer, valid, &record) == CUPTI_SUCCESS)
+            for (int n = 1; s.ring && s.cupti.cuptiActivityGetNextRecord(buffer, valid, &record) == CUPTI_SUCCESS; ++n) {
                 write_record(s.ring, record);
+                if (n % kRecordsPerLock == 0) {
+                    lock.unlock();
+                    lock.lock();
+                }
+            }
+        }
+        if (s.ring) {
             size_t dropped = 0;
             if (s.cupti.cuptiActivityGetNumDroppedRecords(context, stream, &dropped) == CUPTI_SUCCESS)
                 s.ring->cupti_dropped += dropped;
@@ -287,6 +302,11 @@ int enable_work_callbacks(const Cupti& c, CUpti_SubscriberHandle subscriber) {
         for (uint32_t cbid = 1; cbid < 2 * size; ++cbid) { // a newer CUPTI may have more ids
             const char* name = nullptr;
             if (c.cuptiGetCallbackName(domain, cbid, &name) != CUPTI_SUCCESS || !name) continue;
+            map_callback_name(domain, cbid, name);
+            if (is_table_api(domain, name)) { // synchronizations, allocations: recorded when gtrace asks
+                enabled += c.cuptiEnableCallback(1, subscriber, domain, cbid) == CUPTI_SUCCESS;
+                continue;
+            }
             for (const char* prefix : kWorkPrefixes) {
                 size_t n = strlen(prefix);
                 // "cuLaunch" must not match "cuLaunchHostFunc"'s kin by accident of case: the next
@@ -327,6 +347,7 @@ std::string start_session(gt_agent_ring* ring, const SessionConfig& config) {
 
     if (config.callbacks) {
         g_session_generation.fetch_add(1, std::memory_order_relaxed);
+        reset_call_capture();
         CUptiResult r = s.cupti.cuptiSubscribe(&s.subscriber, on_api_callback, nullptr);
         if (r == CUPTI_SUCCESS) {
             if (enable_work_callbacks(s.cupti, s.subscriber) > 0)
@@ -356,6 +377,13 @@ std::string start_session(gt_agent_ring* ring, const SessionConfig& config) {
                    "cuptiActivityEnable(CONCURRENT_KERNEL): " + result_text(r) + "; use --cupti to name the right one";
     }
     return {};
+}
+
+void begin_call_capture(gt_agent_ring* ring) {
+    timespec ts{};
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ring->calls_since_ns = uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
+    __atomic_or_fetch(&ring->flags, GT_AGENT_CALLS, __ATOMIC_RELEASE);
 }
 
 void flush_session(bool forced) {

@@ -1,0 +1,103 @@
+// Where each process's CUDA calls come from. A uprobe costs a trap per call — about 6 µs on an
+// H100 host (bench/README.md), more than the PyTorch profiler's whole cost per launch — while the
+// agent already sees every call in its CUPTI callbacks. So a process whose agent holds the
+// callbacks records its own calls (with their Python stacks, walked in the process), and the
+// CUDA uprobes come off as soon as no live process needs them: one without an agent (yet), one
+// whose agent failed or lost the callbacks to another tool, every process under --no-gpu or
+// --api-capture uprobes. A fork that did not exec needs none: it cannot use its parent's CUDA.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "cli/capture.h"
+#include "decode/api_table.h"
+
+namespace gtrace {
+
+void Capture::update_call_capture() {
+    if (!agents_ || !options_.agent_calls) return;
+    bool need_uprobes = false;
+    for (const auto& [pid, p] : model_.processes()) {
+        if (p.exited || !probes_->maps_cuda(static_cast<int>(pid))) continue;
+        if (agents_->has_callbacks(pid)) {
+            if (requested_calls_.insert(pid).second) {
+                auto layout = py_layouts_.find(pid);
+                agents_->request_calls(pid, layout == py_layouts_.end() ? gt_py_layout{} : layout->second,
+                                       options_.py_stack_every);
+            }
+            if (uint64_t since = agents_->calls_since(pid)) {
+                calls_since_[pid] = since;
+                continue;
+            }
+        } else if (p.forked_from && calls_since_.contains(*p.forked_from)) {
+            continue;
+        } else if (options_.launched && !agents_->has_agent(pid) && !gpu_warnings_.contains(pid)) {
+            continue; // its CUDA starts the agent at initialization, before any call
+        }
+        need_uprobes = true;
+    }
+    if (need_uprobes == probes_->attached()) return;
+    if (auto r = probes_->set_attached(need_uprobes); !r && !deferred_error_) deferred_error_ = r.error();
+    ++uprobe_switches_;
+}
+
+void Capture::set_agent_layout(uint32_t pid, const gt_py_layout& layout) {
+    py_layouts_[pid] = layout;
+    if (requested_calls_.contains(pid)) agents_->request_calls(pid, layout, options_.py_stack_every);
+}
+
+void Capture::forget_agent_calls(uint32_t pid) {
+    py_layouts_.erase(pid);
+    requested_calls_.erase(pid);
+    calls_since_.erase(pid);
+}
+
+bool Capture::recorded_by_agent(const ApiCall& call) const {
+    auto it = calls_since_.find(call.pid);
+    return it != calls_since_.end() && call.start_ns >= it->second;
+}
+
+void Capture::on_agent_call(uint32_t pid, const gt_gpu_header& h) {
+    if (h.type == GT_GPU_PYSTACK) {
+        if (h.size < sizeof(gt_gpu_pystack)) return;
+        const auto& s = reinterpret_cast<const gt_gpu_pystack&>(h);
+        gt_py_stack_event e{};
+        e.cls = GT_EV_PYSTACK;
+        e.pid = pid;
+        e.id = s.id;
+        e.truncated = s.truncated;
+        size_t room = (h.size - sizeof(gt_gpu_pystack)) / sizeof(gt_py_frame);
+        e.nframes = static_cast<uint16_t>(std::min<size_t>({s.nframes, room, GT_PY_MAX_FRAMES}));
+        std::memcpy(e.frames, s.frames, e.nframes * sizeof(gt_py_frame));
+        stacks_.define(e);
+        return;
+    }
+    if (h.size < sizeof(gt_gpu_call)) return;
+    const auto& c = reinterpret_cast<const gt_gpu_call&>(h);
+    if (c.api >= GT_API_COUNT || c.end < c.start) return; // a hostile or torn record
+    ApiCall call;
+    call.api = static_cast<gt_cuda_api>(c.api);
+    call.pid = pid;
+    call.tid = c.tid;
+    call.start_ns = c.start;
+    call.end_ns = c.end;
+    call.correlation = h.correlation;
+    call.stack = stacks_.find(pid, c.py_stack);
+    ++agent_calls_;
+    take_call(call);
+}
+
+nlohmann::json Capture::api_capture_facts() const {
+    nlohmann::json pids = nlohmann::json::array();
+    for (const auto& [pid, since] : calls_since_) pids.push_back(pid);
+    return {{"mode", options_.agent_calls && agents_ ? "agent" : "uprobes"},
+            {"calls_by_agent", agent_calls_},
+            {"calls_by_uprobes", uprobe_calls_},
+            {"uprobe_calls_dropped_as_recorded_by_agent", uprobe_calls_dropped_},
+            {"processes_recorded_by_agent", pids},
+            {"uprobes_attached_at_end", probes_->attached()},
+            {"uprobe_switches", uprobe_switches_}};
+}
+
+} // namespace gtrace
