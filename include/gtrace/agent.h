@@ -115,6 +115,8 @@ struct gt_agent_ring {
 	volatile uint32_t capture_calls; /* 1: record calls */
 	uint64_t py_walks_refused;       /* agent: walks not done (layout failed its check) */
 	uint64_t calls_since_ns;         /* agent: CLOCK_MONOTONIC when it began recording calls */
+	uint64_t ops_trimmed_at_stop;    /* agent: GPU ops of calls still in flight when the session
+					  * stopped (their calls' ends are past the capture): left out */
 };
 
 /* Every record starts with this; sizes are multiples of 8. */

@@ -81,9 +81,14 @@ def check_gpu(trace, expect):
         # start inside the right call, which the grid or size below proves.
         if call is None or call["args"].get("correlation", op["correlation"]) != op["correlation"]:
             fail(f"{key}: the flow does not start in the call that issued it ({call})")
-        if op["kind"] == "kernel" and call["args"].get("grid") != op["grid"]:
+        if call["args"].get("recorded_by") == "agent":
+            # Recorded in the agent's callback: the call's own correlation id is the proof (the
+            # arguments are the GPU op's, from the same CUPTI).
+            if call["args"].get("correlation") != op["correlation"]:
+                fail(f"{key}: linked to an agent-recorded call with correlation {call['args'].get('correlation')}")
+        elif op["kind"] == "kernel" and call["args"].get("grid") != op["grid"]:
             fail(f"kernel {key} linked to a launch with grid {call['args'].get('grid')}, simulated grid {op['grid']}")
-        if op["kind"] != "kernel" and call["args"].get("bytes") != op["bytes"]:
+        elif op["kind"] != "kernel" and call["args"].get("bytes") != op["bytes"]:
             fail(f"{op['kind']} {key} linked to a call of {call['args'].get('bytes')} bytes, simulated {op['bytes']}")
         checked[op["kind"]] += 1
     minimum = expect.get("gpu_min_ops", 1)

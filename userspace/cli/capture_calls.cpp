@@ -83,6 +83,7 @@ void Capture::on_agent_call(uint32_t pid, const gt_gpu_header& h) {
     call.start_ns = c.start;
     call.end_ns = c.end;
     call.correlation = h.correlation;
+    call.by_agent = true;
     call.stack = stacks_.find(pid, c.py_stack);
     ++agent_calls_;
     take_call(call);

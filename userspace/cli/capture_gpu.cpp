@@ -187,6 +187,7 @@ nlohmann::json Capture::gpu_facts() const {
             {"ring_records_corrupt", t.ring_corrupt},
             {"lost_by_cupti", t.cupti_dropped},
             {"cupti_buffers_refused", t.buffers_refused},
+            {"ops_of_calls_in_flight_at_stop_left_out", t.trimmed_at_stop},
             {"warnings", warnings}};
 }
 

@@ -311,6 +311,7 @@ AgentTotals AgentChannel::totals() const {
         t.ring_dropped += r.header->ring_dropped;
         t.cupti_dropped += r.header->cupti_dropped;
         t.buffers_refused += r.header->buffers_refused;
+        t.trimmed_at_stop += r.header->ops_trimmed_at_stop;
         t.records += r.records;
         t.ring_corrupt += r.corrupt;
     }

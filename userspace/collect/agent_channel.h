@@ -32,6 +32,7 @@ struct AgentTotals {
     uint64_t ring_dropped = 0, cupti_dropped = 0, buffers_refused = 0;
     uint64_t records = 0;
     uint64_t ring_corrupt = 0; // ring positions or records that made no sense (skipped)
+    uint64_t trimmed_at_stop = 0; // GPU ops of calls in flight at the stop, left out by the agents
 };
 
 // What asking an agent gave.

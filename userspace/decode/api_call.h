@@ -28,6 +28,7 @@ struct ApiCall {
     uint64_t start_ns = 0, end_ns = 0; // CLOCK_MONOTONIC
     int64_t ret = 0;
     uint32_t correlation = 0; // CUPTI correlation id (0: no agent, or not GPU work)
+    bool by_agent = false;    // recorded by the agent's CUPTI callback: no arguments (the GPU op has them)
     std::optional<LaunchArgs> launch;
     std::string kernel; // filled in by the symbolizer for launches
     std::string thread_name;

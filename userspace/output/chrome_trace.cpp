@@ -57,6 +57,7 @@ void ChromeTraceWriter::write_call(const ApiCall& c) {
     append_ts_us(buf_, c.end_ns >= c.start_ns ? c.end_ns - c.start_ns : 0);
     fmt::format_to(out, ",\"args\":{{\"ret\":{}", c.ret);
     if (c.correlation) fmt::format_to(out, ",\"correlation\":{}", c.correlation);
+    if (c.by_agent) fmt::format_to(out, ",\"recorded_by\":\"agent\"");
     if (c.launch) {
         const LaunchArgs& l = *c.launch;
         buf_ += ",\"kernel\":\"";
