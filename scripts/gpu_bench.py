@@ -130,8 +130,6 @@ def measure(name, args):
     stats = ["--bpf-stats"] if args.bpf_stats else []
     phases["gtrace"], other = traced_phase(w, name, "gtrace", stats, args)
     phases["after"] = w.run(f"phase after {args.steps}")
-    log(f"{name}: torch.profiler")
-    phases["profiler"] = w.run(f"profile {args.steps}")
     for kind in filter(None, args.floor.split(",")):
         from uprobe_floor import LAUNCH, Floor, gtrace_symbols
         with Floor(w.p.pid, LAUNCH if kind == "launch" else gtrace_symbols()) as floor:
@@ -141,6 +139,10 @@ def measure(name, args):
     extra = {}
     for i, spec in enumerate(args.also):
         phases[f"also{i}"], extra[f"also{i}"] = traced_phase(w, name, f"also{i}", spec.split() + stats, args)
+    # Last: once torch.profiler ran, Kineto keeps CUPTI's callback API, and a later gtrace phase
+    # would measure gtrace without it.
+    log(f"{name}: torch.profiler")
+    phases["profiler"] = w.run(f"profile {args.steps}")
     w.quit()
     other["also"] = extra
     return phases, other
