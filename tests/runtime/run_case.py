@@ -194,6 +194,16 @@ def check_trace(trace, expect, program_lines):
                     fail(f"pid {record['pid']}: sources {dict(got)}, expected {record['sources']}")
                 print(f"ok: pid {record['pid']}: every call's source is its training-loop line")
 
+    if "agent_call_sources" in expect:  # calls the agent recorded carry stacks it walked in the process
+        agent = [c for c in calls if c["args"].get("recorded_by") == "agent"]
+        if not agent:
+            fail("no call in the trace was recorded by the agent")
+        bad = [c for c in agent if not re.search(expect["agent_call_sources"], c["args"].get("source", ""))]
+        if bad:
+            fail(f"{len(bad)} of {len(agent)} agent-recorded calls have no source matching /{expect['agent_call_sources']}/: "
+                 f"{bad[0]['name']} {bad[0]['args']}")
+        print(f"ok: {len(agent)} agent-recorded calls, each with a source matching /{expect['agent_call_sources']}/")
+
     for pattern in expect.get("process_names", []):
         if not any(re.search(pattern, n) for n in names.values()):
             fail(f"no process named like /{pattern}/ in {sorted(names.values())}")
