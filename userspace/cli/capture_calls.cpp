@@ -37,6 +37,9 @@ void Capture::update_call_capture() {
         }
         need_uprobes = true;
     }
+    // Until an agent records calls, the probes stay: they also catch the first calls of a
+    // process that dlopens CUDA later (probed up front, before its mapping is even seen).
+    if (calls_since_.empty()) need_uprobes = true;
     if (need_uprobes == probes_->attached()) return;
     if (auto r = probes_->set_attached(need_uprobes); !r && !deferred_error_) deferred_error_ = r.error();
     ++uprobe_switches_;
