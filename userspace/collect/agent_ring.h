@@ -37,6 +37,24 @@ inline void agent_ring_commit(gt_agent_ring* r, uint64_t position, uint16_t size
     __atomic_store_n(&r->head, position + size, __ATOMIC_RELEASE);
 }
 
+// The agent's records: reserves a zeroed record of `bytes` (rounded up to 8) with its header
+// filled, counting a full ring as a drop. The caller fills the rest and commits.
+template <typename T>
+T* agent_ring_reserve_record(gt_agent_ring* ring, size_t bytes, uint16_t type, uint32_t correlation, uint64_t* position) {
+    uint16_t size = agent_record_size(bytes);
+    auto* p = agent_ring_reserve(ring, size, position);
+    if (!p) {
+        ++ring->ring_dropped;
+        return nullptr;
+    }
+    std::memset(p, 0, size);
+    auto* h = reinterpret_cast<gt_gpu_header*>(p);
+    h->type = type;
+    h->size = size;
+    h->correlation = correlation;
+    return reinterpret_cast<T*>(p);
+}
+
 struct AgentRingRead {
     size_t records = 0; // handed to visit
     size_t corrupt = 0; // positions or records that made no sense: skipped

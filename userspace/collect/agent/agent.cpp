@@ -16,6 +16,7 @@
 #include <mutex>
 #include <string>
 
+#include "collect/agent/call_capture.h"
 #include "collect/agent/cupti_session.h"
 #include "collect/agent/offer.h"
 

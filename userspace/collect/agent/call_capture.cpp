@@ -66,22 +66,6 @@ uint64_t monotonic_ns() {
     return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
 }
 
-template <typename T>
-T* reserve(gt_agent_ring* ring, size_t bytes, uint16_t type, uint32_t correlation, uint64_t* pos) {
-    uint16_t size = agent_record_size(bytes);
-    auto* p = agent_ring_reserve(ring, size, pos);
-    if (!p) {
-        ++ring->ring_dropped;
-        return nullptr;
-    }
-    std::memset(p, 0, size);
-    auto* h = reinterpret_cast<gt_gpu_header*>(p);
-    h->type = type;
-    h->size = size;
-    h->correlation = correlation;
-    return reinterpret_cast<T*>(p);
-}
-
 // The thread's stack id, its frames sent first when the id is new.
 void walk_stack(gt_agent_ring* ring, std::mutex& ring_mutex) {
     uint32_t epoch = __atomic_load_n(&ring->py_layout.epoch, __ATOMIC_ACQUIRE);
@@ -102,7 +86,7 @@ void walk_stack(gt_agent_ring* ring, std::mutex& ring_mutex) {
     std::lock_guard lock(ring_mutex);
     uint64_t pos = 0;
     size_t bytes = sizeof(gt_gpu_pystack) + w.nframes * sizeof(gt_py_frame);
-    auto* r = reserve<gt_gpu_pystack>(ring, bytes, GT_GPU_PYSTACK, 0, &pos);
+    auto* r = agent_ring_reserve_record<gt_gpu_pystack>(ring, bytes, GT_GPU_PYSTACK, 0, &pos);
     if (!r) return; // the calls naming it show no frames; the drop is counted
     r->id = w.id;
     r->nframes = w.nframes;
@@ -142,6 +126,11 @@ bool is_table_api(CUpti_CallbackDomain domain, const char* name) {
     return name && table_names().contains(symbol_of(domain, name));
 }
 
+void begin_call_capture(gt_agent_ring* ring) {
+    ring->calls_since_ns = monotonic_ns();
+    __atomic_or_fetch(&ring->flags, GT_AGENT_CALLS, __ATOMIC_RELEASE);
+}
+
 void reset_call_capture() {
     for (auto& slot : g_sent) slot.store(0, std::memory_order_relaxed);
     g_session.fetch_add(1, std::memory_order_relaxed);
@@ -163,7 +152,7 @@ void call_exited(gt_agent_ring* ring, std::mutex& ring_mutex, uint32_t correlati
     uint64_t end = monotonic_ns();
     std::lock_guard lock(ring_mutex);
     uint64_t pos = 0;
-    auto* r = reserve<gt_gpu_call>(ring, sizeof(gt_gpu_call), GT_GPU_CALL, correlation, &pos);
+    auto* r = agent_ring_reserve_record<gt_gpu_call>(ring, sizeof(gt_gpu_call), GT_GPU_CALL, correlation, &pos);
     if (!r) return;
     r->start = t_call.start;
     r->end = end;

@@ -19,6 +19,8 @@ void map_callback_name(CUpti_CallbackDomain domain, uint32_t cbid, const char* n
 int api_of_callback(CUpti_CallbackDomain domain, uint32_t cbid);
 bool is_table_api(CUpti_CallbackDomain domain, const char* name);
 
+// gtrace asked for the API calls (capture_calls): record them from now on, and say since when.
+void begin_call_capture(gt_agent_ring* ring);
 // At the entry and exit of a thread's outermost traced call. `ring_mutex` guards the ring.
 void call_entered(gt_agent_ring* ring, std::mutex& ring_mutex, int api, uint32_t tid);
 void call_exited(gt_agent_ring* ring, std::mutex& ring_mutex, uint32_t correlation, uint32_t tid);

@@ -107,22 +107,6 @@ void CUPTIAPI on_api_callback(void*, CUpti_CallbackDomain domain, CUpti_Callback
     else call_exited(ring, s.ring_mutex, cb->correlationId, tid);
 }
 
-template <typename T>
-T* reserve(gt_agent_ring* ring, size_t bytes, uint16_t type, uint32_t correlation, uint64_t* position) {
-    uint16_t size = agent_record_size(bytes);
-    auto* p = agent_ring_reserve(ring, size, position);
-    if (!p) {
-        ++ring->ring_dropped;
-        return nullptr;
-    }
-    std::memset(p, 0, size);
-    auto* h = reinterpret_cast<gt_gpu_header*>(p);
-    h->type = type;
-    h->size = size;
-    h->correlation = correlation;
-    return reinterpret_cast<T*>(p);
-}
-
 template <typename R>
 void fill_op(gt_gpu_op& op, const R& r) {
     op.start = r.start;
@@ -145,7 +129,7 @@ uint32_t correlation_of(const CUpti_Activity* a) {
 void write_record(gt_agent_ring* ring, const CUpti_Activity* a) {
     uint64_t pos = 0;
     const auto& trimmed = the_session().trimmed;
-    if (!trimmed.empty() && std::binary_search(trimmed.begin(), trimmed.end(), correlation_of(a)) && correlation_of(a)) {
+    if (uint32_t id = trimmed.empty() ? 0 : correlation_of(a); id && std::binary_search(trimmed.begin(), trimmed.end(), id)) {
         ++ring->ops_trimmed_at_stop;
         return;
     }
@@ -154,7 +138,7 @@ void write_record(gt_agent_ring* ring, const CUpti_Activity* a) {
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
         const auto& k = *reinterpret_cast<const CUpti_ActivityKernel10*>(a);
         size_t len = k.name ? std::min<size_t>(strlen(k.name), GT_AGENT_NAME_MAX) : 0;
-        auto* r = reserve<gt_gpu_kernel>(ring, sizeof(gt_gpu_kernel) + len, GT_GPU_KERNEL, k.correlationId, &pos);
+        auto* r = agent_ring_reserve_record<gt_gpu_kernel>(ring, sizeof(gt_gpu_kernel) + len, GT_GPU_KERNEL, k.correlationId, &pos);
         if (!r) return;
         fill_op(r->op, k);
         r->grid[0] = k.gridX, r->grid[1] = k.gridY, r->grid[2] = k.gridZ;
@@ -170,7 +154,7 @@ void write_record(gt_agent_ring* ring, const CUpti_Activity* a) {
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY: {
         const auto& m = *reinterpret_cast<const CUpti_ActivityMemcpy6*>(a);
-        auto* r = reserve<gt_gpu_copy>(ring, sizeof(gt_gpu_copy), GT_GPU_MEMCPY, m.correlationId, &pos);
+        auto* r = agent_ring_reserve_record<gt_gpu_copy>(ring, sizeof(gt_gpu_copy), GT_GPU_MEMCPY, m.correlationId, &pos);
         if (!r) return;
         fill_op(r->op, m);
         r->bytes = m.bytes;
@@ -180,7 +164,7 @@ void write_record(gt_agent_ring* ring, const CUpti_Activity* a) {
     }
     case CUPTI_ACTIVITY_KIND_MEMSET: {
         const auto& m = *reinterpret_cast<const CUpti_ActivityMemset4*>(a);
-        auto* r = reserve<gt_gpu_copy>(ring, sizeof(gt_gpu_copy), GT_GPU_MEMSET, m.correlationId, &pos);
+        auto* r = agent_ring_reserve_record<gt_gpu_copy>(ring, sizeof(gt_gpu_copy), GT_GPU_MEMSET, m.correlationId, &pos);
         if (!r) return;
         fill_op(r->op, m);
         r->bytes = m.bytes;
@@ -191,7 +175,7 @@ void write_record(gt_agent_ring* ring, const CUpti_Activity* a) {
     }
     case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
         const auto& s = *reinterpret_cast<const CUpti_ActivitySynchronization2*>(a);
-        auto* r = reserve<gt_gpu_sync>(ring, sizeof(gt_gpu_sync), GT_GPU_SYNC, s.correlationId, &pos);
+        auto* r = agent_ring_reserve_record<gt_gpu_sync>(ring, sizeof(gt_gpu_sync), GT_GPU_SYNC, s.correlationId, &pos);
         if (!r) return;
         r->op.start = s.start, r->op.end = s.end;
         r->op.context = s.contextId, r->op.stream = s.streamId;
@@ -201,7 +185,7 @@ void write_record(gt_agent_ring* ring, const CUpti_Activity* a) {
     }
     case CUPTI_ACTIVITY_KIND_MEMORY2: {
         const auto& m = *reinterpret_cast<const CUpti_ActivityMemory4*>(a);
-        auto* r = reserve<gt_gpu_memory>(ring, sizeof(gt_gpu_memory), GT_GPU_MEMORY, m.correlationId, &pos);
+        auto* r = agent_ring_reserve_record<gt_gpu_memory>(ring, sizeof(gt_gpu_memory), GT_GPU_MEMORY, m.correlationId, &pos);
         if (!r) return;
         r->ts = m.timestamp;
         r->address = m.address;
@@ -214,7 +198,7 @@ void write_record(gt_agent_ring* ring, const CUpti_Activity* a) {
     case CUPTI_ACTIVITY_KIND_RUNTIME:
     case CUPTI_ACTIVITY_KIND_DRIVER: {
         const auto& api = *reinterpret_cast<const CUpti_ActivityAPI*>(a);
-        auto* r = reserve<gt_gpu_api>(ring, sizeof(gt_gpu_api), GT_GPU_API, api.correlationId, &pos);
+        auto* r = agent_ring_reserve_record<gt_gpu_api>(ring, sizeof(gt_gpu_api), GT_GPU_API, api.correlationId, &pos);
         if (!r) return;
         r->start = api.start, r->end = api.end;
         r->tid = api.threadId;
@@ -397,13 +381,6 @@ std::string start_session(gt_agent_ring* ring, const SessionConfig& config) {
                    "cuptiActivityEnable(CONCURRENT_KERNEL): " + result_text(r) + "; use --cupti to name the right one";
     }
     return {};
-}
-
-void begin_call_capture(gt_agent_ring* ring) {
-    timespec ts{};
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    ring->calls_since_ns = uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
-    __atomic_or_fetch(&ring->flags, GT_AGENT_CALLS, __ATOMIC_RELEASE);
 }
 
 void flush_session(bool forced) {

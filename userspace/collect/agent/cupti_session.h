@@ -22,8 +22,6 @@ std::string start_session(gt_agent_ring* ring, const SessionConfig& config);
 void flush_session(bool forced);
 // Measures the CUPTI clock against CLOCK_MONOTONIC and stores the offset in the ring header.
 void measure_clock();
-// gtrace asked for the API calls (capture_calls): record them from now on, and say since when.
-void begin_call_capture(gt_agent_ring* ring);
 // Flushes everything, disables CUPTI, finalizes it and stops writing to the ring.
 void stop_session();
 // In a forked child: the ring is the parent's; the child must never write to it.
