@@ -97,6 +97,34 @@ double median(std::vector<double> v) {
     return v[v.size() / 2];
 }
 
+// The CPU's pace of launching: from each launch to the next one on the same thread. A kernel
+// shorter than that interval leaves the GPU idle until the next launch arrives (the GPU is
+// starved: launch-bound), whatever the launch call itself costs.
+struct LaunchPace {
+    std::unordered_map<uint32_t, std::pair<const CallSpan*, double>> by_correlation; // call, interval µs (0: last)
+    std::vector<double> intervals_us;
+};
+
+template <class Inside>
+LaunchPace launch_pace(const ProcessData& p, const Inside& inside, std::vector<double>& launch_us) {
+    std::unordered_map<uint32_t, std::vector<const CallSpan*>> per_thread;
+    for (const auto& c : p.calls)
+        if (is_launch(c.name) && inside(c)) {
+            launch_us.push_back(static_cast<double>(c.dur()) / 1e3);
+            per_thread[c.tid].push_back(&c);
+        }
+    LaunchPace pace;
+    for (auto& [tid, calls] : per_thread) {
+        std::sort(calls.begin(), calls.end(), [](auto* a, auto* b) { return a->start_ns < b->start_ns; });
+        for (size_t i = 0; i < calls.size(); ++i) {
+            double gap = i + 1 < calls.size() ? static_cast<double>(calls[i + 1]->start_ns - calls[i]->start_ns) / 1e3 : 0;
+            if (gap > 0) pace.intervals_us.push_back(gap);
+            if (calls[i]->correlation) pace.by_correlation[calls[i]->correlation] = {calls[i], gap};
+        }
+    }
+    return pace;
+}
+
 // Credits every instant of every step to its highest-priority active category (one sweep).
 void break_down(const ProcessData& p, std::vector<StepBreakdown>& steps) {
     struct Edge {
@@ -179,12 +207,7 @@ void summarize(const ProcessData& p, RankAnalysis& r) {
     auto inside = [&](const Span& s) { return s.start_ns >= window.start_ns && s.start_ns < window.end_ns; };
 
     std::vector<double> launch_us, kernel_us;
-    std::unordered_map<uint32_t, const CallSpan*> launch_by_corr;
-    for (const auto& c : p.calls)
-        if (is_launch(c.name) && inside(c)) {
-            launch_us.push_back(static_cast<double>(c.dur()) / 1e3);
-            if (c.correlation) launch_by_corr[c.correlation] = &c;
-        }
+    const LaunchPace pace = launch_pace(p, inside, launch_us);
     std::vector<double> delay_us; // launch call's start to its kernel's start: queueing and launch latency
     size_t shorter = 0, paired = 0;
     std::map<std::string_view, double> per_kernel;
@@ -196,11 +219,10 @@ void summarize(const ProcessData& p, RankAnalysis& r) {
             kernel_us.push_back(us);
             kernel_ns += g.dur();
             per_kernel[g.name] += us / 1e3;
-            if (auto it = launch_by_corr.find(g.correlation); it != launch_by_corr.end()) {
-                ++paired;
-                shorter += us < static_cast<double>(it->second->dur()) / 1e3;
-                if (g.start_ns >= it->second->start_ns)
-                    delay_us.push_back(static_cast<double>(g.start_ns - it->second->start_ns) / 1e3);
+            if (auto it = pace.by_correlation.find(g.correlation); g.correlation && it != pace.by_correlation.end()) {
+                const auto& [call, gap_us] = it->second;
+                if (gap_us > 0) ++paired, shorter += us < gap_us;
+                if (g.start_ns >= call->start_ns) delay_us.push_back(static_cast<double>(g.start_ns - call->start_ns) / 1e3);
             }
         } else if (g.kind == GpuKind::Memcpy && g.copy_kind == "HtoD") {
             h2d_bytes += g.bytes, h2d_ns += g.dur();
@@ -210,8 +232,9 @@ void summarize(const ProcessData& p, RankAnalysis& r) {
     }
     r.launches_per_step = static_cast<double>(launch_us.size()) / static_cast<double>(n);
     r.median_launch_us = median(launch_us);
-    if (!paired) // no correlation ids (no agent callbacks): against the typical launch instead
-        for (double k : kernel_us) ++paired, shorter += k < r.median_launch_us;
+    r.median_launch_interval_us = median(pace.intervals_us);
+    if (!paired) // no correlation ids (no agent callbacks): against the typical interval instead
+        for (double k : kernel_us) ++paired, shorter += k < r.median_launch_interval_us;
     r.median_kernel_us = median(kernel_us);
     r.median_launch_delay_us = median(delay_us);
     r.kernels_shorter_than_launch = paired ? static_cast<double>(shorter) / static_cast<double>(paired) : 0;
@@ -250,6 +273,13 @@ void memory_over_time(const ProcessData& p, RankAnalysis& r) {
 
 std::string pct(double share) { return fmt::format("{:.0f}%", share * 100); }
 
+bool data_loading_bound(const RankAnalysis& r) { return r.share[kDataLoader] >= 0.25; }
+
+// Many launches, and the GPU finishes most kernels before the CPU issues the next one.
+bool launch_bound(const RankAnalysis& r) {
+    return r.launches_per_step >= 50 && r.kernels_shorter_than_launch >= 0.5 && r.gpu_utilization < 0.5;
+}
+
 void judge(RankAnalysis& r) {
     const auto& s = r.share;
     std::string busy = fmt::format("GPU busy {} of the step", pct(r.gpu_utilization));
@@ -263,16 +293,23 @@ void judge(RankAnalysis& r) {
     } else if (s[kKernel] >= 0.5) {
         r.verdict = "gpu";
         r.evidence = fmt::format("kernels {} of the step ({:.2f} ms per step); {}", pct(s[kKernel]), r.kernel_ms_per_step, busy);
-    } else if (s[kDataLoader] >= 0.25) {
-        r.verdict = "data_loading";
-        r.evidence = fmt::format("waiting for the DataLoader {} of the step ({:.2f} ms per step); {}", pct(s[kDataLoader]),
-                                 s[kDataLoader] * r.step_ms, busy);
-    } else if (r.launches_per_step >= 50 && r.kernels_shorter_than_launch >= 0.5) {
-        r.verdict = "launch_overhead";
-        r.evidence = fmt::format("{:.0f} launches per step, {} of kernels shorter than their launch (median kernel {:.1f} µs, "
-                                 "launch {:.1f} µs, launch to kernel start {:.1f} µs); CUDA runtime {} of the step; {}",
-                                 r.launches_per_step, pct(r.kernels_shorter_than_launch), r.median_kernel_us, r.median_launch_us,
-                                 r.median_launch_delay_us, pct(s[kRuntime]), busy);
+    } else if (data_loading_bound(r) || launch_bound(r)) {
+        // Both can hold (workers starved of CPU by a busy main thread): the larger time wins,
+        // the wait for batches against the CPU time spent issuing work.
+        bool launch = launch_bound(r) && (!data_loading_bound(r) || s[kRuntime] + s[kCpuExec] > s[kDataLoader]);
+        if (launch) {
+            r.verdict = "launch_overhead";
+            r.evidence = fmt::format("{:.0f} launches per step, {} of kernels shorter than the CPU's time from one launch to the "
+                                     "next (median kernel {:.1f} µs, launch interval {:.1f} µs, launch call {:.1f} µs, launch to "
+                                     "kernel start {:.1f} µs); CUDA runtime {} and CPU {} of the step; {}",
+                                     r.launches_per_step, pct(r.kernels_shorter_than_launch), r.median_kernel_us,
+                                     r.median_launch_interval_us, r.median_launch_us, r.median_launch_delay_us, pct(s[kRuntime]),
+                                     pct(s[kCpuExec]), busy);
+        } else {
+            r.verdict = "data_loading";
+            r.evidence = fmt::format("waiting for the DataLoader {} of the step ({:.2f} ms per step); {}", pct(s[kDataLoader]),
+                                     s[kDataLoader] * r.step_ms, busy);
+        }
     } else if (s[kOther] >= 0.5 && r.gpu_utilization < 0.2) {
         // Sampling sees on-CPU time only: a main thread that is neither in CUDA nor running
         // Python is blocked — in a training loop, waiting for its next batch.

@@ -33,6 +33,7 @@ struct RankAnalysis {
     double step_ms = 0, gpu_utilization = 0, kernel_ms_per_step = 0;
     double launches_per_step = 0, median_launch_us = 0, median_kernel_us = 0, kernels_shorter_than_launch = 0;
     double median_launch_delay_us = 0; // from a launch call's start to its kernel's start (by correlation id)
+    double median_launch_interval_us = 0; // from a launch to the thread's next launch; kernels_shorter_than_launch compares with it
     double h2d_gbps = 0, d2h_gbps = 0;
     std::vector<std::pair<std::string, double>> top_kernels_ms; // name, total ms
     std::vector<std::pair<double, uint64_t>> memory_ms_bytes; // GPU memory allocated: ms from the first step, bytes

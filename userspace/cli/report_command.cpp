@@ -78,6 +78,7 @@ nlohmann::json rank_json(const RankAnalysis& r) {
             {"launches_per_step", r.launches_per_step},
             {"median_launch_us", r.median_launch_us},
             {"median_launch_delay_us", r.median_launch_delay_us},
+            {"median_launch_interval_us", r.median_launch_interval_us},
             {"median_kernel_us", r.median_kernel_us},
             {"kernels_shorter_than_launch", r.kernels_shorter_than_launch},
             {"h2d_GBps", r.h2d_gbps},  {"d2h_GBps", r.d2h_gbps},
