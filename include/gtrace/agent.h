@@ -15,7 +15,7 @@
 #define GTRACE_AGENT_H
 
 #define GT_AGENT_MAGIC 0x32524147u /* "GAR2" */
-#define GT_AGENT_VERSION 2u
+#define GT_AGENT_VERSION 3u
 #define GT_AGENT_DATA_OFFSET 4096u           /* records start one page after the header */
 #define GT_AGENT_DEFAULT_RING (8u << 20)     /* bytes of records, a power of two */
 #define GT_AGENT_MIN_RING (64u << 10)
@@ -55,6 +55,7 @@ enum gt_agent_flags {
 	GT_AGENT_CALLBACKS = 1 << 0,   /* the CUPTI callback API is ours: correlation ids reach BPF */
 	GT_AGENT_LATE_ATTACH = 1 << 1, /* started in a process whose CUDA was already initialized */
 	GT_AGENT_CALLS = 1 << 2,       /* recording API calls (GT_GPU_CALL) as gtrace asked */
+	GT_AGENT_CALL_RECORDS = 1 << 3, /* ... from CUPTI's API records (capture_calls 2), not its callbacks */
 };
 
 /* What the agent's mailbox says, written by the agent. */
@@ -112,11 +113,21 @@ struct gt_agent_ring {
 	 * costs a trap per call (~6 µs on a GPU host measured); a CUPTI callback costs far less. */
 	struct gt_py_layout py_layout;
 	uint32_t py_stack_every;         /* 0: no Python stacks; 1: every call */
-	volatile uint32_t capture_calls; /* 1: record calls */
+	volatile uint32_t capture_calls; /* enum gt_call_source: record calls */
 	uint64_t py_walks_refused;       /* agent: walks not done (layout failed its check) */
 	uint64_t calls_since_ns;         /* agent: CLOCK_MONOTONIC when it began recording calls */
 	uint64_t ops_trimmed_at_stop;    /* agent: GPU ops of calls still in flight when the session
 					  * stopped (their calls' ends are past the capture): left out */
+	uint64_t call_stacks_missed;     /* agent: calls from API records whose stack was walked but
+					  * overwritten before the record came (recorded without it) */
+};
+
+/* gt_agent_ring.capture_calls: where the agent takes the calls from. */
+enum gt_call_source {
+	GT_CALLS_OFF = 0,
+	GT_CALLS_FROM_CALLBACKS = 1, /* entry and exit callbacks time the call */
+	GT_CALLS_FROM_RECORDS = 2,   /* CUPTI's API activity records are the calls; an entry callback
+				      * walks the Python stack, none at all without stacks */
 };
 
 /* Every record starts with this; sizes are multiples of 8. */

@@ -416,8 +416,9 @@ void Capture::print_summary(const CaptureResult& r, double elapsed_s) const {
     for (const auto& [key, obj] : probes_->objects())
         if (obj.mapped) fmt::print(stderr, "  probed: {} ({} functions)\n", obj.path, obj.apis.size());
     if (agent_calls_ || !calls_since_.empty())
-        fmt::print(stderr, "  calls recorded by the agent (CUPTI callbacks) in {} processes: {}; by uprobes: {}; uprobes {} at the end\n",
-                   calls_since_.size(), agent_calls_, uprobe_calls_, probes_->attached() ? "on" : "off");
+        fmt::print(stderr, "  calls recorded by the agent (CUPTI {}) in {} processes: {}; by uprobes: {}; uprobes {} at the end\n",
+                   agents_ && agents_->totals().calls_from_records ? "API records" : "callbacks", calls_since_.size(),
+                   agent_calls_, uprobe_calls_, probes_->attached() ? "on" : "off");
     if (r.lost)
         fmt::print(stderr, "  WARNING: {} events were LOST (ring buffer full); the trace is incomplete; raise --buffer-size\n",
                    r.lost);

@@ -40,7 +40,8 @@ struct CaptureOptions {
     uint32_t sample_hz = 100;
     std::string folded; // write folded stacks here when set
     bool gpu = true;     // load the agent (CUPTI) into processes that use CUDA
-    bool agent_calls = true; // --api-capture agent: agents record their process's calls; uprobes come off
+    bool agent_calls = true; // --api-capture agent*: agents record their process's calls; uprobes come off
+    uint32_t call_source = GT_CALLS_FROM_CALLBACKS; // enum gt_call_source: how the agents take them
     bool launched = false; // gtrace record: agents arrive through CUDA_INJECTION64_PATH
     std::string cupti;   // --cupti: libcupti path(s) to try first
     bool system_wide = false; // --system-wide: a tree that is the whole host is allowed (see check_scope)

@@ -24,7 +24,7 @@ void Capture::update_call_capture() {
             if (requested_calls_.insert(pid).second) {
                 auto layout = py_layouts_.find(pid);
                 agents_->request_calls(pid, layout == py_layouts_.end() ? gt_py_layout{} : layout->second,
-                                       options_.py_stack_every);
+                                       options_.py_stack_every, options_.call_source);
             }
             if (uint64_t since = agents_->calls_since(pid)) {
                 calls_since_[pid] = since;
@@ -47,7 +47,7 @@ void Capture::update_call_capture() {
 
 void Capture::set_agent_layout(uint32_t pid, const gt_py_layout& layout) {
     py_layouts_[pid] = layout;
-    if (requested_calls_.contains(pid)) agents_->request_calls(pid, layout, options_.py_stack_every);
+    if (requested_calls_.contains(pid)) agents_->request_calls(pid, layout, options_.py_stack_every, options_.call_source);
 }
 
 void Capture::forget_agent_calls(uint32_t pid) {
@@ -101,6 +101,9 @@ nlohmann::json Capture::api_capture_facts() const {
             {"uprobe_calls_dropped_as_recorded_by_agent", uprobe_calls_dropped_},
             {"processes_recorded_by_agent", pids},
             {"uprobes_attached_at_end", probes_->attached()},
+            {"requested_source", options_.call_source == GT_CALLS_FROM_RECORDS ? "records" : "callbacks"},
+            {"agents_recording_from_api_records", agents_ ? agents_->totals().calls_from_records : 0},
+            {"call_stacks_missed", agents_ ? agents_->totals().call_stacks_missed : 0},
             {"uprobe_switches", uprobe_switches_}};
 }
 

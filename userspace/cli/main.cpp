@@ -123,8 +123,9 @@ po::options_description attach_options() {
          "SIGUSR1 or SIGUSR2: record nothing until gtrace gets this signal, then record until it gets it again")
         ("no-gpu", "CPU side only: do not load the CUPTI agent into the processes")
         ("api-capture", po::value<std::string>()->default_value("agent"),
-         "agent: a process whose agent holds CUPTI's callbacks records its own CUDA calls and the CUDA uprobes come "
-         "off (a trap per call costs more); uprobes: always trace calls with uprobes")
+         "agent (= agent-callbacks): a process whose agent holds CUPTI's callbacks records its own CUDA calls and the "
+         "CUDA uprobes come off (a trap per call costs more); agent-records: the calls from CUPTI's API records, a "
+         "callback only to walk the Python stack (none with --py-stacks off); uprobes: always trace calls with uprobes")
         ("bpf-stats", "count the runs and run time of each gtrace BPF program (kernel BPF statistics, on while gtrace "
                       "runs) into the trace's otherData.bpf_stats")
         ("cupti", po::value<std::string>(), "libcupti to use (colon-separated paths tried first); default: the one matching "
@@ -207,9 +208,11 @@ void read_capture_options(const po::variables_map& vm, CaptureOptions& options) 
     options.quiet = vm.count("quiet") > 0;
     options.gpu = vm.count("no-gpu") == 0;
     const std::string capture = vm["api-capture"].as<std::string>();
-    if (capture != "agent" && capture != "uprobes")
-        fail(make_error(ExitCode::Usage, fmt::format("invalid --api-capture '{}': give agent or uprobes", capture)));
-    options.agent_calls = capture == "agent";
+    if (capture != "agent" && capture != "agent-callbacks" && capture != "agent-records" && capture != "uprobes")
+        fail(make_error(ExitCode::Usage, fmt::format("invalid --api-capture '{}': give agent, agent-callbacks, "
+                                                     "agent-records or uprobes", capture)));
+    options.agent_calls = capture != "uprobes";
+    options.call_source = capture == "agent-records" ? GT_CALLS_FROM_RECORDS : GT_CALLS_FROM_CALLBACKS;
     options.bpf_stats = vm.count("bpf-stats") > 0;
     options.redact = vm.count("no-redact") == 0;
     options.system_wide = vm.count("system-wide") > 0;

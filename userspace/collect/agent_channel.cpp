@@ -280,7 +280,7 @@ bool AgentChannel::has_callbacks(uint32_t pid) const {
            (__atomic_load_n(&it->second.header->flags, __ATOMIC_ACQUIRE) & GT_AGENT_CALLBACKS);
 }
 
-void AgentChannel::request_calls(uint32_t pid, const gt_py_layout& layout, uint32_t py_stack_every) {
+void AgentChannel::request_calls(uint32_t pid, const gt_py_layout& layout, uint32_t py_stack_every, uint32_t source) {
     auto it = rings_.find(pid);
     if (it == rings_.end()) return;
     gt_agent_ring* h = it->second.header;
@@ -292,7 +292,7 @@ void AgentChannel::request_calls(uint32_t pid, const gt_py_layout& layout, uint3
     std::memcpy(&h->py_layout, &l, sizeof l);
     h->py_stack_every = py_stack_every;
     __atomic_store_n(&h->py_layout.epoch, epoch, __ATOMIC_RELEASE);
-    __atomic_store_n(&h->capture_calls, 1u, __ATOMIC_RELEASE);
+    __atomic_store_n(&h->capture_calls, source, __ATOMIC_RELEASE);
 }
 
 uint64_t AgentChannel::calls_since(uint32_t pid) const {
@@ -312,6 +312,8 @@ AgentTotals AgentChannel::totals() const {
         t.cupti_dropped += r.header->cupti_dropped;
         t.buffers_refused += r.header->buffers_refused;
         t.trimmed_at_stop += r.header->ops_trimmed_at_stop;
+        t.calls_from_records += (__atomic_load_n(&r.header->flags, __ATOMIC_ACQUIRE) & GT_AGENT_CALL_RECORDS) != 0;
+        t.call_stacks_missed += r.header->call_stacks_missed;
         t.records += r.records;
         t.ring_corrupt += r.corrupt;
     }

@@ -33,6 +33,8 @@ struct AgentTotals {
     uint64_t records = 0;
     uint64_t ring_corrupt = 0; // ring positions or records that made no sense (skipped)
     uint64_t trimmed_at_stop = 0; // GPU ops of calls in flight at the stop, left out by the agents
+    uint64_t calls_from_records = 0; // agents taking the calls from CUPTI's API records
+    uint64_t call_stacks_missed = 0; // calls from API records recorded without their walked stack
 };
 
 // What asking an agent gave.
@@ -73,7 +75,8 @@ public:
     bool has_callbacks(uint32_t pid) const;
     // Asks pid's agent to record its API calls, walking Python stacks with `layout` (epoch 0:
     // none yet; a later call updates it). py_stack_every: 0 no stacks, 1 every call.
-    void request_calls(uint32_t pid, const gt_py_layout& layout, uint32_t py_stack_every);
+    // source: enum gt_call_source (callbacks or API records).
+    void request_calls(uint32_t pid, const gt_py_layout& layout, uint32_t py_stack_every, uint32_t source);
     // CLOCK_MONOTONIC ns since which pid's agent records its calls; 0: it does not (yet).
     uint64_t calls_since(uint32_t pid) const;
 

@@ -44,6 +44,16 @@ GTSIM_EXPORT CUptiResult cuptiActivityEnable(CUpti_ActivityKind kind) {
 
 GTSIM_EXPORT CUptiResult cuptiActivityEnableAndDump(CUpti_ActivityKind kind) { return cuptiActivityEnable(kind); }
 
+GTSIM_EXPORT CUptiResult cuptiActivityEnableRuntimeApi(CUpti_CallbackId cbid, uint8_t enable) {
+    attach();
+    return set_api_records(true, cbid, enable != 0) ? CUPTI_SUCCESS : ret(CUPTI_ERROR_INVALID_PARAMETER);
+}
+
+GTSIM_EXPORT CUptiResult cuptiActivityEnableDriverApi(CUpti_CallbackId cbid, uint8_t enable) {
+    attach();
+    return set_api_records(false, cbid, enable != 0) ? CUPTI_SUCCESS : ret(CUPTI_ERROR_INVALID_PARAMETER);
+}
+
 GTSIM_EXPORT CUptiResult cuptiActivityDisable(CUpti_ActivityKind kind) {
     attach();
     if (!valid_kind(kind)) return ret(CUPTI_ERROR_INVALID_KIND);

@@ -167,7 +167,7 @@ void on_exit(void*, const gtsim_api_info* info) {
     if (paired) t_slots.pop_back();
     // The runtime's own driver calls leave no record: the runtime call's records stand for them.
     if (info->nested) return;
-    if (kind_enabled(is_runtime(info) ? CUPTI_ACTIVITY_KIND_RUNTIME : CUPTI_ACTIVITY_KIND_DRIVER)) api_record(info);
+    if (api_records_enabled(is_runtime(info), info->cbid)) api_record(info);
     if (info->return_value != 0) return;
     if (kind_enabled(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION)) sync_record(info);
     if (kind_enabled(CUPTI_ACTIVITY_KIND_MEMORY2)) memory_record(info);

@@ -75,6 +75,9 @@ void attach();
 bool kind_enabled(CUpti_ActivityKind kind);
 void set_kind(CUpti_ActivityKind kind, bool on);
 void disable_all_kinds();
+// API records of one callback id (cuptiActivityEnableRuntimeApi/DriverApi), or of the whole kind.
+bool api_records_enabled(bool runtime, uint32_t cbid);
+bool set_api_records(bool runtime, uint32_t cbid, bool on); // false: no such id
 extern std::atomic<bool> g_latency_timestamps;
 extern std::atomic<int> g_thread_id_type; // CUpti_ActivityThreadIdType
 

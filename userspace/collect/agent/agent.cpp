@@ -114,9 +114,9 @@ void serve(Agent& a) {
         waited += kWatchMs;
         if (__atomic_load_n(&ring->control, __ATOMIC_ACQUIRE) == GT_AGENT_DETACH) break;
         if (ring->state != GT_AGENT_ACTIVE) continue;
-        if (__atomic_load_n(&ring->capture_calls, __ATOMIC_ACQUIRE) && (ring->flags & GT_AGENT_CALLBACKS) &&
-            !(ring->flags & GT_AGENT_CALLS))
-            begin_call_capture(ring);
+        if (uint32_t source = __atomic_load_n(&ring->capture_calls, __ATOMIC_ACQUIRE);
+            source && (ring->flags & GT_AGENT_CALLBACKS) && !(ring->flags & GT_AGENT_CALLS))
+            begin_call_capture(ring, source == GT_CALLS_FROM_RECORDS && start_call_records(ring->py_stack_every != 0));
         if ((since_flush += kWatchMs) >= kFlushEveryMs) {
             since_flush = 0;
             flush_session(false);

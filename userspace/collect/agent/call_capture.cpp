@@ -9,6 +9,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "collect/agent/call_records.h"
 #include "collect/agent/py_walk.h"
 #include "collect/agent_ring.h"
 #include "gtrace/cuda_api.h"
@@ -60,13 +61,14 @@ struct ThreadCall {
 };
 thread_local ThreadCall t_call;
 
+} // namespace
+
 uint64_t monotonic_ns() {
     timespec ts{};
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
 }
 
-// The thread's stack id, its frames sent first when the id is new.
 void walk_stack(gt_agent_ring* ring, std::mutex& ring_mutex) {
     uint32_t epoch = __atomic_load_n(&ring->py_layout.epoch, __ATOMIC_ACQUIRE);
     if (!epoch || !ring->py_stack_every || t_call.calls++ % ring->py_stack_every) return;
@@ -96,7 +98,6 @@ void walk_stack(gt_agent_ring* ring, std::mutex& ring_mutex) {
     t_call.last_stack = w.id;
 }
 
-} // namespace
 
 // CUPTI names runtime callbacks with the version that introduced them ("cudaLaunchKernel_v7000",
 // "cudaMemcpyAsync_ptsz_v7000"); the exported symbol has no such suffix. Driver names are the
@@ -126,9 +127,10 @@ bool is_table_api(CUpti_CallbackDomain domain, const char* name) {
     return name && table_names().contains(symbol_of(domain, name));
 }
 
-void begin_call_capture(gt_agent_ring* ring) {
+void begin_call_capture(gt_agent_ring* ring, bool from_records) {
+    set_calls_from_records(from_records);
     ring->calls_since_ns = monotonic_ns();
-    __atomic_or_fetch(&ring->flags, GT_AGENT_CALLS, __ATOMIC_RELEASE);
+    __atomic_or_fetch(&ring->flags, GT_AGENT_CALLS | (from_records ? GT_AGENT_CALL_RECORDS : 0), __ATOMIC_RELEASE);
 }
 
 void reset_call_capture() {
@@ -136,7 +138,7 @@ void reset_call_capture() {
     g_session.fetch_add(1, std::memory_order_relaxed);
 }
 
-void call_entered(gt_agent_ring* ring, std::mutex& ring_mutex, int api, uint32_t) {
+void call_entered(gt_agent_ring* ring, std::mutex& ring_mutex, int api, uint32_t correlation) {
     uint32_t session = g_session.load(std::memory_order_relaxed);
     if (t_call.session != session) t_call = {session};
     t_call.api = api;
@@ -144,6 +146,11 @@ void call_entered(gt_agent_ring* ring, std::mutex& ring_mutex, int api, uint32_t
     t_call.py_status = GT_PY_NONE;
     if (api < 0) return; // a GPU-work API outside the table: joined, not recorded
     walk_stack(ring, ring_mutex);
+    if (calls_from_records()) { // CUPTI's API record is the call: only its stack is needed here
+        remember_stack(correlation, {t_call.stack, t_call.py_status});
+        t_call.api = -1;
+        return;
+    }
     t_call.start = monotonic_ns(); // after the walk: the call's own time, not gtrace's
 }
 

@@ -19,12 +19,18 @@ void map_callback_name(CUpti_CallbackDomain domain, uint32_t cbid, const char* n
 int api_of_callback(CUpti_CallbackDomain domain, uint32_t cbid);
 bool is_table_api(CUpti_CallbackDomain domain, const char* name);
 
-// gtrace asked for the API calls (capture_calls): record them from now on, and say since when.
-void begin_call_capture(gt_agent_ring* ring);
+// gtrace asked for the API calls (capture_calls): record them from now on, and say since when;
+// from_records: the calls come from CUPTI's API records (call_records.h), the callbacks only
+// walk the stacks.
+void begin_call_capture(gt_agent_ring* ring, bool from_records);
 // At the entry and exit of a thread's outermost traced call. `ring_mutex` guards the ring.
-void call_entered(gt_agent_ring* ring, std::mutex& ring_mutex, int api, uint32_t tid);
+void call_entered(gt_agent_ring* ring, std::mutex& ring_mutex, int api, uint32_t correlation);
 void call_exited(gt_agent_ring* ring, std::mutex& ring_mutex, uint32_t correlation, uint32_t tid);
 // A new session: forget which stacks went out and the thread's call in progress.
 void reset_call_capture();
+
+// Walks the calling thread's Python stack (its frames sent first when the id is new).
+void walk_stack(gt_agent_ring* ring, std::mutex& ring_mutex);
+uint64_t monotonic_ns();
 
 } // namespace gtrace::agent

@@ -12,7 +12,9 @@
 
 #include <cupti.h>
 
+#include "collect/agent/activity_records.h"
 #include "collect/agent/call_capture.h"
+#include "collect/agent/call_records.h"
 #include "collect/agent/cupti_locate.h"
 #include "collect/agent_ring.h"
 
@@ -39,6 +41,9 @@ struct Cupti {
     X(cuptiActivityGetNumDroppedRecords) X(cuptiSubscribe) X(cuptiUnsubscribe) X(cuptiEnableCallback)             \
     X(cuptiFinalize) X(cuptiSetThreadIdType) X(cuptiGetCallbackName)
     GT_CUPTI_FUNCTIONS(GT_CUPTI_FN)
+    // Optional (CUPTI 12.x and later): API records per callback id, callbacks off per domain.
+#define GT_CUPTI_OPTIONAL_FUNCTIONS(X) X(cuptiActivityEnableRuntimeApi) X(cuptiActivityEnableDriverApi) X(cuptiEnableDomain)
+    GT_CUPTI_OPTIONAL_FUNCTIONS(GT_CUPTI_FN)
 #undef GT_CUPTI_FN
 };
 
@@ -50,6 +55,9 @@ struct Session {
     std::atomic<int> buffers{0};
     CUpti_SubscriberHandle subscriber = nullptr;
     std::vector<CUpti_ActivityKind> enabled;
+    std::vector<std::pair<CUpti_CallbackDomain, uint32_t>> callback_ids; // the callbacks switched on
+    bool api_records_per_id = false; // API records of callback_ids on (GT_CALLS_FROM_RECORDS)
+    bool callbacks_on = false;       // the callbacks keep the slots current
 };
 
 Session& the_session() { // constructed on first use, whatever the order of load-time constructors
@@ -103,113 +111,8 @@ void CUPTIAPI on_api_callback(void*, CUpti_CallbackDomain domain, CUpti_Callback
     Session& s = the_session();
     gt_agent_ring* ring = s.ring;
     if (!ring || !(__atomic_load_n(&ring->flags, __ATOMIC_ACQUIRE) & GT_AGENT_CALLS)) return;
-    if (in_call) call_entered(ring, s.ring_mutex, api_of_callback(domain, cbid), tid);
+    if (in_call) call_entered(ring, s.ring_mutex, api_of_callback(domain, cbid), cb->correlationId);
     else call_exited(ring, s.ring_mutex, cb->correlationId, tid);
-}
-
-template <typename R>
-void fill_op(gt_gpu_op& op, const R& r) {
-    op.start = r.start;
-    op.end = r.end;
-    op.device = r.deviceId;
-    op.context = r.contextId;
-    op.stream = r.streamId;
-}
-
-uint32_t correlation_of(const CUpti_Activity* a) {
-    switch (a->kind) {
-    case CUPTI_ACTIVITY_KIND_KERNEL:
-    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: return reinterpret_cast<const CUpti_ActivityKernel10*>(a)->correlationId;
-    case CUPTI_ACTIVITY_KIND_MEMCPY: return reinterpret_cast<const CUpti_ActivityMemcpy6*>(a)->correlationId;
-    case CUPTI_ACTIVITY_KIND_MEMSET: return reinterpret_cast<const CUpti_ActivityMemset4*>(a)->correlationId;
-    default: return 0;
-    }
-}
-
-void write_record(gt_agent_ring* ring, const CUpti_Activity* a) {
-    uint64_t pos = 0;
-    const auto& trimmed = the_session().trimmed;
-    if (uint32_t id = trimmed.empty() ? 0 : correlation_of(a); id && std::binary_search(trimmed.begin(), trimmed.end(), id)) {
-        ++ring->ops_trimmed_at_stop;
-        return;
-    }
-    switch (a->kind) {
-    case CUPTI_ACTIVITY_KIND_KERNEL:
-    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
-        const auto& k = *reinterpret_cast<const CUpti_ActivityKernel10*>(a);
-        size_t len = k.name ? std::min<size_t>(strlen(k.name), GT_AGENT_NAME_MAX) : 0;
-        auto* r = agent_ring_reserve_record<gt_gpu_kernel>(ring, sizeof(gt_gpu_kernel) + len, GT_GPU_KERNEL, k.correlationId, &pos);
-        if (!r) return;
-        fill_op(r->op, k);
-        r->grid[0] = k.gridX, r->grid[1] = k.gridY, r->grid[2] = k.gridZ;
-        r->block[0] = k.blockX, r->block[1] = k.blockY, r->block[2] = k.blockZ;
-        r->registers = k.registersPerThread;
-        r->static_shared = k.staticSharedMemory;
-        r->dynamic_shared = k.dynamicSharedMemory;
-        r->graph = k.graphId != 0;
-        r->name_len = static_cast<uint16_t>(len);
-        std::memcpy(r->name, k.name, len);
-        agent_ring_commit(ring, pos, r->op.h.size);
-        return;
-    }
-    case CUPTI_ACTIVITY_KIND_MEMCPY: {
-        const auto& m = *reinterpret_cast<const CUpti_ActivityMemcpy6*>(a);
-        auto* r = agent_ring_reserve_record<gt_gpu_copy>(ring, sizeof(gt_gpu_copy), GT_GPU_MEMCPY, m.correlationId, &pos);
-        if (!r) return;
-        fill_op(r->op, m);
-        r->bytes = m.bytes;
-        r->copy_kind = m.copyKind, r->src_kind = m.srcKind, r->dst_kind = m.dstKind;
-        agent_ring_commit(ring, pos, r->op.h.size);
-        return;
-    }
-    case CUPTI_ACTIVITY_KIND_MEMSET: {
-        const auto& m = *reinterpret_cast<const CUpti_ActivityMemset4*>(a);
-        auto* r = agent_ring_reserve_record<gt_gpu_copy>(ring, sizeof(gt_gpu_copy), GT_GPU_MEMSET, m.correlationId, &pos);
-        if (!r) return;
-        fill_op(r->op, m);
-        r->bytes = m.bytes;
-        r->value = m.value;
-        r->dst_kind = static_cast<uint8_t>(m.memoryKind);
-        agent_ring_commit(ring, pos, r->op.h.size);
-        return;
-    }
-    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
-        const auto& s = *reinterpret_cast<const CUpti_ActivitySynchronization2*>(a);
-        auto* r = agent_ring_reserve_record<gt_gpu_sync>(ring, sizeof(gt_gpu_sync), GT_GPU_SYNC, s.correlationId, &pos);
-        if (!r) return;
-        r->op.start = s.start, r->op.end = s.end;
-        r->op.context = s.contextId, r->op.stream = s.streamId;
-        r->sync_type = s.type;
-        agent_ring_commit(ring, pos, r->op.h.size);
-        return;
-    }
-    case CUPTI_ACTIVITY_KIND_MEMORY2: {
-        const auto& m = *reinterpret_cast<const CUpti_ActivityMemory4*>(a);
-        auto* r = agent_ring_reserve_record<gt_gpu_memory>(ring, sizeof(gt_gpu_memory), GT_GPU_MEMORY, m.correlationId, &pos);
-        if (!r) return;
-        r->ts = m.timestamp;
-        r->address = m.address;
-        r->bytes = m.bytes;
-        r->device = m.deviceId;
-        r->freed = m.memoryOperationType == CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE;
-        agent_ring_commit(ring, pos, r->h.size);
-        return;
-    }
-    case CUPTI_ACTIVITY_KIND_RUNTIME:
-    case CUPTI_ACTIVITY_KIND_DRIVER: {
-        const auto& api = *reinterpret_cast<const CUpti_ActivityAPI*>(a);
-        auto* r = agent_ring_reserve_record<gt_gpu_api>(ring, sizeof(gt_gpu_api), GT_GPU_API, api.correlationId, &pos);
-        if (!r) return;
-        r->start = api.start, r->end = api.end;
-        r->tid = api.threadId;
-        r->cbid = api.cbid;
-        r->driver = a->kind == CUPTI_ACTIVITY_KIND_DRIVER;
-        agent_ring_commit(ring, pos, r->h.size);
-        return;
-    }
-    default:
-        return;
-    }
 }
 
 void CUPTIAPI on_buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
@@ -235,13 +138,14 @@ void CUPTIAPI on_buffer_completed(CUcontext context, uint32_t stream, uint8_t* b
         if (s.ring) {
             CUpti_Activity* record = nullptr;
             for (int n = 1; s.ring && s.cupti.cuptiActivityGetNextRecord(buffer, valid, &record) == CUPTI_SUCCESS; ++n) {
-                write_record(s.ring, record);
+                write_record(s.ring, record, s.trimmed);
                 if (n % kRecordsPerLock == 0) {
                     lock.unlock();
                     lock.lock();
                 }
             }
         }
+        if (s.ring && calls_from_records()) send_waiting_calls(s.ring, false);
         if (s.ring) {
             size_t dropped = 0;
             if (s.cupti.cuptiActivityGetNumDroppedRecords(context, stream, &dropped) == CUPTI_SUCCESS)
@@ -279,6 +183,9 @@ std::string load_cupti(const std::vector<std::string>& candidates) {
         GT_CUPTI_FUNCTIONS(GT_CUPTI_RESOLVE)
 #undef GT_CUPTI_RESOLVE
         if (!complete) continue; // left loaded: unloading a CUPTI that initialized is unsafe
+#define GT_CUPTI_RESOLVE_OPTIONAL(name) c.name = reinterpret_cast<decltype(c.name)>(dlsym(h, #name));
+        GT_CUPTI_OPTIONAL_FUNCTIONS(GT_CUPTI_RESOLVE_OPTIONAL)
+#undef GT_CUPTI_RESOLVE_OPTIONAL
         the_session().cupti = c;
         return {};
     }
@@ -294,7 +201,15 @@ void set_message(gt_agent_ring* ring, const std::string& text) {
 namespace {
 
 // Switches the callbacks on for every GPU-work API of both domains; returns how many.
-int enable_work_callbacks(const Cupti& c, CUpti_SubscriberHandle subscriber) {
+int enable_work_callbacks(Session& s) {
+    const Cupti& c = s.cupti;
+    CUpti_SubscriberHandle subscriber = s.subscriber;
+    s.callback_ids.clear();
+    auto enable = [&](CUpti_CallbackDomain domain, uint32_t cbid) {
+        if (c.cuptiEnableCallback(1, subscriber, domain, cbid) != CUPTI_SUCCESS) return 0;
+        s.callback_ids.emplace_back(domain, cbid);
+        return 1;
+    };
     int enabled = 0;
     const std::pair<CUpti_CallbackDomain, uint32_t> domains[] = {
         {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_SIZE}, {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_SIZE}};
@@ -304,7 +219,7 @@ int enable_work_callbacks(const Cupti& c, CUpti_SubscriberHandle subscriber) {
             if (c.cuptiGetCallbackName(domain, cbid, &name) != CUPTI_SUCCESS || !name) continue;
             map_callback_name(domain, cbid, name);
             if (is_table_api(domain, name)) { // synchronizations, allocations: recorded when gtrace asks
-                enabled += c.cuptiEnableCallback(1, subscriber, domain, cbid) == CUPTI_SUCCESS;
+                enabled += enable(domain, cbid);
                 continue;
             }
             for (const char* prefix : kWorkPrefixes) {
@@ -312,7 +227,7 @@ int enable_work_callbacks(const Cupti& c, CUpti_SubscriberHandle subscriber) {
                 // "cuLaunch" must not match "cuLaunchHostFunc"'s kin by accident of case: the next
                 // character starts a new word (an upper-case letter, '_' or the end).
                 if (strncmp(name, prefix, n) == 0 && !(name[n] >= 'a' && name[n] <= 'z')) {
-                    enabled += c.cuptiEnableCallback(1, subscriber, domain, cbid) == CUPTI_SUCCESS;
+                    enabled += enable(domain, cbid);
                     break;
                 }
             }
@@ -354,8 +269,10 @@ std::string start_session(gt_agent_ring* ring, const SessionConfig& config) {
         reset_call_capture();
         CUptiResult r = s.cupti.cuptiSubscribe(&s.subscriber, on_api_callback, nullptr);
         if (r == CUPTI_SUCCESS) {
-            if (enable_work_callbacks(s.cupti, s.subscriber) > 0)
+            if (enable_work_callbacks(s) > 0) {
+                s.callbacks_on = true;
                 __atomic_or_fetch(&ring->flags, GT_AGENT_CALLBACKS, __ATOMIC_RELEASE);
+            }
             else
                 set_message(ring, "CUPTI names none of the launch, copy and set APIs; GPU work is joined through its API records");
         } else {
@@ -416,8 +333,11 @@ void stop_session() {
     if (s.subscriber) {
         s.cupti.cuptiUnsubscribe(s.subscriber);
         s.subscriber = nullptr;
+    }
+    if (s.callbacks_on) {
         // Calls in flight now will never show their end (no exit callback, and gtrace stops
         // reading): their GPU ops are past the capture's end. Left out, and counted.
+        s.callbacks_on = false;
         std::vector<uint32_t> trimmed;
         for (uint32_t i = 0; i < GT_AGENT_SLOTS; ++i) {
             uint64_t v = __atomic_load_n(&gtrace_agent_slots[i], __ATOMIC_ACQUIRE);
@@ -430,10 +350,40 @@ void stop_session() {
     gtrace_agent_announce(nullptr);
     for (auto kind : s.enabled) s.cupti.cuptiActivityDisable(kind);
     s.enabled.clear();
+    if (s.api_records_per_id)
+        for (auto [domain, cbid] : s.callback_ids)
+            (domain == CUPTI_CB_DOMAIN_RUNTIME_API ? s.cupti.cuptiActivityEnableRuntimeApi : s.cupti.cuptiActivityEnableDriverApi)(cbid, 0);
+    s.api_records_per_id = false;
     s.cupti.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     s.cupti.cuptiFinalize();
     std::lock_guard lock(s.ring_mutex);
+    if (calls_from_records()) send_waiting_calls(s.ring, true);
+    set_calls_from_records(false);
+    reset_call_records();
     s.ring = nullptr;
+}
+
+bool start_call_records(bool with_stacks) {
+    Session& s = the_session();
+    const Cupti& c = s.cupti;
+    if (!c.cuptiActivityEnableRuntimeApi || !c.cuptiActivityEnableDriverApi || s.callback_ids.empty() ||
+        (!with_stacks && !c.cuptiEnableDomain))
+        return false; // an older CUPTI: the callbacks time the calls
+    for (auto [domain, cbid] : s.callback_ids) {
+        auto enable = domain == CUPTI_CB_DOMAIN_RUNTIME_API ? c.cuptiActivityEnableRuntimeApi : c.cuptiActivityEnableDriverApi;
+        if (enable(cbid, 1) != CUPTI_SUCCESS) {
+            for (auto [d, id] : s.callback_ids) // all or none
+                (d == CUPTI_CB_DOMAIN_RUNTIME_API ? c.cuptiActivityEnableRuntimeApi : c.cuptiActivityEnableDriverApi)(id, 0);
+            return false;
+        }
+    }
+    s.api_records_per_id = true;
+    if (!with_stacks && s.subscriber) { // nothing left for a callback to do: none is made
+        c.cuptiEnableDomain(0, s.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API);
+        c.cuptiEnableDomain(0, s.subscriber, CUPTI_CB_DOMAIN_DRIVER_API);
+        s.callbacks_on = false; // the slots go stale: nothing to trim at the stop by them
+    }
+    return true;
 }
 
 } // namespace gtrace::agent

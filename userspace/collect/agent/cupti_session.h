@@ -22,6 +22,9 @@ std::string start_session(gt_agent_ring* ring, const SessionConfig& config);
 void flush_session(bool forced);
 // Measures the CUPTI clock against CLOCK_MONOTONIC and stores the offset in the ring header.
 void measure_clock();
+// Calls from CUPTI's API records from now on (call_records.h): the records of every API whose
+// callback is on; without stacks, the callbacks go off. False where CUPTI cannot (before 12.x).
+bool start_call_records(bool with_stacks);
 // Flushes everything, disables CUPTI, finalizes it and stops writing to the ring.
 void stop_session();
 // In a forked child: the ring is the parent's; the child must never write to it.
