@@ -4,7 +4,9 @@ For each workload (gpu_bench_workload.py) one process runs, and in that same pro
   untraced   N steps with nothing attached
   gtrace     N steps with `gtrace attach --pid <it>` (default options) attached and recording
   after      N steps after gtrace has detached
-  profiler   N steps inside torch.profiler (CPU + CUDA activities)
+  alsoI      for each --also option set: N untraced steps (baseI), then N steps with it attached
+  profiler   N untraced steps, N inside torch.profiler with the CUDA activity only (Kineto's
+             CUPTI side), then N with CPU + CUDA activities
 The baseline is the median of the untraced and after steps together; each ratio is a phase's
 median step time over it. Targets: gtrace <= 1.10x on the transformer, <= 1.25x on the
 launch-bound loop, and below the profiler on both.
@@ -138,10 +140,14 @@ def measure(name, args):
             phases[f"floor-{kind}"] = w.run(f"phase floor-{kind} {args.steps}")
     extra = {}
     for i, spec in enumerate(args.also):
+        # Its own untraced steps just before: this host's speed drifts between phases.
+        phases[f"base{i}"] = w.run(f"phase base{i} {args.steps}")
         phases[f"also{i}"], extra[f"also{i}"] = traced_phase(w, name, f"also{i}", spec.split() + stats, args)
     # Last: once torch.profiler ran, Kineto keeps CUPTI's callback API, and a later gtrace phase
     # would measure gtrace without it.
     log(f"{name}: torch.profiler")
+    phases["base-profiler"] = w.run(f"phase base-profiler {args.steps}")
+    phases["profiler-cuda"] = w.run(f"profile-cuda {args.steps}")
     phases["profiler"] = w.run(f"profile {args.steps}")
     w.quit()
     other["also"] = extra
@@ -172,13 +178,16 @@ def ratio_table(results, args):
         lost = other.get("lost_events", 0)
         gpu = other.get("gpu", {})
         print(f"{'':<18} trace: lost events {lost}, GPU ops {gpu.get('gpu_ops', 0)}, linked {gpu.get('joined_to_call', 0)}")
+        print(f"{'':<18} torch.profiler CUDA activity only: {med['profiler-cuda'] / base:.2f}x, "
+              f"{med['profiler-cuda'] / med['base-profiler']:.2f}x over the untraced steps just before")
         print_bpf_stats("default", other)
         for kind in filter(None, args.floor.split(",")):
             print(f"{'':<18} raw uprobe floor ({kind}, tracefs p:+r:, no BPF): {med[f'floor-{kind}'] / base:.2f}x")
         for i, spec in enumerate(args.also):
             extra = other["also"][f"also{i}"]
+            own = statistics.median(phases[f"also{i}"]) / med[f"base{i}"]
             print(f"{'':<18} gtrace {spec}: {statistics.median(phases[f'also{i}']) / base:.2f}x, "
-                  f"lost events {extra.get('lost_events', 0)}")
+                  f"{own:.2f}x over its own untraced steps just before; lost events {extra.get('lost_events', 0)}")
             print_bpf_stats(f"also{i}", extra)
         if args.tiny:
             continue

@@ -3,6 +3,7 @@ drives it over stdin/stdout so that every phase is measured in this same process
 
   phase NAME N    time the next N steps under NAME; answers "done NAME <step ms> ..."
   profile N       time N steps under torch.profiler (CPU + CUDA activities), after a warm-up
+  profile-cuda N  the same with the CUDA activity only (Kineto's CUPTI side, no CPU ops)
   count           answers "count <steps run so far>" (every step, timed or not)
   quit
 
@@ -99,9 +100,10 @@ def report(name, times):
           flush=True)
 
 
-def profiled(step, device, steps, warmup):
+def profiled(step, device, steps, warmup, cpu=True):
     from torch.profiler import ProfilerActivity, profile, schedule
-    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
+    activities = ([ProfilerActivity.CPU] if cpu or device != "cuda" else []) + \
+        ([ProfilerActivity.CUDA] if device == "cuda" else [])
     times = []
     with profile(activities=activities, schedule=schedule(wait=0, warmup=warmup, active=steps)) as prof:
         for i in range(warmup + steps):
@@ -157,6 +159,8 @@ def main():
             print(f"count {steps}", flush=True)
         elif cmd[0] == "profile":
             report("profiler", profiled(counted_step, args.device, int(cmd[1]), warmup=5))
+        elif cmd[0] == "profile-cuda":
+            report("profiler-cuda", profiled(counted_step, args.device, int(cmd[1]), warmup=5, cpu=False))
         else:
             sys.exit(f"gpu-bench workload: unknown command {cmd}")
 
