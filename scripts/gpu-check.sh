@@ -5,21 +5,24 @@
 # the call that issued them; launches from the main thread carry their Python source line; the
 # torch ranges (Optimizer.step, zero_grad, enumerate(DataLoader)) are named.
 #
-#   sudo gpu-check.sh [--device cuda|cpu] [PYTHON]
+#   sudo gpu-check.sh [--device cuda|cpu] [--options 'GTRACE OPTIONS'] [PYTHON]
 #
 # PYTHON: an interpreter with torch (default python3). --device cpu: a smoke run without a GPU
-# (the GPU checks are skipped). Prints PASS/FAIL per check and exits 1 if any failed; leaves
+# (the GPU checks are skipped). --options: gtrace attach runs with these options too
+# (e.g. '--api-capture agent-records'). Prints PASS/FAIL per check and exits 1 if any failed; leaves
 # gpu-check-out/trace.json (open it in Perfetto UI) in the current directory. Runs from a
 # checkout or from the gtrace package.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/gpu_common.sh"
 DEVICE=cuda
+OPTIONS=()
 PY=python3
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --device) DEVICE=${2:-}; shift 2 ;;
-    -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --options) read -r -a OPTIONS <<< "${2:-}"; shift 2 ;;
+    -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "gpu-check: unknown option $1; see gpu-check.sh --help" >&2; exit 2 ;;
     *) PY=$1; shift ;;
   esac
@@ -44,5 +47,5 @@ for _ in $(seq 1 120); do
 done
 sleep 3 # initialized and training: gtrace attaches to a running process
 echo "gpu-check: attaching to the running training loop (pid $JOB) for 5 s"
-"$GTRACE" attach --pid $JOB --duration 5 -o "$OUT/trace.json" --force 2>&1 | tee "$OUT/gtrace.log"
+"$GTRACE" attach --pid $JOB --duration 5 -o "$OUT/trace.json" --force "${OPTIONS[@]}" 2>&1 | tee "$OUT/gtrace.log"
 "$PY" "$HERE/gpu_check_verify.py" "$OUT/trace.json" --device "$DEVICE"
