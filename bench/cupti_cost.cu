@@ -4,7 +4,8 @@
 // does), in rounds, each round every mode in turn:
 //   none          nothing of CUPTI enabled
 //   kernels       CONCURRENT_KERNEL activity records (what any CUPTI tracer pays)
-//   api-records   kernels + the API records of the two launch functions, per callback id
+//   api-records   kernels + the API records of the two launch functions only (the RUNTIME and
+//                 DRIVER kinds on, every other callback id off: ids switched on alone gave none)
 //   callbacks     kernels + callbacks (both sites, an empty handler) on both launch functions
 //   callbacks-rt  kernels + callbacks on the runtime's cudaLaunchKernel only
 // and prints the median µs per launch of each, and what CUPTI showed of the runtime launch's
@@ -32,7 +33,7 @@ namespace {
 #define CC_FUNCTIONS(X)                                                                                       \
     X(cuptiSubscribe) X(cuptiUnsubscribe) X(cuptiEnableCallback) X(cuptiActivityEnable) X(cuptiActivityDisable) \
     X(cuptiActivityRegisterCallbacks) X(cuptiActivityFlushAll) X(cuptiActivityGetNextRecord)                  \
-    X(cuptiActivityEnableRuntimeApi) X(cuptiActivityEnableDriverApi)
+    X(cuptiActivityEnableRuntimeApi) X(cuptiActivityEnableDriverApi) X(cuptiGetCallbackName)
 struct Cupti {
 #define CC_FN(name) decltype(&::name) name = nullptr;
     CC_FUNCTIONS(CC_FN)
@@ -75,12 +76,33 @@ const char* kModeNames[] = {"none", "kernels", "api-records", "callbacks", "call
 
 CUpti_SubscriberHandle g_subscriber = nullptr;
 
+// The RUNTIME and DRIVER kinds on, then every callback id but the two launches off.
+void launch_records_only() {
+    c.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME);
+    c.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DRIVER);
+    for (uint32_t id = 1; id < 2 * CUPTI_RUNTIME_TRACE_CBID_SIZE; ++id) {
+        const char* name = nullptr;
+        if (id != CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000 &&
+            c.cuptiGetCallbackName(CUPTI_CB_DOMAIN_RUNTIME_API, id, &name) == CUPTI_SUCCESS)
+            c.cuptiActivityEnableRuntimeApi(id, 0);
+    }
+    for (uint32_t id = 1; id < 2 * CUPTI_DRIVER_TRACE_CBID_SIZE; ++id) {
+        const char* name = nullptr;
+        if (id != CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel && c.cuptiGetCallbackName(CUPTI_CB_DOMAIN_DRIVER_API, id, &name) == CUPTI_SUCCESS)
+            c.cuptiActivityEnableDriverApi(id, 0);
+    }
+}
+
 void set_mode(Mode m, bool on) {
     if (m == kNone) return;
     if (on) c.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
     if (m == kApiRecords) {
-        c.cuptiActivityEnableRuntimeApi(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, on);
-        c.cuptiActivityEnableDriverApi(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, on);
+        if (on) {
+            launch_records_only();
+        } else {
+            c.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_RUNTIME);
+            c.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_DRIVER);
+        }
     }
     if (m == kCallbacks || m == kCallbacksRuntime) {
         if (on) c.cuptiSubscribe(&g_subscriber, on_callback, nullptr);
@@ -142,11 +164,10 @@ int main(int argc, char** argv) {
 
     // What the runtime launch's nested driver call looks like to CUPTI (untimed).
     set_mode(kCallbacks, true);
-    c.cuptiActivityEnableRuntimeApi(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 1);
-    c.cuptiActivityEnableDriverApi(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 1);
+    launch_records_only();
     time_launches(false, f, 1000);
-    c.cuptiActivityEnableRuntimeApi(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 0);
-    c.cuptiActivityEnableDriverApi(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 0);
+    c.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_RUNTIME);
+    c.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_DRIVER);
     set_mode(kCallbacks, false);
     printf("1000 runtime launches: %llu runtime API records, %llu driver API records, %llu kernel records; "
            "%llu nested driver callbacks, %llu of them with the runtime call's correlation id\n",

@@ -81,6 +81,8 @@ class Gtrace:
         self.p = subprocess.Popen([gtrace, "attach", "--pid", str(pid), "-o", trace, "--force", *options],
                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
         want = "GPU agent active" if device == "cuda" and "--no-gpu" not in options else "attached to PID"
+        if want == "GPU agent active" and not any(o == "uprobes" or o.endswith("=uprobes") for o in options):
+            want = "CUDA uprobes off"  # the agent records the calls: time the steps after the switch
         self.lines = []
         ready = threading.Event()
 

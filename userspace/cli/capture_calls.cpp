@@ -42,6 +42,9 @@ void Capture::update_call_capture() {
     if (calls_since_.empty()) need_uprobes = true;
     if (need_uprobes == probes_->attached()) return;
     if (auto r = probes_->set_attached(need_uprobes); !r && !deferred_error_) deferred_error_ = r.error();
+    else if (!options_.quiet)
+        fmt::print(stderr, "gtrace: CUDA uprobes {}\n",
+                   need_uprobes ? "back on: a process needs them" : "off: every CUDA process records its own calls (agent)");
     ++uprobe_switches_;
 }
 

@@ -133,33 +133,36 @@ bool kind_enabled(CUpti_ActivityKind kind) {
 }
 
 namespace {
-// cuptiActivityEnableRuntimeApi/DriverApi: API records of single callback ids.
-std::array<std::atomic<bool>, CUPTI_RUNTIME_TRACE_CBID_SIZE> g_runtime_ids;
-std::array<std::atomic<bool>, CUPTI_DRIVER_TRACE_CBID_SIZE> g_driver_ids;
+// cuptiActivityEnableRuntimeApi/DriverApi: callback ids switched off within an enabled kind. As
+// CUPTI 13.0 did on an H100 (bench/README.md): switching single ids on without the kind gives
+// no record at all; the kind on, then ids off, filters.
+std::array<std::atomic<bool>, CUPTI_RUNTIME_TRACE_CBID_SIZE> g_runtime_ids_off;
+std::array<std::atomic<bool>, CUPTI_DRIVER_TRACE_CBID_SIZE> g_driver_ids_off;
 } // namespace
 
 bool api_records_enabled(bool runtime, uint32_t cbid) {
-    if (kind_enabled(runtime ? CUPTI_ACTIVITY_KIND_RUNTIME : CUPTI_ACTIVITY_KIND_DRIVER)) return true;
-    return runtime ? cbid < g_runtime_ids.size() && g_runtime_ids[cbid].load() : cbid < g_driver_ids.size() && g_driver_ids[cbid].load();
+    if (!kind_enabled(runtime ? CUPTI_ACTIVITY_KIND_RUNTIME : CUPTI_ACTIVITY_KIND_DRIVER)) return false;
+    return runtime ? !(cbid < g_runtime_ids_off.size() && g_runtime_ids_off[cbid].load())
+                   : !(cbid < g_driver_ids_off.size() && g_driver_ids_off[cbid].load());
 }
 
 bool set_api_records(bool runtime, uint32_t cbid, bool on) {
-    if (runtime ? cbid >= g_runtime_ids.size() : cbid >= g_driver_ids.size()) return false;
-    (runtime ? g_runtime_ids[cbid] : g_driver_ids[cbid]).store(on);
+    if (runtime ? cbid >= g_runtime_ids_off.size() : cbid >= g_driver_ids_off.size()) return false;
+    (runtime ? g_runtime_ids_off[cbid] : g_driver_ids_off[cbid]).store(!on);
     return true;
 }
 
 void set_kind(CUpti_ActivityKind kind, bool on) {
     g_kinds[kind].store(on);
     // As the real library: enabling or disabling the whole kind overrides the per-id choices.
-    if (kind == CUPTI_ACTIVITY_KIND_RUNTIME) for (auto& id : g_runtime_ids) id.store(false);
-    if (kind == CUPTI_ACTIVITY_KIND_DRIVER) for (auto& id : g_driver_ids) id.store(false);
+    if (kind == CUPTI_ACTIVITY_KIND_RUNTIME) for (auto& id : g_runtime_ids_off) id.store(false);
+    if (kind == CUPTI_ACTIVITY_KIND_DRIVER) for (auto& id : g_driver_ids_off) id.store(false);
 }
 
 void disable_all_kinds() {
     for (auto& k : g_kinds) k.store(false);
-    for (auto& id : g_runtime_ids) id.store(false);
-    for (auto& id : g_driver_ids) id.store(false);
+    for (auto& id : g_runtime_ids_off) id.store(false);
+    for (auto& id : g_driver_ids_off) id.store(false);
 }
 
 CUcontext context_of(int device) { return static_cast<CUcontext>(gtsim_context(device)); }

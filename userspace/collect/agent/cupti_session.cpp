@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <tuple>
 
 #include <cupti.h>
 
@@ -56,7 +57,6 @@ struct Session {
     CUpti_SubscriberHandle subscriber = nullptr;
     std::vector<CUpti_ActivityKind> enabled;
     std::vector<std::pair<CUpti_CallbackDomain, uint32_t>> callback_ids; // the callbacks switched on
-    bool api_records_per_id = false; // API records of callback_ids on (GT_CALLS_FROM_RECORDS)
     bool callbacks_on = false;       // the callbacks keep the slots current
 };
 
@@ -350,10 +350,6 @@ void stop_session() {
     gtrace_agent_announce(nullptr);
     for (auto kind : s.enabled) s.cupti.cuptiActivityDisable(kind);
     s.enabled.clear();
-    if (s.api_records_per_id)
-        for (auto [domain, cbid] : s.callback_ids)
-            (domain == CUPTI_CB_DOMAIN_RUNTIME_API ? s.cupti.cuptiActivityEnableRuntimeApi : s.cupti.cuptiActivityEnableDriverApi)(cbid, 0);
-    s.api_records_per_id = false;
     s.cupti.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     s.cupti.cuptiFinalize();
     std::lock_guard lock(s.ring_mutex);
@@ -369,15 +365,23 @@ bool start_call_records(bool with_stacks) {
     if (!c.cuptiActivityEnableRuntimeApi || !c.cuptiActivityEnableDriverApi || s.callback_ids.empty() ||
         (!with_stacks && !c.cuptiEnableDomain))
         return false; // an older CUPTI: the callbacks time the calls
-    for (auto [domain, cbid] : s.callback_ids) {
-        auto enable = domain == CUPTI_CB_DOMAIN_RUNTIME_API ? c.cuptiActivityEnableRuntimeApi : c.cuptiActivityEnableDriverApi;
-        if (enable(cbid, 1) != CUPTI_SUCCESS) {
-            for (auto [d, id] : s.callback_ids) // all or none
-                (d == CUPTI_CB_DOMAIN_RUNTIME_API ? c.cuptiActivityEnableRuntimeApi : c.cuptiActivityEnableDriverApi)(id, 0);
-            return false;
+    // CUPTI 13.0 records nothing for ids switched on alone (seen on an H100, bench/README.md):
+    // the kinds go on, then every id that is not one of ours goes off.
+    std::vector<std::pair<CUpti_CallbackDomain, uint32_t>> ours = s.callback_ids;
+    std::sort(ours.begin(), ours.end());
+    const std::tuple<CUpti_CallbackDomain, uint32_t, CUpti_ActivityKind> kinds[] = {
+        {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_SIZE, CUPTI_ACTIVITY_KIND_RUNTIME},
+        {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_SIZE, CUPTI_ACTIVITY_KIND_DRIVER}};
+    for (auto [domain, size, kind] : kinds) {
+        if (c.cuptiActivityEnable(kind) != CUPTI_SUCCESS) return false;
+        s.enabled.push_back(kind);
+        auto only = domain == CUPTI_CB_DOMAIN_RUNTIME_API ? c.cuptiActivityEnableRuntimeApi : c.cuptiActivityEnableDriverApi;
+        for (uint32_t cbid = 1; cbid < 2 * size; ++cbid) {
+            const char* name = nullptr;
+            if (c.cuptiGetCallbackName(domain, cbid, &name) != CUPTI_SUCCESS || !name) continue;
+            if (!std::binary_search(ours.begin(), ours.end(), std::pair{domain, cbid})) only(cbid, 0);
         }
     }
-    s.api_records_per_id = true;
     if (!with_stacks && s.subscriber) { // nothing left for a callback to do: none is made
         c.cuptiEnableDomain(0, s.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API);
         c.cuptiEnableDomain(0, s.subscriber, CUPTI_CB_DOMAIN_DRIVER_API);
