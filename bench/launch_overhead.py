@@ -1,11 +1,12 @@
 #!/usr/bin/python3
 """Per-call cost of a traced cudaLaunchKernel, side by side in one run:
   untraced            the loop alone
-  bpftrace-entry      a count-only bpftrace uprobe on the same symbol (the floor any uprobe pays)
-  bpftrace-entry+exit count-only bpftrace uprobe + uretprobe (the floor of any entry/exit tracer)
-  gtrace              gtrace attach (entry + return probe, full event to the ring buffer)
-Modes are interleaved over several rounds; the median per mode is reported, and the ratios of
-added cost (mode minus untraced) to the floors'.
+  floor-launch        tracefs p:+r: uprobes on cudaLaunchKernel, no BPF, tracing off: the traps alone
+  floor-table         the same on every function of gtrace's probe table (the same probe set)
+  gtrace-probes       gtrace attach --no-gpu --py-stacks off --sample-hz 0 (probes, events, no walk)
+  gtrace-stacks       gtrace attach --no-gpu --sample-hz 0 (with the Python stack walk)
+Modes are interleaved over several rounds; the median per mode is reported, and the ratio of
+gtrace-probes' added cost (mode minus untraced) to floor-table's: target <= 1.3x.
 
 With --agent the loop runs on the GPU simulator (its libcudart and libcupti) instead, and the
 modes are: untraced, gtrace --no-gpu (BPF probes only) and gtrace (BPF probes + the CUPTI agent
@@ -21,6 +22,9 @@ import sys
 import tempfile
 import threading
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
+from uprobe_floor import Floor, gtrace_symbols  # noqa: E402
 
 CUDART = "/usr/local/cuda/lib64/libcudart.so.13"
 
@@ -42,17 +46,22 @@ def run_loop(build, calls, tracer=None, env=None):
         return float(out.split()[-1])
 
 
-def bpftrace(program):
-    def start(pid, tmp):
-        t = subprocess.Popen(["bpftrace", "-e", program], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        seen = []
-        for line in t.stdout:  # "Attaching N probes..." comes once they are attached
-            seen.append(line)
-            if "Attaching" in line:
-                time.sleep(1.0)
-                return t
-        sys.exit("bpftrace failed: " + "".join(seen))
-    return start
+class _FloorTracer:
+    """The raw uprobe floor on SYMBOLS while a run lasts (the run_loop tracer interface)."""
+
+    def __init__(self, pid, symbols):
+        self.floor = Floor(pid, symbols)
+        self.floor.__enter__()
+
+    def terminate(self):
+        self.floor.__exit__(None, None, None)
+
+    def wait(self, timeout=None):
+        return 0
+
+
+def floor(symbols):
+    return lambda pid, tmp: _FloorTracer(pid, symbols)
 
 
 def gtrace(build, *extra):
@@ -97,10 +106,10 @@ def main():
         return agent_main(args)
     modes = {
         "untraced": None,
-        "bpftrace-entry": bpftrace(f"uprobe:{CUDART}:cudaLaunchKernel {{ @calls = count(); }}"),
-        "bpftrace-entry+exit": bpftrace(f"uprobe:{CUDART}:cudaLaunchKernel {{ @enter = count(); }} "
-                                        f"uretprobe:{CUDART}:cudaLaunchKernel {{ @exit = count(); }}"),
-        "gtrace": gtrace(args.build),
+        "floor-launch": floor(("cudaLaunchKernel",)),
+        "floor-table": floor(gtrace_symbols()),
+        "gtrace-probes": gtrace(args.build, "--no-gpu", "--py-stacks", "off"),
+        "gtrace-stacks": gtrace(args.build, "--no-gpu"),
     }
     busy = subprocess.run(["bpftool", "perf", "list"], capture_output=True, text=True).stdout
     if "libcudart" in busy:
@@ -116,8 +125,10 @@ def main():
     print(f"\nmedian ns per cudaLaunchKernel over {args.rounds} rounds of {args.calls} calls:")
     for m in modes:
         print(f"  {m:22s} {med[m]:8.0f} ns" + (f"   (+{added[m]:.0f} ns)" if m in added else ""))
-    print(f"\ngtrace added cost / bpftrace entry-only uprobe added cost:  {added['gtrace'] / added['bpftrace-entry']:.2f}x")
-    print(f"gtrace added cost / bpftrace entry+exit uprobes added cost: {added['gtrace'] / added['bpftrace-entry+exit']:.2f}x")
+    ratio = added["gtrace-probes"] / added["floor-table"]
+    print(f"\ngtrace-probes added cost / floor-table added cost: {ratio:.2f}x (target <= 1.30x: "
+          f"{'met' if ratio <= 1.3 else 'NOT met'})")
+    print(f"the Python stack walk adds {added['gtrace-stacks'] - added['gtrace-probes']:.0f} ns per call")
 
 
 if __name__ == "__main__":
