@@ -14,7 +14,7 @@ std::atomic<bool> g_from_records{false};
 // Stacks by correlation id, from the entry callback to the buffer thread: a record comes up to
 // a flush period (500 ms) after its call's entry, so the table holds more calls than a busy
 // process makes in that time; an overwritten slot costs that call its stack, counted.
-constexpr size_t kStackSlots = 1 << 17;
+constexpr size_t kStackSlots = kCallStackSlots;
 struct StackSlot {
     std::atomic<uint64_t> key{0}; // 1 << 63 | py_status << 32 | correlation; 0: empty
     std::atomic<uint64_t> id{0};

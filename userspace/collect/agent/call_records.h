@@ -5,6 +5,7 @@
 // entry (found again by correlation id), and outermost calls only — CUDA 13's runtime calls
 // the driver's exported functions, so a runtime launch's record comes with a nested driver one.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 
 #include "gtrace/agent.h"
@@ -20,6 +21,7 @@ struct CallStack {
     uint8_t py_status = GT_PY_NONE;
 };
 void remember_stack(uint32_t correlation, CallStack stack);
+constexpr size_t kCallStackSlots = 1 << 17; // stacks kept by correlation id modulo this
 
 // One CUPTI API record of a table API (`api`), times already on CLOCK_MONOTONIC. Called with
 // the ring's lock held, records in the order CUPTI completed them.
