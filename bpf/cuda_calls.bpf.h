@@ -22,8 +22,8 @@ const volatile __u32 py_stack_every = 1;
 
 /* The agent's slot: bit 63 while an outermost CUPTI-visible call is in progress on the thread,
  * then the tid, then the call's correlation id (include/gtrace/agent.h). */
-#define GT_SLOT_IN_CALL (1ull << 63)
-#define GT_SLOT_TID(v) ((__u32)((v) >> 32) & 0x7fffffffu)
+#define GT_SLOT_IN_CALL GT_AGENT_SLOT_IN_CALL
+#define GT_SLOT_TID(v) GT_AGENT_SLOT_TID(v)
 
 struct call_entry {
 	__u64 enter_ns;
@@ -213,7 +213,6 @@ static __always_inline void gt_call_exit(struct pt_regs *ctx)
 		return;
 	e->cls = GT_EV_API;
 	e->api = api;
-	e->caps = caps;
 	e->py_status = entry->py_status;
 	e->pid = pid_tgid >> 32;
 	e->tid = (__u32)pid_tgid;
@@ -225,7 +224,11 @@ static __always_inline void gt_call_exit(struct pt_regs *ctx)
 	__builtin_memcpy(e->config, entry->config, sizeof(e->config));
 	e->out_value = out_value;
 	e->py_stack = entry->py_stack;
-	e->correlation = call_correlation(entry->slot_before, agent_slot(e->pid, e->tid), e->tid);
+	__u64 slot_after = agent_slot(e->pid, e->tid);
+	e->correlation = call_correlation(entry->slot_before, slot_after, e->tid);
+	/* The agent recorded this very call itself (its slot names it, marked): userspace drops ours. */
+	e->flags = e->correlation && (__u32)slot_after == e->correlation && GT_SLOT_TID(slot_after) == e->tid &&
+		   (slot_after & GT_AGENT_SLOT_AGENT_RECORDS) ? GT_API_EV_AGENT_RECORDS : 0;
 	/* The thread's name rides on its first event only: userspace keeps it. */
 	if (!tc->comm_sent) {
 		bpf_get_current_comm(e->comm, sizeof(e->comm));

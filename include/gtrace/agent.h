@@ -22,8 +22,13 @@
 #define GT_AGENT_MAX_RING (1u << 30)
 #define GT_AGENT_NAME_MAX 1024u              /* kernel names longer than this are cut */
 /* Correlation slots, indexed by tid % GT_AGENT_SLOTS: at the entry and the exit of each thread's
- * outermost CUPTI-visible GPU-work call the agent stores [in-call bit 63 | tid << 32 | correlation
- * id]; the bit is set at entry, clear after exit. */
+ * outermost CUPTI-visible GPU-work call the agent stores [in-call bit 63 | agent-records bit 62 |
+ * tid << 32 | correlation id]; bit 63 is set at entry, clear after exit; bit 62 says the agent
+ * records this call itself (capture_calls, decided at its entry), so a uprobe that saw the same
+ * call drops it: no call twice, none lost, while the probes come off. */
+#define GT_AGENT_SLOT_IN_CALL (1ull << 63)
+#define GT_AGENT_SLOT_AGENT_RECORDS (1ull << 62)
+#define GT_AGENT_SLOT_TID(v) ((unsigned int)((v) >> 32) & 0x3fffffffu)
 #define GT_AGENT_SLOTS 4096u
 #define GT_AGENT_ANNOUNCE_SYMBOL "gtrace_agent_announce" /* (uint64_t *slots), probed by gtrace */
 #define GT_AGENT_MAILBOX_SYMBOL "gtrace_agent_mailbox"   /* struct gt_agent_mailbox */

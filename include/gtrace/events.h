@@ -36,10 +36,14 @@ enum gt_proc_kind {
 	GT_PROC_EXIT = 3,
 };
 
+enum gt_api_event_flags {
+	GT_API_EV_AGENT_RECORDS = 1, /* the process's agent recorded this call too (its slot said so) */
+};
+
 struct gt_api_event {
 	unsigned char cls; /* GT_EV_API */
 	unsigned char api; /* enum gt_cuda_api */
-	unsigned char caps;
+	unsigned char flags;     /* enum gt_api_event_flags */
 	unsigned char py_status; /* enum gt_py_status of the walk at the call's entry */
 	unsigned int pid; /* tgid */
 	unsigned int tid;

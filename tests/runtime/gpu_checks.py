@@ -41,6 +41,12 @@ def check_gpu(trace, expect):
     ends = {(e["pid"], e["args"]["correlation"]): e for e in events if e.get("cat") == "ac2g" and e["ph"] == "f"}
     in_trace = {(e["pid"], e["args"]["correlation"], e["args"]["grid"][0] if "grid" in e["args"] else e["args"]["bytes"]): e
                 for e in gpu}
+    # One call per CUPTI call: while the uprobes come off, a call seen by both them and the
+    # agent must be in the trace once.
+    twice = [k for k, n in collections.Counter((c["pid"], c["args"]["correlation"]) for c in calls
+                                               if c.get("args", {}).get("correlation")).items() if n > 1]
+    if twice:
+        fail(f"{len(twice)} correlation ids are on more than one call, e.g. {twice[:3]}")
     truth = load_truth(expect["gpu_truth"])
     if not truth:
         fail("the simulator logged no GPU work")

@@ -39,6 +39,7 @@ ApiRecord record(bool driver, uint32_t correlation, uint64_t start, uint64_t end
 
 TEST_CASE("calls from API records: a runtime call's nested driver call is dropped, the caller's kept") {
     reset_call_records();
+    set_calls_from_records(true, false);
     Ring ring;
     call_from_record(ring.r, record(true, 10, 110, 150)); // nested: completes first
     call_from_record(ring.r, record(false, 10, 100, 200));
@@ -52,6 +53,7 @@ TEST_CASE("calls from API records: a runtime call's nested driver call is droppe
 
 TEST_CASE("calls from API records: a driver call of the application's own (cuBLAS) is kept") {
     reset_call_records();
+    set_calls_from_records(true, false);
     Ring ring;
     call_from_record(ring.r, record(true, 20, 100, 120));  // cuLaunchKernel from a library
     call_from_record(ring.r, record(false, 21, 130, 160)); // the next runtime call does not enclose it
@@ -67,6 +69,7 @@ TEST_CASE("calls from API records: a driver call of the application's own (cuBLA
 
 TEST_CASE("calls from API records: threads wait apart, and the stack walked at entry is attached") {
     reset_call_records();
+    set_calls_from_records(true, false);
     Ring ring;
     remember_stack(31, {0xabc, GT_PY_OK});
     call_from_record(ring.r, record(true, 30, 100, 150, 1));  // thread 1: waits
@@ -84,6 +87,7 @@ TEST_CASE("calls from API records: threads wait apart, and the stack walked at e
 
 TEST_CASE("calls from API records: a stack slot taken by a later call is counted as missed") {
     reset_call_records();
+    set_calls_from_records(true, false);
     Ring ring;
     remember_stack(5, {0x1, GT_PY_OK});
     remember_stack(5 + kCallStackSlots, {0x2, GT_PY_OK}); // the same slot, a later correlation id
@@ -92,4 +96,22 @@ TEST_CASE("calls from API records: a stack slot taken by a later call is counted
     REQUIRE(calls.size() == 1);
     CHECK(calls[0].py_stack == 0);
     CHECK(ring.r->call_stacks_missed == 1);
+}
+
+TEST_CASE("calls from API records: with entry callbacks, a call that entered before the agent began is left to the uprobes") {
+    reset_call_records();
+    set_calls_from_records(true, true);
+    Ring ring;
+    remember_stack(41, {0x5, GT_PY_OK});          // entered after: its entry callback marked it
+    remember_stack(42, {0, GT_PY_NONE});          // entered after, no stack walked for it
+    call_from_record(ring.r, record(false, 40, 100, 200)); // entered before: no mark
+    call_from_record(ring.r, record(false, 41, 210, 300));
+    call_from_record(ring.r, record(false, 42, 310, 400));
+    auto calls = ring.calls();
+    REQUIRE(calls.size() == 2);
+    CHECK(calls[0].h.correlation == 41);
+    CHECK(calls[0].py_stack == 0x5);
+    CHECK(calls[1].h.correlation == 42);
+    CHECK(calls[1].py_status == GT_PY_NONE);
+    set_calls_from_records(false, false);
 }

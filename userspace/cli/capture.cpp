@@ -182,7 +182,7 @@ void Capture::on_sample(const gt_sample_event& e) {
 
 void Capture::on_api(const gt_api_event& e) {
     ApiCall call = decode_api_call(e);
-    if (recorded_by_agent(call)) { // the probes were still on while its agent took over
+    if ((e.flags & GT_API_EV_AGENT_RECORDS) || recorded_by_agent(call)) { // the probes were still on while its agent took over
         ++uprobe_calls_dropped_;
         return;
     }

@@ -128,7 +128,7 @@ bool is_table_api(CUpti_CallbackDomain domain, const char* name) {
 }
 
 void begin_call_capture(gt_agent_ring* ring, bool from_records) {
-    set_calls_from_records(from_records);
+    set_calls_from_records(from_records, from_records && ring->py_stack_every != 0);
     ring->calls_since_ns = monotonic_ns();
     __atomic_or_fetch(&ring->flags, GT_AGENT_CALLS | (from_records ? GT_AGENT_CALL_RECORDS : 0), __ATOMIC_RELEASE);
 }

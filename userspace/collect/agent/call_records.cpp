@@ -10,6 +10,7 @@ namespace gtrace::agent {
 namespace {
 
 std::atomic<bool> g_from_records{false};
+bool g_entry_marks = false; // entry callbacks run: every call the agent records left its slot
 
 // Stacks by correlation id, from the entry callback to the buffer thread: a record comes up to
 // a flush period (500 ms) after its call's entry, so the table holds more calls than a busy
@@ -25,19 +26,20 @@ uint64_t slot_key(uint32_t correlation, uint8_t py_status) {
     return 1ull << 63 | uint64_t{py_status} << 32 | correlation;
 }
 
-// Whether the slot held a stack for this call; `missed`: walked, but overwritten since.
-CallStack stack_of(uint32_t correlation, bool& missed) {
-    missed = false;
+enum class Slot { Found, Missed, Absent };
+
+// The stack its entry callback left for this call: Missed when a later call took the slot since,
+// Absent when none was left (the call entered before the agent began recording).
+Slot stack_of(uint32_t correlation, CallStack& stack) {
     StackSlot& s = g_stacks[correlation % kStackSlots];
     uint64_t key = s.key.load(std::memory_order_acquire);
     uint64_t id = s.id.load(std::memory_order_relaxed);
     std::atomic_thread_fence(std::memory_order_acquire);
-    if (!key) return {};
-    if (static_cast<uint32_t>(key) != correlation || s.key.load(std::memory_order_relaxed) != key) {
-        missed = static_cast<uint32_t>(key) > correlation; // a later call took the slot
-        return {};
+    if (key && static_cast<uint32_t>(key) == correlation && s.key.load(std::memory_order_relaxed) == key) {
+        stack = {id, static_cast<uint8_t>(key >> 32)};
+        return Slot::Found;
     }
-    return {id, static_cast<uint8_t>(key >> 32)};
+    return key && static_cast<uint32_t>(key) > correlation ? Slot::Missed : Slot::Absent;
 }
 
 struct Waiting {
@@ -48,9 +50,11 @@ std::unordered_map<uint32_t, Waiting> g_waiting; // per thread: a driver call no
 uint64_t g_pass = 0;
 
 void send(gt_agent_ring* ring, const ApiRecord& c) {
-    bool missed = false;
-    CallStack stack = stack_of(c.correlation, missed);
-    if (missed) ++ring->call_stacks_missed;
+    CallStack stack;
+    Slot slot = stack_of(c.correlation, stack);
+    // Entered before the agent began: not its call (the uprobes, still on then, recorded it).
+    if (slot == Slot::Absent && g_entry_marks) return;
+    if (slot == Slot::Missed) ++ring->call_stacks_missed;
     uint64_t pos = 0;
     auto* r = agent_ring_reserve_record<gt_gpu_call>(ring, sizeof(gt_gpu_call), GT_GPU_CALL, c.correlation, &pos);
     if (!r) return;
@@ -70,7 +74,10 @@ bool encloses(const ApiRecord& outer, const ApiRecord& inner) {
 } // namespace
 
 bool calls_from_records() { return g_from_records.load(std::memory_order_relaxed); }
-void set_calls_from_records(bool on) { g_from_records.store(on, std::memory_order_relaxed); }
+void set_calls_from_records(bool on, bool entry_marks) {
+    g_entry_marks = entry_marks;
+    g_from_records.store(on, std::memory_order_release);
+}
 
 void remember_stack(uint32_t correlation, CallStack stack) {
     StackSlot& s = g_stacks[correlation % kStackSlots];

@@ -13,7 +13,9 @@
 namespace gtrace::agent {
 
 bool calls_from_records();
-void set_calls_from_records(bool on);
+// entry_marks: the entry callbacks run (Python stacks wanted), so a record whose call left no
+// mark entered before the agent began recording — the uprobes, on until then, have it.
+void set_calls_from_records(bool on, bool entry_marks);
 
 // In the entry callback of an outermost call: the stack walked for it.
 struct CallStack {

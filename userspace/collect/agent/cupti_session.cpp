@@ -74,12 +74,14 @@ std::atomic<uint32_t> g_session_generation{0};
 struct CallDepth {
     uint32_t generation = 0;
     int depth = 0;
+    uint64_t agent_records = 0; // GT_AGENT_SLOT_AGENT_RECORDS: the outermost call is the agent's to record
 };
 thread_local CallDepth t_calls;
 
-// The slot of a thread (include/gtrace/agent.h): bit 63 while its outermost call runs, the tid,
-// the call's correlation id. BPF reads it at a probed call's entry and return.
-constexpr uint64_t kSlotInCall = 1ull << 63;
+// The slot of a thread (include/gtrace/agent.h): bit 63 while its outermost call runs, bit 62
+// when the agent records that call, the tid, the call's correlation id. BPF reads it at a probed
+// call's entry and return.
+constexpr uint64_t kSlotInCall = GT_AGENT_SLOT_IN_CALL;
 
 // Callbacks go on for every API that can put work on a GPU, found by name so that a CUPTI newer
 // than these headers (new copy or launch variants) is covered too.
@@ -95,10 +97,16 @@ void CUPTIAPI on_api_callback(void*, CUpti_CallbackDomain domain, CUpti_Callback
     const auto* cb = static_cast<const CUpti_CallbackData*>(data);
     uint32_t generation = g_session_generation.load(std::memory_order_relaxed);
     if (t_calls.generation != generation) t_calls = {generation, 0};
+    Session& s = the_session();
+    gt_agent_ring* ring = s.ring;
     uint64_t in_call;
+    int api = -1;
     if (cb->callbackSite == CUPTI_API_ENTER) {
         if (++t_calls.depth != 1) return;
         in_call = kSlotInCall;
+        // Whether the agent records the call is decided here, once: the exit must agree.
+        api = ring && (__atomic_load_n(&ring->flags, __ATOMIC_ACQUIRE) & GT_AGENT_CALLS) ? api_of_callback(domain, cbid) : -1;
+        t_calls.agent_records = api >= 0 ? GT_AGENT_SLOT_AGENT_RECORDS : 0;
     } else {
         // Callbacks can be switched on while a thread is inside a call: its exit then comes
         // without an entry, and must not leave the depth below zero.
@@ -106,12 +114,10 @@ void CUPTIAPI on_api_callback(void*, CUpti_CallbackDomain domain, CUpti_Callback
         in_call = 0;
     }
     uint32_t tid = current_tid();
-    __atomic_store_n(&gtrace_agent_slots[tid % GT_AGENT_SLOTS], in_call | (uint64_t{tid} << 32) | cb->correlationId,
-                     __ATOMIC_RELEASE);
-    Session& s = the_session();
-    gt_agent_ring* ring = s.ring;
-    if (!ring || !(__atomic_load_n(&ring->flags, __ATOMIC_ACQUIRE) & GT_AGENT_CALLS)) return;
-    if (in_call) call_entered(ring, s.ring_mutex, api_of_callback(domain, cbid), cb->correlationId);
+    __atomic_store_n(&gtrace_agent_slots[tid % GT_AGENT_SLOTS],
+                     in_call | t_calls.agent_records | (uint64_t{tid} << 32) | cb->correlationId, __ATOMIC_RELEASE);
+    if (!t_calls.agent_records || !ring) return;
+    if (in_call) call_entered(ring, s.ring_mutex, api, cb->correlationId);
     else call_exited(ring, s.ring_mutex, cb->correlationId, tid);
 }
 
@@ -354,7 +360,7 @@ void stop_session() {
     s.cupti.cuptiFinalize();
     std::lock_guard lock(s.ring_mutex);
     if (calls_from_records()) send_waiting_calls(s.ring, true);
-    set_calls_from_records(false);
+    set_calls_from_records(false, false);
     reset_call_records();
     s.ring = nullptr;
 }
