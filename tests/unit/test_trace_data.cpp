@@ -73,6 +73,7 @@ TEST_CASE("every kind of event a gtrace trace holds is read") {
     const ProcessData& p = t.processes.at(100);
     CHECK(p.label == "python3 (rank 1)");
     CHECK(p.rank == 1);
+    CHECK(p.cmdline == "python3 train.py");
     CHECK_FALSE(p.forked);
     CHECK(t.processes.at(200).forked);
 
@@ -210,7 +211,7 @@ std::string many_events(int n, bool nested) {
         out += ",\n";
     }
     for (uint32_t pid : {100u, 200u, 300u})
-        out += fmt::format(R"J({{"args":{{"labels":"{{\"rank\":{}}}"}},"name":"process_labels","ph":"M","pid":{},"tid":0}},)J", pid / 100, pid) + "\n" +
+        out += fmt::format(R"J({{"args":{{"labels":"{{\"rank\":{},\"cmdline\":\"cmd {}\"}}"}},"name":"process_labels","ph":"M","pid":{},"tid":0}},)J", pid / 100, pid, pid) + "\n" +
                fmt::format(R"J({{"args":{{"name":"p{}"}},"name":"process_name","ph":"M","pid":{},"tid":0}})J", pid, pid) + (pid < 300 ? ",\n" : "");
     return out;
 }
@@ -222,6 +223,7 @@ void check_same(const TraceData& a, const TraceData& b) {
         CHECK(p.label == q.label);
         CHECK(p.rank == q.rank);
         CHECK(p.forked == q.forked);
+        CHECK(p.cmdline == q.cmdline);
         REQUIRE(p.calls.size() == q.calls.size());
         for (size_t i = 0; i < p.calls.size(); ++i) {
             const CallSpan &x = p.calls[i], &y = q.calls[i];

@@ -181,7 +181,7 @@ private:
             append(to.ranges, from.ranges), append(to.memory, from.memory);
             if (auto it = w.reader.meta().find(pid); it != w.reader.meta().end()) {
                 if (it->second.label) to.label = std::move(from.label);
-                if (it->second.labels) to.forked = from.forked;
+                if (it->second.labels) to.forked = from.forked, to.cmdline = std::move(from.cmdline);
             }
             if (from.rank) to.rank = from.rank;
         }

@@ -70,6 +70,7 @@ struct MemoryPoint {
 struct ProcessData {
     uint32_t pid = 0;
     std::string label;
+    std::string cmdline; // as the trace has it (process_labels): redacted unless captured with --no-redact
     std::optional<int> rank;
     bool forked = false; // a forked copy of another process (DataLoader worker)
     std::vector<CallSpan> calls;

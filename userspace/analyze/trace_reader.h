@@ -140,6 +140,7 @@ private:
             if (labels.is_object()) {
                 if (labels.contains("rank") && labels["rank"].is_number_integer()) p.rank = labels["rank"].get<int>();
                 p.forked = labels.contains("forked_from");
+                if (labels.contains("cmdline") && labels["cmdline"].is_string()) p.cmdline = labels["cmdline"].get<std::string>();
                 meta_[p.pid].labels = true;
             }
         }
