@@ -58,11 +58,11 @@ def load_sources(sim_log, truth_prefix):
             if kind:
                 start = op["mono_start"]
                 gpu.setdefault(op["pid"], {"Kernel": [], "Memcpy": []})[kind].append([start, start + op["end"] - op["start"]])
-    loaders = {}  # rank -> (loader intervals, optimizer ends)
+    loaders = {}  # "0" for rank 0, "pid123" for a process without a rank -> (loader intervals, optimizer ends)
     for path in glob.glob(truth_prefix + ".*"):
-        rank = int(path.rsplit(".", 1)[1])
+        key = path.rsplit(".", 1)[1]
         steps = [json.loads(line) for line in open(path) if line.strip()]
-        loaders[rank] = ([s["loader"] for s in steps], [s["optimizer_end"] for s in steps])
+        loaders[key] = ([s["loader"] for s in steps], [s["optimizer_end"] for s in steps])
     return gpu, loaders
 
 
@@ -72,19 +72,20 @@ def compare(summary, sim_log, truth_prefix, tolerance=0.05):
     failures = []
     for r in summary["ranks"]:
         ops = gpu.get(r["pid"])
-        if ops is None or r["rank"] not in loaders:
-            failures.append(f"rank {r['rank']}: no ground truth (sim ops for pid {r['pid']}, loader log)")
+        key = str(r["rank"]) if r["rank"] is not None else f"pid{r['pid']}"
+        if ops is None or key not in loaders:
+            failures.append(f"{r['name']}: no ground truth (sim ops for pid {r['pid']}, loader log {key})")
             continue
         kernel = union(ops["Kernel"])
         memcpy = subtract(union(ops["Memcpy"]), kernel)
-        loader = subtract(subtract(union(loaders[r["rank"]][0]), kernel), memcpy)
+        loader = subtract(subtract(union(loaders[key][0]), kernel), memcpy)
         truth_parts = {"Kernel": kernel, "Memcpy": memcpy, "DataLoader": loader}
         starts = {c: [s for s, _ in v] for c, v in truth_parts.items()}
-        ends = sorted(loaders[r["rank"]][1])
+        ends = sorted(loaders[key][1])
         totals, truth, wall, matched = {c: 0.0 for c in CHECKED}, {c: 0.0 for c in CHECKED}, 0.0, 0
         for step in r["per_step"]:
-            lo = step["start_ns"]
-            hi = lo + int(step["wall_ms"] * 1e6)
+            lo = r["clock_origin_ns"] + round(step["start_ms"] * 1e6)  # times in the report count from the capture's start
+            hi = lo + round(step["wall_ms"] * 1e6)
             # The step must be one the program made: it ends where an optimizer step returned.
             if not any(abs(e - hi) < 1_000_000 for e in ends):
                 continue
@@ -94,11 +95,11 @@ def compare(summary, sim_log, truth_prefix, tolerance=0.05):
                 totals[c] += step["breakdown_ms"][c] * 1e6
                 truth[c] += clipped_ns(truth_parts[c], lo, hi, starts[c])
         if matched < max(3, len(r["per_step"]) // 2):
-            failures.append(f"rank {r['rank']}: only {matched} of {len(r['per_step'])} steps end where an optimizer step returned")
+            failures.append(f"{r['name']}: only {matched} of {len(r['per_step'])} steps end where an optimizer step returned")
             continue
         for c in CHECKED:
             got, want = totals[c] / wall, truth[c] / wall
-            print(f"rank {r['rank']}: {c}: gtrace {got * 100:.1f}%, truth {want * 100:.1f}% of {matched} steps", flush=True)
+            print(f"{r['name']}: {c}: gtrace {got * 100:.1f}%, truth {want * 100:.1f}% of {matched} steps", flush=True)
             if abs(got - want) > tolerance:
-                failures.append(f"rank {r['rank']}: {c} {got * 100:.1f}% of the step, truth {want * 100:.1f}%")
+                failures.append(f"{r['name']}: {c} {got * 100:.1f}% of the step, truth {want * 100:.1f}%")
     return failures

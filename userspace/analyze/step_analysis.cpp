@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "analyze/memory_curve.h"
+#include "discover/proc_tree.h"
 #include "foundation/redact.h"
 
 namespace gtrace {
@@ -34,6 +36,28 @@ bool is_dataloader_frame(std::string_view name) {
 }
 
 bool is_dataloader_range(std::string_view name) { return name.starts_with("enumerate(DataLoader)"); }
+
+// The capture's start: its trace's first event. GPU memory counters are left out, since one may
+// carry the state from before the capture (analyze/memory_curve.h puts that at the start).
+uint64_t capture_start(const TraceData& trace) {
+    uint64_t first = UINT64_MAX, first_memory = UINT64_MAX;
+    auto earliest = [&first](const auto& spans) {
+        for (const auto& s : spans) first = std::min(first, s.start_ns);
+    };
+    for (const auto& [pid, p] : trace.processes) {
+        earliest(p.calls), earliest(p.gpu), earliest(p.main_samples), earliest(p.ranges);
+        for (const auto& m : p.memory) first_memory = std::min(first_memory, m.ts_ns);
+    }
+    if (first == UINT64_MAX) first = first_memory;
+    return first == UINT64_MAX ? 0 : first;
+}
+
+// "rank 0"; a process without a rank by its pid and command line, "pid 1234 (python3 train.py)".
+std::string process_name(const ProcessData& p, bool redact) {
+    if (p.rank) return fmt::format("rank {}", *p.rank);
+    std::string cmd = short_command(redact ? redact_text(p.cmdline) : p.cmdline, 60);
+    return cmd.empty() ? fmt::format("pid {}", p.pid) : fmt::format("pid {} ({})", p.pid, cmd);
+}
 
 // Steps end where the main thread's step-marker ranges end (Optimizer.step by default).
 std::vector<Span> steps_from_ranges(const ProcessData& p, const std::regex& marker, const std::string& marker_text,
@@ -190,7 +214,7 @@ void break_down(const ProcessData& p, std::vector<StepBreakdown>& steps) {
     }
 }
 
-void summarize(const ProcessData& p, RankAnalysis& r) {
+void summarize(const ProcessData& p, ProcessAnalysis& r) {
     uint64_t total = 0, busy = 0;
     std::array<uint64_t, kCategoryCount> sums{};
     for (const auto& s : r.steps) {
@@ -246,84 +270,6 @@ void summarize(const ProcessData& p, RankAnalysis& r) {
     if (r.top_kernels_ms.size() > 5) r.top_kernels_ms.resize(5);
 }
 
-// Allocated GPU memory over the capture, relative to the first step (or the first sample),
-// thinned to a few thousand points for the report; the peak from every point.
-void memory_over_time(const ProcessData& p, RankAnalysis& r) {
-    if (p.memory.empty()) return;
-    std::map<uint32_t, uint64_t> per_device;
-    std::vector<std::pair<uint64_t, uint64_t>> totals; // ts, all devices
-    for (const auto& m : p.memory) {
-        per_device[m.device] = m.allocated_bytes;
-        uint64_t sum = 0;
-        for (const auto& [d, b] : per_device) sum += b;
-        totals.emplace_back(m.ts_ns, sum);
-        r.memory_peak_bytes = std::max(r.memory_peak_bytes, sum);
-    }
-    uint64_t origin = r.steps.empty() ? totals.front().first : r.steps.front().span.start_ns;
-    constexpr size_t kMaxPoints = 2000;
-    size_t stride = (totals.size() + kMaxPoints - 1) / kMaxPoints;
-    for (size_t i = 0; i < totals.size(); i += stride) {
-        // Keep the largest value of each stride: a thinned curve must not hide the peak.
-        auto best = std::max_element(totals.begin() + static_cast<long>(i),
-                                     totals.begin() + static_cast<long>(std::min(i + stride, totals.size())),
-                                     [](auto& a, auto& b) { return a.second < b.second; });
-        r.memory_ms_bytes.emplace_back((static_cast<double>(best->first) - static_cast<double>(origin)) / 1e6, best->second);
-    }
-}
-
-std::string pct(double share) { return fmt::format("{:.0f}%", share * 100); }
-
-bool data_loading_bound(const RankAnalysis& r) { return r.share[kDataLoader] >= 0.25; }
-
-// Many launches, and the GPU finishes most kernels before the CPU issues the next one.
-bool launch_bound(const RankAnalysis& r) {
-    return r.launches_per_step >= 50 && r.kernels_shorter_than_launch >= 0.5 && r.gpu_utilization < 0.5;
-}
-
-void judge(RankAnalysis& r) {
-    const auto& s = r.share;
-    std::string busy = fmt::format("GPU busy {} of the step", pct(r.gpu_utilization));
-    if (s[kCommunication] >= 0.3) {
-        r.verdict = "communication";
-        r.evidence = fmt::format("communication kernels {} of the step", pct(s[kCommunication]));
-    } else if (s[kMemcpy] >= 0.3 && s[kMemcpy] >= s[kKernel]) {
-        r.verdict = "copy";
-        r.evidence = fmt::format("Memcpy {} of the step ({:.2f} ms per step; HtoD {:.1f} GB/s); {}", pct(s[kMemcpy]),
-                                 s[kMemcpy] * r.step_ms, r.h2d_gbps, busy);
-    } else if (s[kKernel] >= 0.5) {
-        r.verdict = "gpu";
-        r.evidence = fmt::format("kernels {} of the step ({:.2f} ms per step); {}", pct(s[kKernel]), r.kernel_ms_per_step, busy);
-    } else if (data_loading_bound(r) || launch_bound(r)) {
-        // Both can hold (workers starved of CPU by a busy main thread): the larger time wins,
-        // the wait for batches against the CPU time spent issuing work.
-        bool launch = launch_bound(r) && (!data_loading_bound(r) || s[kRuntime] + s[kCpuExec] > s[kDataLoader]);
-        if (launch) {
-            r.verdict = "launch_overhead";
-            r.evidence = fmt::format("{:.0f} launches per step, {} of kernels shorter than the CPU's time from one launch to the "
-                                     "next (median kernel {:.1f} µs, launch interval {:.1f} µs, launch call {:.1f} µs, launch to "
-                                     "kernel start {:.1f} µs); CUDA runtime {} and CPU {} of the step; {}",
-                                     r.launches_per_step, pct(r.kernels_shorter_than_launch), r.median_kernel_us,
-                                     r.median_launch_interval_us, r.median_launch_us, r.median_launch_delay_us, pct(s[kRuntime]),
-                                     pct(s[kCpuExec]), busy);
-        } else {
-            r.verdict = "data_loading";
-            r.evidence = fmt::format("waiting for the DataLoader {} of the step ({:.2f} ms per step); {}", pct(s[kDataLoader]),
-                                     s[kDataLoader] * r.step_ms, busy);
-        }
-    } else if (s[kOther] >= 0.5 && r.gpu_utilization < 0.2) {
-        // Sampling sees on-CPU time only: a main thread that is neither in CUDA nor running
-        // Python is blocked — in a training loop, waiting for its next batch.
-        r.verdict = "data_loading";
-        r.evidence = fmt::format("the main thread is blocked outside CUDA for {} of the step ({:.2f} ms per step: "
-                                 "typically waiting for the DataLoader's next batch); {}",
-                                 pct(s[kOther]), s[kOther] * r.step_ms, busy);
-    } else {
-        size_t top = static_cast<size_t>(std::max_element(s.begin(), s.begin() + kOther) - s.begin());
-        r.verdict = top == kKernel ? "gpu" : top == kMemcpy || top == kMemset ? "copy" : top == kRuntime ? "launch_overhead" : "data_loading";
-        r.evidence = fmt::format("largest part: {} {} of the step; {}", category_name(static_cast<Category>(top)), pct(s[top]), busy);
-    }
-}
-
 } // namespace
 
 const char* category_name(Category c) {
@@ -331,32 +277,36 @@ const char* category_name(Category c) {
     return c < kCategoryCount ? names[c] : "?";
 }
 
-std::vector<RankAnalysis> analyze_ranks(const TraceData& trace, const AnalysisOptions& options) {
+bool report_order(const ProcessAnalysis& a, const ProcessAnalysis& b) {
+    if (a.rank && b.rank) return *a.rank < *b.rank;
+    if (a.rank || b.rank) return a.rank.has_value();
+    return a.pid < b.pid;
+}
+
+std::vector<ProcessAnalysis> analyze_processes(const TraceData& trace, const AnalysisOptions& options) {
     const std::regex marker(options.step_marker, std::regex::ECMAScript | std::regex::optimize);
-    std::vector<RankAnalysis> out;
+    const uint64_t origin = capture_start(trace);
+    std::vector<ProcessAnalysis> out;
     for (const auto& [pid, p] : trace.processes) {
-        if (!p.rank || p.forked) continue;
-        RankAnalysis r;
+        if (p.forked || (!p.rank && p.calls.empty() && p.gpu.empty())) continue;
+        ProcessAnalysis r;
         r.pid = pid;
-        r.rank = *p.rank;
+        r.rank = p.rank;
+        r.origin_ns = origin;
         r.label = options.redact ? redact_text(p.label) : p.label; // a trace written with --no-redact, or before
+        r.name = process_name(p, options.redact);
         std::vector<Span> steps = steps_from_ranges(p, marker, options.step_marker, &r.step_rule);
         if (steps.empty()) steps = steps_from_sync_calls(p, &r.step_rule);
         trim_to_gpu_records(p, steps, &r.step_rule);
         for (const Span& s : steps) r.steps.push_back({s, {}, 0, 0});
-        memory_over_time(p, r);
-        if (r.steps.empty()) {
-            r.evidence = fmt::format("no steps found: no torch range matches '{}' and no synchronizing CUDA call recurs on "
-                                     "the main thread", options.step_marker);
-            out.push_back(std::move(r));
-            continue;
+        r.memory = memory_curve(p.memory, origin);
+        if (!r.steps.empty()) {
+            break_down(p, r.steps);
+            summarize(p, r);
         }
-        break_down(p, r.steps);
-        summarize(p, r);
-        judge(r);
         out.push_back(std::move(r));
     }
-    std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.rank < b.rank; });
+    std::stable_sort(out.begin(), out.end(), report_order);
     return out;
 }
 

@@ -1,10 +1,12 @@
-// Steps of each rank and where their time goes, in the priority order of PyTorch's profiler
-// (Kernel, Memcpy, Memset, Communication, Runtime, DataLoader, CPU Exec, Other): each instant of
-// a step is credited to the highest-priority category active then, so the parts add up exactly
-// to the step's wall time.
+// Steps of each process that did CUDA work (the ranks of a torchrun job, or a plain `python
+// train.py`) and where their time goes, in the priority order of PyTorch's profiler (Kernel,
+// Memcpy, Memset, Communication, Runtime, DataLoader, CPU Exec, Other): each instant of a step is
+// credited to the highest-priority category active then, so the parts add up exactly to the
+// step's wall time. The figures only; analyze/verdict.h judges them.
 #pragma once
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,11 +24,21 @@ struct StepBreakdown {
     uint64_t launches = 0;
 };
 
-struct RankAnalysis {
+// Allocated GPU memory over the capture: ms since the capture's start (never negative: the
+// state at the start is the value at 0), bytes; thinned keeping each stretch's lowest and highest.
+struct MemoryCurve {
+    std::vector<std::pair<double, uint64_t>> points;
+    uint64_t peak_bytes = 0;
+    double peak_ms = 0; // when the peak was first reached
+};
+
+struct ProcessAnalysis {
     uint32_t pid = 0;
-    int rank = 0;
-    std::string label;
-    std::string step_rule; // how the steps were found
+    std::optional<int> rank; // none: a process without RANK (plain `python train.py`, a notebook, a server)
+    std::string name;        // "rank 0", or "pid 1234 (python3 train.py)": how the report names it
+    std::string label;       // the trace's label of the process
+    uint64_t origin_ns = 0;  // the capture's start (its trace's first event): every time below is relative to it
+    std::string step_rule;   // how the steps were found
     std::vector<StepBreakdown> steps;
     // Over all steps:
     std::array<double, kCategoryCount> share{}; // of step time
@@ -36,10 +48,12 @@ struct RankAnalysis {
     double median_launch_interval_us = 0; // from a launch to the thread's next launch; kernels_shorter_than_launch compares with it
     double h2d_gbps = 0, d2h_gbps = 0;
     std::vector<std::pair<std::string, double>> top_kernels_ms; // name, total ms
-    std::vector<std::pair<double, uint64_t>> memory_ms_bytes; // GPU memory allocated: ms from the first step, bytes
-    uint64_t memory_peak_bytes = 0;
-    std::string verdict;  // data_loading, copy, launch_overhead, gpu, communication
+    MemoryCurve memory;
+    // Filled by analyze/verdict.h:
+    std::string verdict;  // data_loading, copy, launch_overhead, gpu, communication, mixed, straggler; empty: no steps
+    std::string leading;  // with `mixed`: the verdict the figures lean to (the largest identified cause)
     std::string evidence; // the figures behind it
+    std::vector<std::pair<Category, double>> causes; // the step's categories ranked by share (non-zero ones)
 };
 
 struct AnalysisOptions {
@@ -47,9 +61,13 @@ struct AnalysisOptions {
     bool redact = true; // secret values in process labels (command lines) shown as *** (foundation/redact.h)
 };
 
-// The rank processes of a trace (not their forked workers), analysed. Steps end where the main
-// thread's step-marker ranges end; without such ranges, at its most frequent synchronizing CUDA
-// call site (see README).
-std::vector<RankAnalysis> analyze_ranks(const TraceData& trace, const AnalysisOptions& options = {});
+// The processes of a trace that a report covers: every rank process, and every other process
+// that made CUDA calls or has GPU records (forked copies — DataLoader workers — are left out).
+// Steps end where the main thread's step-marker ranges end; without such ranges, at its most
+// frequent synchronizing CUDA call site (see README). Ranks first by rank, then by pid.
+std::vector<ProcessAnalysis> analyze_processes(const TraceData& trace, const AnalysisOptions& options = {});
+
+// The report's order: ranks by rank, then the other processes by pid.
+bool report_order(const ProcessAnalysis& a, const ProcessAnalysis& b);
 
 } // namespace gtrace

@@ -229,8 +229,9 @@ void read_capture_options(const po::variables_map& vm, CaptureOptions& options) 
     }
 }
 
-// The capture's findings, as `gtrace report` gives them: printed when the job has ranks to judge
-// (unless quiet), and written with the capture's facts for --summary-json. One pass over the trace.
+// The capture's findings, as `gtrace report` gives them: printed when a process did CUDA work —
+// a rank, or a plain `python train.py` (unless quiet) — and written with the capture's facts for
+// --summary-json. One pass over the trace.
 void report_capture(const CaptureOptions& options, const CaptureResult& result) {
     constexpr uintmax_t kMaxPrintBytes = 256ull << 20; // larger traces: run gtrace report yourself
     bool print = !options.quiet;
@@ -246,7 +247,7 @@ void report_capture(const CaptureOptions& options, const CaptureResult& result) 
     if (!print && options.summary_json.empty()) return;
     ReportOptions report;
     report.json_path = options.summary_json;
-    report.ranks_required = false;
+    report.processes_required = false;
     report.print = print;
     report.analysis.step_marker = options.step_marker;
     report.analysis.redact = options.redact;

@@ -1,12 +1,12 @@
-// gtrace report TRACE... [--json FILE] [--html FILE]: per-rank step breakdown and a bottleneck
-// verdict per rank and for the job, from traces gtrace wrote (one per node or per capture).
+// gtrace report TRACE... [--json FILE] [--html FILE]: reads the options' traces, has analyze/
+// judge them (analyze/job_report.h) and output/ render the findings as text, JSON and HTML.
 #pragma once
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
-#include "analyze/step_analysis.h"
+#include "analyze/step_analysis.h" // AnalysisOptions
 #include "foundation/result.h"
 
 namespace gtrace {
@@ -14,7 +14,7 @@ namespace gtrace {
 struct ReportOptions {
     std::string json_path, html_path; // also write the findings as JSON / as a self-contained HTML page
     bool force = false;               // replace an existing json_path / html_path
-    bool ranks_required = true;       // false: a trace without rank processes prints nothing, is no error
+    bool processes_required = true;   // false: a trace without a process that did CUDA work prints nothing, is no error
     bool print = true;                // the terminal summary on stdout
     AnalysisOptions analysis;
     nlohmann::json capture;           // the facts of the capture that just wrote the trace (--summary-json)

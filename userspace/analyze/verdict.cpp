@@ -1,0 +1,236 @@
+#include "analyze/verdict.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+namespace gtrace {
+namespace {
+
+std::string pct(double share) { return fmt::format("{:.0f}%", share * 100); }
+
+// What the figures point to, before asking whether it dominates: the verdict, the figures, and
+// the step categories that make up its cause.
+struct Candidate {
+    std::string verdict, evidence;
+    std::vector<Category> parts;
+};
+
+bool data_loading_bound(const ProcessAnalysis& r) { return r.share[kDataLoader] >= 0.25; }
+
+// Many launches, and the GPU finishes most kernels before the CPU issues the next one.
+bool launch_bound(const ProcessAnalysis& r) {
+    return r.launches_per_step >= 50 && r.kernels_shorter_than_launch >= 0.5 && r.gpu_utilization < 0.5;
+}
+
+std::string bandwidths(const ProcessAnalysis& r) {
+    std::string out;
+    if (r.h2d_gbps > 0) out = fmt::format("HtoD {:.1f} GB/s", r.h2d_gbps);
+    if (r.d2h_gbps > 0) out += fmt::format("{}DtoH {:.1f} GB/s", out.empty() ? "" : ", ", r.d2h_gbps);
+    return out.empty() ? "no timed copies" : out;
+}
+
+Candidate candidate(const ProcessAnalysis& r) {
+    const auto& s = r.share;
+    std::string busy = fmt::format("GPU busy {} of the step", pct(r.gpu_utilization));
+    if (s[kCommunication] >= 0.3)
+        return {"communication", fmt::format("communication kernels {} of the step", pct(s[kCommunication])), {kCommunication}};
+    if (s[kMemcpy] >= 0.3 && s[kMemcpy] >= s[kKernel])
+        return {"copy",
+                fmt::format("Memcpy {} of the step ({:.2f} ms per step; {}); {}", pct(s[kMemcpy]), s[kMemcpy] * r.step_ms,
+                            bandwidths(r), busy),
+                {kMemcpy, kMemset}};
+    if (s[kKernel] >= 0.5)
+        return {"gpu", fmt::format("kernels {} of the step ({:.2f} ms per step); {}", pct(s[kKernel]), r.kernel_ms_per_step, busy), {kKernel}};
+    if (data_loading_bound(r) || launch_bound(r)) {
+        // Both can hold (workers starved of CPU by a busy main thread): the larger time wins,
+        // the wait for batches against the CPU time spent issuing work.
+        if (launch_bound(r) && (!data_loading_bound(r) || s[kRuntime] + s[kCpuExec] > s[kDataLoader]))
+            return {"launch_overhead",
+                    fmt::format("{:.0f} launches per step, {} of kernels shorter than the CPU's time from one launch to the "
+                                "next (median kernel {:.1f} µs, launch interval {:.1f} µs, launch call {:.1f} µs, launch to "
+                                "kernel start {:.1f} µs); CUDA runtime {} and CPU {} of the step; {}",
+                                r.launches_per_step, pct(r.kernels_shorter_than_launch), r.median_kernel_us,
+                                r.median_launch_interval_us, r.median_launch_us, r.median_launch_delay_us, pct(s[kRuntime]),
+                                pct(s[kCpuExec]), busy),
+                    // The GPU idles while the host issues launches: all the host's time is the issuing loop.
+                    {kRuntime, kCpuExec, kOther}};
+        return {"data_loading",
+                fmt::format("waiting for the DataLoader {} of the step ({:.2f} ms per step); {}", pct(s[kDataLoader]),
+                            s[kDataLoader] * r.step_ms, busy),
+                {kDataLoader}};
+    }
+    if (s[kOther] >= 0.5 && r.gpu_utilization < 0.2)
+        // Sampling sees on-CPU time only: a main thread that is neither in CUDA nor running
+        // Python is blocked — in a training loop, waiting for its next batch.
+        return {"data_loading",
+                fmt::format("the main thread is blocked outside CUDA for {} of the step ({:.2f} ms per step: "
+                            "typically waiting for the DataLoader's next batch); {}",
+                            pct(s[kOther]), s[kOther] * r.step_ms, busy),
+                {kOther}};
+    auto top = static_cast<Category>(std::max_element(s.begin(), s.begin() + kOther) - s.begin());
+    std::string verdict = top == kKernel                      ? "gpu"
+                          : top == kMemcpy || top == kMemset  ? "copy"
+                          : top == kCommunication             ? "communication"
+                          : top == kRuntime                   ? "launch_overhead"
+                          : top == kDataLoader                ? "data_loading"
+                                                              : "cpu";
+    std::vector<Category> parts{top};
+    // Many launches while the GPU idles (no GPU records to time the kernels by): the host's issuing loop.
+    if (top == kRuntime && r.launches_per_step >= 50 && r.gpu_utilization < 0.2) parts = {kRuntime, kCpuExec, kOther};
+    return {verdict,
+            fmt::format("largest part besides Other: {} {} of the step; {:.0f} launches per step; {}", category_name(top), pct(s[top]),
+                        r.launches_per_step, busy),
+            parts};
+}
+
+std::string ranked(const std::vector<std::pair<Category, double>>& causes) {
+    std::string out;
+    for (const auto& [c, share] : causes)
+        if (share >= 0.005) out += fmt::format("{}{} {}", out.empty() ? "" : ", ", category_name(c), pct(share));
+    return out;
+}
+
+struct Judgment {
+    std::string verdict, leading, evidence;
+    std::vector<std::pair<Category, double>> causes;
+};
+
+// The candidate, if it dominates the step; else `mixed`, leading with the candidate.
+Judgment judge_figures(const ProcessAnalysis& r) {
+    Judgment j;
+    for (int c = 0; c < kCategoryCount; ++c)
+        if (r.share[static_cast<size_t>(c)] > 0) j.causes.emplace_back(static_cast<Category>(c), r.share[static_cast<size_t>(c)]);
+    std::stable_sort(j.causes.begin(), j.causes.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+    Candidate c = candidate(r);
+    double own = 0, next = 0;
+    for (int k = 0; k < kCategoryCount; ++k) {
+        double share = r.share[static_cast<size_t>(k)];
+        if (std::find(c.parts.begin(), c.parts.end(), k) != c.parts.end()) own += share;
+        else next = std::max(next, share);
+    }
+    if (own >= kDominantShare || own >= kDominantLead * next) {
+        j.verdict = c.verdict, j.evidence = c.evidence;
+        return j;
+    }
+    j.verdict = "mixed", j.leading = c.verdict;
+    j.evidence = fmt::format("no dominant cause (none takes {} of the step or {:.0f}x every other part): {}; leading cause: {} — {}",
+                             pct(kDominantShare), kDominantLead, ranked(j.causes), c.verdict, c.evidence);
+    return j;
+}
+
+} // namespace
+
+void judge_process(ProcessAnalysis& r, const std::string& step_marker) {
+    if (r.steps.empty()) {
+        r.evidence = fmt::format("no steps found: no torch range matches '{}' and no synchronizing CUDA call recurs on "
+                                 "the main thread", step_marker);
+        return;
+    }
+    Judgment j = judge_figures(r);
+    r.verdict = std::move(j.verdict), r.leading = std::move(j.leading), r.evidence = std::move(j.evidence), r.causes = std::move(j.causes);
+}
+
+std::string remedy(const std::string& verdict, const std::string& leading) {
+    if (verdict == "data_loading")
+        return "more DataLoader workers (num_workers), persistent_workers, pin_memory, lighter per-item work or "
+               "pre-processed data";
+    if (verdict == "copy")
+        return "pinned host memory (pin_memory=True) with non_blocking copies, fewer .item()/.cpu() syncs in the loop, "
+               "keep tensors on the GPU, overlap copies with compute on a side stream";
+    if (verdict == "launch_overhead")
+        return "fewer, larger kernels: CUDA graphs or torch.compile, fused optimizers (foreach/fused=True), bigger "
+               "batches, no per-step .item()";
+    if (verdict == "gpu") return "the GPU is the limit: look at the top kernels (mixed precision, better algorithms)";
+    if (verdict == "communication") return "overlap communication with compute (bucket sizes), fewer syncs";
+    if (verdict == "cpu")
+        return "the main thread's CPU work holds the GPU back: look at its samples (--folded) for the hot Python or "
+               "CPU operators, move them to the GPU or compile them (torch.compile)";
+    if (verdict == "straggler")
+        return "find why that rank is slower (its data, its GPU, its host); the other ranks wait for it in every collective";
+    if (verdict == "mixed")
+        return leading.empty() ? "no single bottleneck: work on the largest parts of the step first"
+                               : "no single bottleneck: start with the leading cause (" + leading + "): " + remedy(leading);
+    return "";
+}
+
+namespace {
+
+// One rank slower than the rest: its GPU time per step well above the others'.
+std::optional<Straggler> straggler(const std::vector<const ProcessAnalysis*>& ranks) {
+    if (ranks.size() < 2) return std::nullopt;
+    auto slowest = *std::max_element(ranks.begin(), ranks.end(),
+                                     [](const auto* a, const auto* b) { return a->kernel_ms_per_step < b->kernel_ms_per_step; });
+    std::vector<double> others;
+    for (const auto* r : ranks)
+        if (r != slowest) others.push_back(r->kernel_ms_per_step);
+    std::sort(others.begin(), others.end());
+    double typical = others[others.size() / 2];
+    if (slowest->kernel_ms_per_step > 1.5 * typical && slowest->kernel_ms_per_step - typical > 0.1 * slowest->step_ms)
+        return Straggler{*slowest->rank, slowest->kernel_ms_per_step, typical};
+    return std::nullopt;
+}
+
+} // namespace
+
+namespace {
+
+// Ranks step in lockstep: the one that waits least for the others — least of its step in Other
+// (blocked outside CUDA: a CPU collective such as gloo's) and Communication (NCCL kernels) — is
+// the one the others wait for. Its step is the job's bottleneck.
+const ProcessAnalysis* bounding_rank(const std::vector<const ProcessAnalysis*>& ranks) {
+    auto waiting = [](const ProcessAnalysis* r) { return r->share[kOther] + r->share[kCommunication]; };
+    return *std::min_element(ranks.begin(), ranks.end(), [&](const auto* a, const auto* b) { return waiting(a) < waiting(b); });
+}
+
+// Without ranks (processes that do not step together): the most common verdict, ties to the
+// first process's.
+const ProcessAnalysis* most_common(const std::vector<const ProcessAnalysis*>& ps) {
+    const ProcessAnalysis* best = nullptr;
+    long best_count = 0;
+    for (const auto* p : ps) {
+        long n = std::count_if(ps.begin(), ps.end(), [&](const auto* q) { return q->verdict == p->verdict && q->leading == p->leading; });
+        if (n > best_count) best = p, best_count = n;
+    }
+    return best;
+}
+
+} // namespace
+
+JobVerdict judge_job(std::vector<ProcessAnalysis>& processes) {
+    bool has_ranks = std::any_of(processes.begin(), processes.end(), [](const auto& p) { return p.rank.has_value(); });
+    std::vector<const ProcessAnalysis*> judged; // the ranks with steps; without ranks, every process with steps
+    for (const auto& p : processes)
+        if (!p.steps.empty() && (p.rank || !has_ranks)) judged.push_back(&p);
+    JobVerdict v;
+    if (judged.empty()) return v;
+    const ProcessAnalysis* lead = has_ranks ? bounding_rank(judged) : most_common(judged);
+    v.verdict = lead->verdict, v.leading = lead->leading, v.causes = lead->causes, v.evidence = lead->evidence;
+    if (judged.size() > 1 && has_ranks)
+        v.evidence = fmt::format("{} waits least for the others ({} of its step in Other and Communication), so they wait for it: {}",
+                                 lead->name, pct(lead->share[kOther] + lead->share[kCommunication]), lead->evidence);
+    else if (judged.size() > 1)
+        v.evidence = fmt::format("the verdict of {} of {} processes, e.g. {}: {}",
+                                 std::count_if(judged.begin(), judged.end(), [&](const auto* q) { return q->verdict == lead->verdict; }),
+                                 judged.size(), lead->name, lead->evidence);
+    // The straggler is judged on kernel time, which blaming leaves alone.
+    if (has_ranks) v.straggler = straggler(judged);
+    if (v.straggler) {
+        const Straggler& slow = *v.straggler;
+        v.verdict = "straggler", v.leading.clear();
+        v.evidence = fmt::format("rank {} runs {:.2f} ms of kernels per step, the others about {:.2f} ms", slow.rank, slow.kernel_ms,
+                                 slow.others_ms);
+        for (auto& r : processes)
+            if (r.rank && *r.rank != slow.rank && !r.steps.empty()) {
+                r.evidence = fmt::format("waits for rank {} in every collective (it runs {:.2f} ms of kernels per step, this "
+                                         "rank {:.2f} ms); own figures: {}",
+                                         slow.rank, slow.kernel_ms, r.kernel_ms_per_step, r.evidence);
+                r.verdict = "straggler";
+                r.leading.clear();
+            }
+    }
+    v.remedy = remedy(v.verdict, v.leading);
+    return v;
+}
+
+} // namespace gtrace

@@ -1,0 +1,49 @@
+// The verdicts of a report: per process, what bounds its step (from the step breakdown and the
+// launch figures), and for the job, a straggler rank or the processes' common verdict. The
+// thresholds, remedies and evidence text live here; output/ only renders them.
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "analyze/step_analysis.h"
+
+namespace gtrace {
+
+// A cause dominates a step when it takes at least kDominantShare of it, or at least
+// kDominantLead times every other part (Other included: unattributed time may hide the real
+// cause). A step without a dominant cause is `mixed`.
+constexpr double kDominantShare = 0.5;
+constexpr double kDominantLead = 2.0;
+
+// Sets verdict, leading, evidence and causes of a process with steps (none without steps:
+// evidence then says why). Verdicts: communication, copy, gpu, data_loading, launch_overhead,
+// cpu, mixed (no dominant cause: `leading` names the verdict the figures lean to — the largest
+// identified cause — and `causes` ranks all the parts).
+void judge_process(ProcessAnalysis& p, const std::string& step_marker);
+
+// What usually helps with a verdict ("" for none).
+std::string remedy(const std::string& verdict, const std::string& leading = "");
+
+struct Straggler {
+    int rank = 0;
+    double kernel_ms = 0, others_ms = 0; // kernel time per step: its, and the other ranks' median
+};
+
+struct JobVerdict {
+    std::string verdict; // straggler, or the verdict of the process that bounds the job; "" when none has steps
+    std::string leading; // with `mixed`: the verdict the figures lean to
+    std::string evidence;
+    std::string remedy;
+    std::vector<std::pair<Category, double>> causes; // that process's step parts ranked by share
+    std::optional<Straggler> straggler;
+};
+
+// Judges the job: a straggler when one rank's kernel time per step is well above the other
+// ranks' (then every other rank's verdict becomes `straggler`, its evidence saying whom it waits
+// for). Otherwise, ranks step in lockstep, so the rank that waits least for the others (least
+// Other and Communication) bounds the job: its verdict is the job's. A job without ranks gets
+// its processes' most common verdict — a single process's own.
+JobVerdict judge_job(std::vector<ProcessAnalysis>& processes);
+
+} // namespace gtrace

@@ -1,0 +1,93 @@
+#include "output/report_json.h"
+
+#include <optional>
+
+#include <fmt/format.h>
+
+namespace gtrace {
+namespace {
+
+// The step's categories ranked by share, with their ms per step when the step is one process's.
+nlohmann::json causes_json(const std::vector<std::pair<Category, double>>& causes, std::optional<double> step_ms) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& [c, s] : causes) {
+        out.push_back({{"category", category_name(c)}, {"share", s}});
+        if (step_ms) out.back()["ms"] = s * *step_ms;
+    }
+    return out;
+}
+
+double ms_since(uint64_t origin_ns, uint64_t ns) { return ns > origin_ns ? static_cast<double>(ns - origin_ns) / 1e6 : 0.0; }
+
+nlohmann::json per_step(const ProcessAnalysis& r) {
+    nlohmann::json steps = nlohmann::json::array();
+    for (const auto& s : r.steps) {
+        nlohmann::json ms = nlohmann::json::object();
+        for (int c = 0; c < kCategoryCount; ++c) ms[category_name(static_cast<Category>(c))] = static_cast<double>(s.ns[static_cast<size_t>(c)]) / 1e6;
+        double wall = static_cast<double>(s.span.dur());
+        steps.push_back({{"start_ms", ms_since(r.origin_ns, s.span.start_ns)}, {"wall_ms", wall / 1e6}, {"breakdown_ms", ms},
+                         {"gpu_utilization", wall > 0 ? static_cast<double>(s.gpu_busy_ns) / wall : 0.0}});
+    }
+    return steps;
+}
+
+nlohmann::json process_json(const ProcessAnalysis& r) {
+    nlohmann::json breakdown = nlohmann::json::object(), share = nlohmann::json::object();
+    for (int c = 0; c < kCategoryCount; ++c) {
+        breakdown[category_name(static_cast<Category>(c))] = r.share[static_cast<size_t>(c)] * r.step_ms;
+        share[category_name(static_cast<Category>(c))] = r.share[static_cast<size_t>(c)];
+    }
+    nlohmann::json memory = {{"peak_bytes", r.memory.peak_bytes}, {"peak_ms", r.memory.peak_ms}, {"points", nlohmann::json::array()}};
+    for (const auto& [ms, bytes] : r.memory.points) memory["points"].push_back({ms, bytes});
+    nlohmann::json top = nlohmann::json::array();
+    for (const auto& [name, ms] : r.top_kernels_ms) top.push_back({{"name", name}, {"total_ms", ms}});
+    nlohmann::json j = {{"rank", r.rank ? nlohmann::json(*r.rank) : nlohmann::json(nullptr)},
+                        {"name", r.name},
+                        {"pid", r.pid},
+                        {"label", r.label},
+                        {"clock_origin_ns", r.origin_ns},
+                        {"step_rule", r.step_rule},
+                        {"steps", r.steps.size()},
+                        {"step_ms", r.step_ms},
+                        {"breakdown_ms", breakdown},
+                        {"breakdown_share", share},
+                        {"gpu_utilization", r.gpu_utilization},
+                        {"kernel_ms_per_step", r.kernel_ms_per_step},
+                        {"launches_per_step", r.launches_per_step},
+                        {"median_launch_us", r.median_launch_us},
+                        {"median_launch_delay_us", r.median_launch_delay_us},
+                        {"median_launch_interval_us", r.median_launch_interval_us},
+                        {"median_kernel_us", r.median_kernel_us},
+                        {"kernels_shorter_than_launch", r.kernels_shorter_than_launch},
+                        {"h2d_GBps", r.h2d_gbps},
+                        {"d2h_GBps", r.d2h_gbps},
+                        {"top_kernels", top},
+                        {"verdict", r.verdict},
+                        {"evidence", r.evidence},
+                        {"causes", causes_json(r.causes, r.step_ms)},
+                        {"per_step", per_step(r)},
+                        {"memory", memory}};
+    if (!r.leading.empty()) j["leading"] = r.leading;
+    return j;
+}
+
+} // namespace
+
+std::string verdict_key(const ProcessAnalysis& p) { return p.rank ? std::to_string(*p.rank) : fmt::format("pid {}", p.pid); }
+
+nlohmann::json report_json(const JobReport& report) {
+    nlohmann::json verdicts = nlohmann::json::object(), entries = nlohmann::json::array();
+    for (const auto& p : report.processes) {
+        verdicts[verdict_key(p)] = p.verdict;
+        entries.push_back(process_json(p));
+    }
+    const JobVerdict& v = report.verdict;
+    nlohmann::json verdict = {{"job", v.verdict}, {"ranks", verdicts}, {"remedy", v.remedy}, {"evidence", v.evidence},
+                              {"causes", causes_json(v.causes, std::nullopt)}};
+    if (!v.leading.empty()) verdict["leading"] = v.leading;
+    nlohmann::json out = {{"traces", report.traces}, {"verdict", verdict}, {"ranks", entries}};
+    if (v.straggler) out["straggler_rank"] = v.straggler->rank;
+    return out;
+}
+
+} // namespace gtrace

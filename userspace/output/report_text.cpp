@@ -1,0 +1,72 @@
+#include "output/report_text.h"
+
+#include <fmt/format.h>
+
+namespace gtrace {
+namespace {
+
+// Kernel names run to hundreds of characters (templates): the text keeps their start.
+std::string shortened(const std::string& s, size_t max_chars) {
+    if (s.size() <= max_chars) return s;
+    size_t cut = max_chars - 1;
+    while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut; // not inside a UTF-8 character
+    return s.substr(0, cut) + "…";
+}
+
+std::string rate(double gbps) { return gbps > 0 ? fmt::format("{:.1f} GB/s", gbps) : "none"; }
+
+std::string heading(const JobReport& report) {
+    size_t ranks = report.rank_count(), others = report.processes.size() - ranks;
+    std::string what = ranks ? fmt::format("{} rank{}", ranks, ranks == 1 ? "" : "s") : "";
+    if (others) what += fmt::format("{}{} process{} without a rank", ranks ? " and " : "", others, others == 1 ? "" : "es");
+    return fmt::format("gtrace report: {} from {} trace(s); times from the capture's start\n\n", what, report.traces.size());
+}
+
+std::string table(const JobReport& report) {
+    std::string out = fmt::format("{:>10} {:>6} {:>9}", "process", "steps", "step ms");
+    for (int c = 0; c < kCategoryCount; ++c) out += fmt::format(" {:>13}", category_name(static_cast<Category>(c)));
+    out += fmt::format(" {:>6}  verdict\n", "GPU%");
+    for (const auto& r : report.processes) {
+        out += fmt::format("{:>10} {:>6} {:>9.2f}", r.rank ? fmt::format("rank {}", *r.rank) : fmt::format("pid {}", r.pid), r.steps.size(),
+                           r.step_ms);
+        for (int c = 0; c < kCategoryCount; ++c) out += fmt::format(" {:>12.1f}%", r.share[static_cast<size_t>(c)] * 100);
+        out += fmt::format(" {:>5.1f}%  {}\n", r.gpu_utilization * 100, r.verdict.empty() ? "-" : r.verdict);
+    }
+    return out;
+}
+
+std::string details(const ProcessAnalysis& r) {
+    std::string out = fmt::format("{}: {}: {}{}\n", r.name, r.verdict.empty() ? "no verdict" : r.verdict, r.evidence,
+                                  r.step_rule.empty() ? "" : " [" + r.step_rule + "]");
+    if (!r.steps.empty()) {
+        out += fmt::format("  launches: {:.1f} per step, median call {:.1f} µs, median interval to the thread's next launch {:.1f} µs; "
+                           "kernels: median {:.1f} µs, {:.0f}% shorter than that interval; launch to kernel start: median {:.1f} µs\n",
+                           r.launches_per_step, r.median_launch_us, r.median_launch_interval_us, r.median_kernel_us,
+                           r.kernels_shorter_than_launch * 100, r.median_launch_delay_us);
+        out += fmt::format("  copies: HtoD {}, DtoH {}\n", rate(r.h2d_gbps), rate(r.d2h_gbps));
+        if (!r.top_kernels_ms.empty()) out += "  top kernels (GPU time over the steps):\n";
+        for (const auto& [name, ms] : r.top_kernels_ms) out += fmt::format("    {:>10.2f} ms  {}\n", ms, shortened(name, 100));
+    }
+    if (r.memory.peak_bytes)
+        out += fmt::format("  GPU memory: peak {:.1f} MiB allocated, at {:.1f} ms\n", static_cast<double>(r.memory.peak_bytes) / (1 << 20),
+                           r.memory.peak_ms);
+    return out;
+}
+
+} // namespace
+
+std::string format_report(const JobReport& report) {
+    std::string out = "\n" + heading(report) + table(report) + "\n";
+    for (const auto& r : report.processes) out += details(r);
+    const JobVerdict& v = report.verdict;
+    if (v.straggler)
+        out += fmt::format("\nJOB VERDICT: straggler — rank {} runs {:.2f} ms of kernels per step, the others about {:.2f} ms\n",
+                           v.straggler->rank, v.straggler->kernel_ms, v.straggler->others_ms);
+    else if (!v.verdict.empty())
+        out += fmt::format("\nJOB VERDICT: {}{}\n", v.verdict, v.leading.empty() ? "" : " — no dominant cause; leading cause: " + v.leading);
+    if (!v.straggler && report.processes.size() > 1 && !v.evidence.empty()) out += fmt::format("  {}\n", v.evidence);
+    if (!v.remedy.empty()) out += fmt::format("  what helps: {}\n", v.remedy);
+    return out;
+}
+
+} // namespace gtrace
