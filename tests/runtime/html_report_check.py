@@ -8,11 +8,13 @@ DevTools protocol on a pipe (--remote-debugging-pipe; stdlib only, nothing leave
               marked itself rendered (body[data-rendered=ok]).
   pixels      a screenshot of each chart (the area of its <svg class="chart"> elements) decoded
               with zlib: enough non-background pixels, several distinct colours, and the colour of
-              every mark large enough to paint (bar, line) present.
+              every bar large enough to paint present, and of at least one of a chart's lines and
+              memory bands (outlined polygons), which may lie on top of each other.
   numbers     in the DOM after the scripts ran: every element with data-json="PATH" shows the
               SUMMARY.json value at PATH — a string as it is, a number by the page's rounding rule:
               (value * data-scale).toFixed(data-digits), scale 1 when absent (the exact binary value
-              rounded half away from zero). Every section holds such an element for every rank;
+              rounded half away from zero). Every section holds such an element for every process
+              (`ranks[]`: ranks, and processes without one, `rank: null`);
               the embedded JSON equals SUMMARY.json; each chart draws as many marks (data-mark) as
               the JSON has data for.
 
@@ -286,7 +288,8 @@ CHART_BOXES = """(() => [...document.querySelectorAll("section[data-section]")].
   const x1 = Math.max(...svgs.map((r) => r.right)), y1 = Math.max(...svgs.map((r) => r.bottom));
   const marks = [...sec.querySelectorAll("[data-mark]")].map((m) => {
     const r = m.getBoundingClientRect(), st = getComputedStyle(m);
-    return { color: m.tagName === "polyline" ? st.stroke : st.fill, w: r.width, h: r.height, line: m.tagName === "polyline" };
+    // Lines and memory bands (polygons) may lie on top of each other; bars never do.
+    return { color: m.tagName === "rect" ? st.fill : st.stroke, w: r.width, h: r.height, line: m.tagName !== "rect" };
   });
   return { section: sec.dataset.section, x: x0 + scrollX, y: y0 + scrollY, width: x1 - x0, height: y1 - y0, marks };
 }).filter(Boolean))()"""
@@ -309,8 +312,8 @@ def check_pixels(browser, fails):
             fails.append(f"{name}: {len(distinct)} distinct colour(s) besides the background")
         shows = lambda m: sum(n for px, n in counts.items() if near(px, tuple(int(v) for v in m["color"][m["color"].index("(") + 1:
                                                                                           m["color"].index(")")].split(",")[:3]), 24)) >= 4
-        # Bars never overlap: each one big enough to own a pixel must show its colour. Lines may lie on
-        # top of each other (ranks with equal steps): at least one must show.
+        # Bars never overlap: each one big enough to own a pixel must show its colour. Lines and memory
+        # bands may lie on top of each other (ranks with equal steps): at least one must show.
         for m in box["marks"]:
             if not m["line"] and m["w"] >= 2 and m["h"] >= 2 and not shows(m):
                 fails.append(f"{name}: a bar of colour {m['color']} ({m['w']:.0f}x{m['h']:.0f} px) does not show in the screenshot")
