@@ -12,6 +12,7 @@ run on modelled streams, and --scenario shapes the step like a real bottleneck:
   straggler     as balanced; the simulator makes one rank's kernels slower (GTSIM_SLOW_RANK)
 
   torchrun --nproc_per_node 2 demo/train.py [--steps N] [--go-file F] [--kernels LIB] [--scenario S]
+  python3 demo/train.py --scenario S --kernels LIB [...]   (one process, no torchrun: no RANK)
 
 --go-file makes every rank wait (after set-up, before training) until the file exists, so a
 test can attach first. Each rank prints "GTRACE_COUNTS {json}" with the CUDA calls it made and
@@ -142,26 +143,32 @@ def main():
 
 
 def train_scenario(args, sc):
-    """The scenario loop: copy the batch in, run the step's kernels next to the CPU model, sync."""
-    dist.init_process_group("gloo")
-    rank = dist.get_rank()
+    """The scenario loop: copy the batch in, run the step's kernels next to the CPU model, sync.
+    Without torchrun (no RANK in the environment) it trains alone: no process group, no DDP."""
+    distributed = "RANK" in os.environ
+    if distributed:
+        dist.init_process_group("gloo")
+    rank = dist.get_rank() if distributed else 0
     torch.manual_seed(rank)
     rt, kernels = load_cuda(args.cudart, args.kernels)
     device = ctypes.c_void_p()
     if rt.cudaMalloc(ctypes.byref(device), sc["h2d_bytes"]) != 0:
         device = ctypes.c_void_p(0x7F0000000000)  # the real libcudart without a GPU: calls fail fast
     host = ctypes.create_string_buffer(sc["h2d_bytes"])
-    model = torch.nn.parallel.DistributedDataParallel(
-        torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.Linear(128, 10)))
+    model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.Linear(128, 10))
+    if distributed:
+        model = torch.nn.parallel.DistributedDataParallel(model)
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     loader = DataLoader(RandomData(sc["loader_delay"]), batch_size=32, num_workers=1)
-    print(f"ready rank {rank} pid {os.getpid()}", flush=True)
+    print(f"ready rank {rank} pid {os.getpid()}" if distributed else f"ready pid {os.getpid()}", flush=True)
     while args.go_file and not os.path.exists(args.go_file):
         time.sleep(0.02)
     batches = iter(loader)
     # Ground truth for the tests (GTRACE_TRUTH_LOG): per step, when the wait for the batch began
-    # and ended and when the optimizer step returned, on CLOCK_MONOTONIC like the trace.
-    truth = open(f"{os.environ['GTRACE_TRUTH_LOG']}.{rank}", "w", buffering=1) if "GTRACE_TRUTH_LOG" in os.environ else None
+    # and ended and when the optimizer step returned, on CLOCK_MONOTONIC like the trace. One file
+    # per rank (PREFIX.RANK), or PREFIX.pidPID for a process without a rank.
+    suffix = rank if distributed else f"pid{os.getpid()}"
+    truth = open(f"{os.environ['GTRACE_TRUTH_LOG']}.{suffix}", "w", buffering=1) if "GTRACE_TRUTH_LOG" in os.environ else None
     for step in range(args.steps):
         loader_start = time.monotonic_ns()
         x, y = next(batches)
@@ -184,8 +191,9 @@ def train_scenario(args, sc):
         if args.step_sleep:
             time.sleep(args.step_sleep)
     del batches
-    dist.barrier()
-    dist.destroy_process_group()
+    if distributed:
+        dist.barrier()
+        dist.destroy_process_group()
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 """The bundled demo job (demo/train.py under torchrun, 2 ranks, CUDA work on the GPU simulator),
-started for a test and killed with its whole process group afterwards."""
+started for a test and killed with its whole process group afterwards; or demo/train.py alone,
+as a plain `python train.py` (one process, no RANK)."""
 import contextlib
 import os
 import signal
@@ -24,23 +25,32 @@ def _exit_on_sigterm(signum, frame):
     raise SystemExit(f"stopped by signal {signum}")  # runs the finally below: no job left running
 
 
+def train_command(build, source, scenario):
+    """demo/train.py in a scenario on the simulator, training until stopped."""
+    return [os.path.join(os.path.abspath(source), "demo/train.py"), "--scenario", scenario,
+            "--cudart", os.path.join(os.path.abspath(build), "gpusim/libcudart.so.13"),
+            "--kernels", os.path.join(os.path.abspath(build), "programs/libdemo_kernels.so"), "--steps", "1000000"]
+
+
 @contextlib.contextmanager
-def demo_job(build, source, scenario, port, env_extra=None, settle_s=2.0):
-    """Yields (torchrun pid, temp dir) once both ranks train."""
+def demo_job(build, source, scenario, port, env_extra=None, settle_s=2.0, single=False):
+    """Yields (torchrun pid, temp dir) once both ranks train; with single, (the pid of
+    `python3 demo/train.py` run alone, temp dir) once it trains."""
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
     env = dict(os.environ, **(env_extra or {}))
+    for var in ("RANK", "LOCAL_RANK", "WORLD_SIZE"):
+        env.pop(var, None)
+    launcher = [] if single else ["-m", "torch.distributed.run", "--nproc_per_node", "2", "--redirects", "1", "--tee", "1",
+                                  "--master_port", str(port)]
+    ready, count = ("ready pid", 1) if single else ("ready rank", 2)
     with tempfile.TemporaryDirectory() as tmp:
         log_path = os.path.join(tmp, "job.log")
         with open(log_path, "w") as log:
-            job = subprocess.Popen(
-                ["/usr/bin/python3", "-m", "torch.distributed.run", "--nproc_per_node", "2", "--redirects", "1", "--tee", "1",
-                 "--master_port", str(port), os.path.join(os.path.abspath(source), "demo/train.py"), "--scenario", scenario,
-                 "--cudart", os.path.join(build, "gpusim/libcudart.so.13"),
-                 "--kernels", os.path.join(build, "programs/libdemo_kernels.so"), "--steps", "1000000"],
-                stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+            job = subprocess.Popen(["/usr/bin/python3", *launcher, *train_command(build, source, scenario)],
+                                   stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
         try:
             deadline = time.time() + 120
-            while open(log_path).read().count("ready rank") < 2:
+            while open(log_path).read().count(ready) < count:
                 if time.time() > deadline or job.poll() is not None:
                     fail("the job did not start: " + open(log_path).read()[-2000:])
                 time.sleep(0.5)
