@@ -55,7 +55,9 @@ echo "demo: findings: $OUT/summary.json"
 import json, sys
 s = json.load(open(sys.argv[1]))
 v = s["verdict"]
-ranks = ", ".join(f"rank {r}: {x or 'none'}" for r, x in sorted(v["ranks"].items(), key=lambda kv: int(kv[0])))
+ranks = ", ".join(f"{n if n.startswith('pid') else 'rank ' + n}: {x or 'none'}"
+                  for n, x in sorted(v["ranks"].items(), key=lambda kv: (not kv[0].isdigit(), len(kv[0]), kv[0])))
 slow = f" (rank {s['straggler_rank']})" if "straggler_rank" in s else ""
-print(f"demo: VERDICT: {v['job'] or 'none'}{slow} — {ranks}")
+lead = f" (no dominant cause; leading cause: {v['leading']})" if v.get("leading") else ""
+print(f"demo: VERDICT: {v['job'] or 'none'}{slow}{lead} — {ranks}")
 PY
