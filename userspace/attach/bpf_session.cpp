@@ -12,6 +12,7 @@
 #include "attach/uprobe_multi.h"
 #include "attach/bpf_objects.h"
 #include "attach/cuda_object.h"
+#include "attach/kernel_features.h"
 #include "proctree.skel.h"
 #include "sampling.skel.h"
 #include "torch_ranges.skel.h"
@@ -81,6 +82,7 @@ Error probe_error(const std::string& shown, int err) {
 
 Result<std::unique_ptr<BpfSession>> BpfSession::create(const BpfOptions& options) {
     libbpf_set_print(libbpf_print);
+    if (auto r = check_kernel_features(); !r) return r.error(); // one line, not a verifier log
     std::unique_ptr<BpfSession> s(new BpfSession());
 
     s->proc_ = gtrace_proctree__open();

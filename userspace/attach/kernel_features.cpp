@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 
 #include "attach/uprobe_multi.h"
 
@@ -103,6 +104,38 @@ bool may_use_bpf(std::string* why) {
     return false;
 }
 
+// The features gtrace cannot do without, each with the first upstream kernel that has it.
+struct Required {
+    KernelFeature KernelFeatures::*feature;
+    const char* since;
+};
+constexpr Required kRequired[] = {
+    {&KernelFeatures::ring_buffer, "5.8"},
+    {&KernelFeatures::task_storage, "5.11"},
+    {&KernelFeatures::attach_cookie, "5.15"},
+    {&KernelFeatures::bpf_loop, "5.17"},
+};
+
+constexpr const char* kRing = "BPF ring buffer";
+constexpr const char* kCookie = "BPF attach cookies (uprobe)";
+constexpr const char* kStorage = "task local storage";
+constexpr const char* kLoop = "bpf_loop";
+
+// Fills the features of kRequired; the caller has checked that this process may use BPF. Task
+// storage is the map, its helper and the BTF task pointer the programs key it with.
+
+void probe_required(KernelFeatures& k) {
+    auto helper = [](bpf_func_id id) { return libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE, id, nullptr); };
+    libbpf_print_fn_t previous = libbpf_set_print(nullptr); // a refusal is an answer, not a warning
+    k.ring_buffer = from_libbpf(kRing, libbpf_probe_bpf_map_type(BPF_MAP_TYPE_RINGBUF, nullptr));
+    k.attach_cookie = from_libbpf(kCookie, helper(BPF_FUNC_get_attach_cookie));
+    k.task_storage = from_libbpf(kStorage, libbpf_probe_bpf_map_type(BPF_MAP_TYPE_TASK_STORAGE, nullptr));
+    for (bpf_func_id id : {BPF_FUNC_task_storage_get, BPF_FUNC_get_current_task_btf})
+        if (k.task_storage.support == Support::Yes) k.task_storage = from_libbpf(kStorage, helper(id));
+    k.bpf_loop = from_libbpf(kLoop, helper(BPF_FUNC_loop));
+    libbpf_set_print(previous);
+}
+
 } // namespace
 
 KernelFeatures probe_kernel_features() {
@@ -112,27 +145,39 @@ KernelFeatures probe_kernel_features() {
     k.btf = probe_btf();
     k.uprobes = probe_uprobes();
     k.bpf_stats = probe_bpf_stats();
-
-    const char* ring = "BPF ring buffer";
-    const char* cookie = "BPF attach cookies (uprobe)";
-    const char* storage = "task local storage";
     std::string why;
     if (!may_use_bpf(&why)) {
-        k.ring_buffer = feature(ring, Support::Unknown, why);
-        k.attach_cookie = feature(cookie, Support::Unknown, why);
+        k.ring_buffer = feature(kRing, Support::Unknown, why);
+        k.attach_cookie = feature(kCookie, Support::Unknown, why);
+        k.task_storage = feature(kStorage, Support::Unknown, why);
+        k.bpf_loop = feature(kLoop, Support::Unknown, why);
         k.uprobe_multi = feature("multi-uprobe links (uprobe_multi)", Support::Unknown, why);
         k.uprobe_session = feature("uprobe sessions", Support::Unknown, why);
-        k.task_storage = feature(storage, Support::Unknown, why);
         return k;
     }
-    libbpf_print_fn_t previous = libbpf_set_print(nullptr); // a refusal is an answer, not a warning
-    k.ring_buffer = from_libbpf(ring, libbpf_probe_bpf_map_type(BPF_MAP_TYPE_RINGBUF, nullptr));
-    k.attach_cookie = from_libbpf(cookie, libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE, BPF_FUNC_get_attach_cookie, nullptr));
+    probe_required(k);
     k.uprobe_multi = probe_uprobe_multi();
     k.uprobe_session = probe_uprobe_session();
-    k.task_storage = from_libbpf(storage, libbpf_probe_bpf_map_type(BPF_MAP_TYPE_TASK_STORAGE, nullptr));
-    libbpf_set_print(previous);
     return k;
+}
+
+Result<void> check_kernel_features() {
+    std::string why;
+    if (!may_use_bpf(&why)) return {}; // nothing to probe with: loading the programs says why
+    KernelFeatures k;
+    probe_required(k);
+    std::string missing;
+    for (const Required& r : kRequired) {
+        const KernelFeature& f = k.*r.feature;
+        if (f.support == Support::No) missing += (missing.empty() ? "" : ", ") + f.name + " (Linux " + r.since + ")";
+    }
+    if (missing.empty()) return {};
+    utsname u{};
+    uname(&u);
+    return make_error(ExitCode::KernelUnsupported,
+                      "this kernel (Linux " + std::string(u.release) + ") lacks BPF features gtrace needs: " + missing +
+                          "; run gtrace on a kernel that has them (Linux " + kRequired[std::size(kRequired) - 1].since +
+                          " or newer)");
 }
 
 } // namespace gtrace

@@ -1,8 +1,11 @@
-// What the running kernel offers gtrace, probed at run time: printed by `gtrace --version`, and
-// the place to ask before choosing a fallback (per-probe links without uprobe_multi, …).
+// What the running kernel offers gtrace, probed at run time: printed by `gtrace --version`, asked
+// before choosing a fallback (per-probe links without uprobe_multi, …), and checked before any
+// BPF object is loaded so that an older kernel gets one line naming what it lacks.
 #pragma once
 #include <string>
 #include <vector>
+
+#include "foundation/result.h"
 
 namespace gtrace {
 
@@ -16,9 +19,11 @@ struct KernelFeature {
 
 struct KernelFeatures {
     std::string release; // uname -r
-    KernelFeature btf, uprobes, ring_buffer, attach_cookie, uprobe_multi, uprobe_session, task_storage, bpf_stats;
+    KernelFeature btf, uprobes, ring_buffer, attach_cookie, uprobe_multi, uprobe_session, task_storage, bpf_loop,
+        bpf_stats;
     std::vector<const KernelFeature*> all() const {
-        return {&btf, &uprobes, &ring_buffer, &attach_cookie, &uprobe_multi, &uprobe_session, &task_storage, &bpf_stats};
+        return {&btf, &uprobes, &ring_buffer, &attach_cookie, &uprobe_multi, &uprobe_session, &task_storage, &bpf_loop,
+                &bpf_stats};
     }
 };
 
@@ -29,5 +34,11 @@ KernelFeatures probe_kernel_features();
 // The two link types the CUDA probes choose between (also in probe_kernel_features()).
 KernelFeature probe_uprobe_multi();
 KernelFeature probe_uprobe_session();
+
+// The BPF features gtrace's programs have no fallback for (ring buffer, task storage, uprobe
+// attach cookies, bpf_loop), probed before any program is loaded: exit 7 with one line naming
+// the ones this kernel lacks. A feature that could not be probed is left to the load to report.
+// Keep in step with bpf/*.bpf.c: a feature given a fallback there leaves the list.
+Result<void> check_kernel_features();
 
 } // namespace gtrace
