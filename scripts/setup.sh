@@ -10,6 +10,7 @@ PACKAGES=(
   catch2 nlohmann-json3-dev libfmt-dev
   python3 python3-torch austin time
   chromium
+  qemu-system-x86 busybox-static kmod cpio xz-utils
 )
 
 missing=()

@@ -55,6 +55,11 @@ class Stream:
         return "\n".join(self.lines)
 
 
+def scaled(seconds):
+    """A case's timeout, stretched on a slow machine (vmtests under emulation: GTRACE_TIMEOUT_SCALE=4)."""
+    return seconds * float(os.environ.get("GTRACE_TIMEOUT_SCALE", "1"))
+
+
 def fail(msg):
     print(f"FAIL: {msg}", flush=True)
     sys.exit(1)
@@ -259,7 +264,7 @@ def run_gtrace(gtrace, g, ctx, tmp):
     gout = Stream(gp.stdout, "[gtrace:out] ")
     if g.get("on_attached"):
         pattern = g.get("attached_pattern", r"attached to PID")
-        if not gerr.wait_for(pattern, g.get("timeout", 120)):
+        if not gerr.wait_for(pattern, scaled(g.get("timeout", 120))):
             gp.kill()
             fail(f"gtrace never printed /{pattern}/")
         for action in substitute(g["on_attached"], ctx):
@@ -268,7 +273,7 @@ def run_gtrace(gtrace, g, ctx, tmp):
         time.sleep(g["signal_after"])
         gp.send_signal(getattr(signal, "SIG" + g.get("signal", "INT")))
     try:
-        rc = gp.wait(timeout=g.get("timeout", 120))
+        rc = gp.wait(timeout=scaled(g.get("timeout", 120)))
     except subprocess.TimeoutExpired:
         gp.kill()
         fail("gtrace did not stop in time")
@@ -418,7 +423,7 @@ def main():
             streams.append(s)
             ready = prog.get("ready", "ready")
             for pattern in ready if isinstance(ready, list) else [ready]:
-                if not s.wait_for(pattern, prog.get("ready_timeout", 90)):
+                if not s.wait_for(pattern, scaled(prog.get("ready_timeout", 90))):
                     fail(f"program {prog['name']} never printed /{pattern}/")
             ctx[f"pid:{prog['name']}"] = p.pid
             for action in prog.get("after_ready", []):
@@ -457,7 +462,7 @@ def main():
             if expect.get("counts") or expect.get("program_exit_codes"):  # the programs run to their end
                 for p in programs:
                     try:
-                        p.wait(timeout=case.get("program_timeout", 60))
+                        p.wait(timeout=scaled(case.get("program_timeout", 60)))
                     except subprocess.TimeoutExpired:
                         pass
             stop_programs(programs)
