@@ -2,6 +2,7 @@
 so the host's apt configuration is never touched — extracts its vmlinuz and the few modules the
 guest needs to mount the host's root (virtio, 9p), and builds the guest's initramfs."""
 import dataclasses
+import hashlib
 import json
 import os
 import re
@@ -153,7 +154,8 @@ def prepare(spec, cache, initrd, offline=False, log=print):
     """The kernel image for a kernels.toml entry: resolved, downloaded and extracted unless cached;
     its initramfs is built afresh at `initrd` (under a second), so it always has the current guest/init."""
     name = spec["name"]
-    apt = Apt(f"{cache}/apt/{name}", spec["sources"])
+    suites = hashlib.sha256("\n".join(spec["sources"]).encode()).hexdigest()[:12]
+    apt = Apt(f"{cache}/apt/{suites}", spec["sources"])  # kernels from the same suites share it
     os.makedirs(f"{cache}/kernels", exist_ok=True)
     pointer = f"{cache}/kernels/{name}.json"  # what this name resolved to last time
     try:

@@ -3,6 +3,7 @@
 tmpfs overlay), runs gtrace's BPF runtime cases inside each, and prints one row per kernel.
 See vmtests/README.md; `vmtests/run.sh --help` for the options."""
 import argparse
+import fcntl
 import glob
 import json
 import os
@@ -251,6 +252,9 @@ def main():
             raise CannotRun("qemu-system-x86_64 is missing; install qemu-system-x86 (scripts/setup.sh does)")
         if os.geteuid() != 0:
             raise CannotRun("not root: the 9p share of / must read every file the tests use")
+        os.makedirs(args.cache, exist_ok=True)
+        lock = open(f"{args.cache}/vmtests.lock", "w")  # one run at a time: they share run/ and the CPUs
+        fcntl.flock(lock, fcntl.LOCK_EX)
         gtrace, origin = pick_gtrace(args)
         accel = pick_accel(args.accel)
         log(f"gtrace under test: {gtrace} ({origin}); accelerator: {accel}")
