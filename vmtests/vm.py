@@ -9,6 +9,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -20,6 +21,7 @@ import kernel_fetch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.path.dirname(HERE)
+GUEST_TMPFS = ("/tmp", "/var/tmp", "/run", "/root", "/dev/shm")  # guest/init: the host's files there are hidden
 CANNOT_RUN = 77  # ctest's skip code, used only with GTRACE_ALLOW_SKIP=1
 
 
@@ -43,6 +45,8 @@ def parse_args():
                     "and print its output (to look around in a kernel)")
     ap.add_argument("--accel", choices=["auto", "kvm", "tcg"], default="auto",
                     help="auto: KVM where it can boot a stock kernel, else TCG (software emulation)")
+    ap.add_argument("--every-case", action="store_true", help="under TCG too, the cases kernels.toml's [tcg_exclude] "
+                    "leaves out")
     ap.add_argument("--smp", type=int, default=2)
     ap.add_argument("--mem", default="4G")
     ap.add_argument("--timeout", type=int, default=1800, help="seconds per kernel boot (default 1800)")
@@ -97,7 +101,7 @@ def select_cases(spec, config, args, accel):
             continue  # the CI subset: kernels.toml says why
         if name in spec.get("exclude", {}):
             left_out[name] = spec["exclude"][name]
-        elif accel == "tcg" and name in config["tcg_exclude"]:
+        elif accel == "tcg" and name in config["tcg_exclude"] and not args.every_case:
             left_out[name] = "under TCG: " + config["tcg_exclude"][name]
         elif spec["expect"] == "unsupported" and case.get("needs_bpf", True):
             left_out[name] = "needs BPF, which this kernel cannot give gtrace"
@@ -122,9 +126,11 @@ def boot(spec, image, cfg_path, run_dir, args, accel):
         try:
             rc = q.wait(timeout=args.timeout)
         except subprocess.TimeoutExpired:
-            q.kill()
-            q.wait()
             raise TimeoutError(f"the guest did not finish within {args.timeout} s")
+        finally:  # also when this script is stopped (SIGTERM from ctest's timeout)
+            if q.poll() is None:
+                q.kill()
+                q.wait()
     if rc != 0:
         raise RuntimeError(f"qemu exited {rc}: {open(f'{run_dir}/qemu.log').read().strip()[-300:]}")
     return time.time() - start
@@ -236,6 +242,7 @@ def print_table(rows):
 
 def main():
     args = parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # unwinds, so the guest is stopped too
     args.cache = os.path.abspath(args.cache)
     with open(f"{HERE}/kernels.toml", "rb") as f:
         config = tomllib.load(f)
@@ -256,6 +263,10 @@ def main():
         lock = open(f"{args.cache}/vmtests.lock", "w")  # one run at a time: they share run/ and the CPUs
         fcntl.flock(lock, fcntl.LOCK_EX)
         gtrace, origin = pick_gtrace(args)
+        for path in (gtrace, args.build, args.cache, args.case_dir):
+            hidden = [d for d in GUEST_TMPFS if os.path.abspath(path).startswith(d + "/")]
+            if hidden:
+                raise CannotRun(f"{path} is under {hidden[0]}, which the guest mounts a tmpfs over; use another directory")
         accel = pick_accel(args.accel)
         log(f"gtrace under test: {gtrace} ({origin}); accelerator: {accel}")
         rows = [run_kernel(spec, config, args, gtrace, accel, log) for spec in chosen]

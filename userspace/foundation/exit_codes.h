@@ -11,7 +11,7 @@ enum class ExitCode : int {
     ProcessExited = 4,      // the process exited while gtrace was attaching
     KernelThread = 5,       // the PID is a kernel thread
     Privileges = 6,         // not root and missing CAP_BPF + CAP_PERFMON
-    KernelUnsupported = 7,  // no BTF, or BPF/uprobes refused by the kernel
+    KernelUnsupported = 7,  // no BTF, a missing BPF feature, or BPF/uprobes refused by the kernel
     OutputUnwritable = 8,   // output directory missing or not writable; a directory, link or special file at the path
     OutputExists = 9,       // output file (or a killed capture's FILE.partial) exists and --force was not given
     CommandFailed = 10,     // gtrace record: the command could not be started
@@ -32,7 +32,7 @@ constexpr const char* kExitCodeHelp =
     "  4  the process exited while gtrace was attaching\n"
     "  5  the PID is a kernel thread\n"
     "  6  missing privileges (run as root, or grant CAP_BPF and CAP_PERFMON)\n"
-    "  7  the kernel lacks BTF or refused BPF/uprobes\n"
+    "  7  the kernel lacks BTF or a BPF feature gtrace needs (named), or refused BPF/uprobes\n"
     "  8  output directory does not exist or is not writable, or the output path is a directory, a symbolic link\n"
     "     or a special file (never written through or replaced, even with --force)\n"
     "  9  output file exists (use --force to replace it), or a killed capture's FILE.partial is in the way\n"
