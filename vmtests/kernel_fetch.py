@@ -35,7 +35,8 @@ class KernelImage:
 def run(cmd, **kw):
     r = subprocess.run(cmd, capture_output=True, text=True, **kw)
     if r.returncode != 0:
-        raise FetchError(f"{' '.join(cmd[:3])} ... failed: {(r.stderr or r.stdout).strip().splitlines()[-1:]}")
+        shown = " ".join(a for a in cmd if not a.startswith("-o="))
+        raise FetchError(f"{shown} failed: {' '.join((r.stderr or r.stdout).strip().splitlines()[-1:])}")
     return r.stdout
 
 
