@@ -8,6 +8,7 @@ import json
 import os
 import pwd
 import re
+import resource
 import shutil
 import signal
 import subprocess
@@ -258,8 +259,16 @@ def run_gtrace(gtrace, g, ctx, tmp):
     env = dict(os.environ, **substitute(g.get("env", {}), ctx))
     mask = int(g["umask"], 8) if "umask" in g else None
     print("run:", " ".join(cmd), f"(umask {g['umask']})" if mask is not None else "", flush=True)
+    nofile = g.get("nofile")  # [soft, hard] descriptor limits gtrace starts with
+
+    def preexec():
+        if mask is not None:
+            os.umask(mask)
+        if nofile:
+            resource.setrlimit(resource.RLIMIT_NOFILE, tuple(nofile))
+
     gp = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=tmp,
-                          preexec_fn=(lambda: os.umask(mask)) if mask is not None else None)
+                          preexec_fn=preexec if mask is not None or nofile else None)
     gerr = Stream(gp.stderr, "[gtrace] ")
     gout = Stream(gp.stdout, "[gtrace:out] ")
     if g.get("on_attached"):

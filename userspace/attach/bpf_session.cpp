@@ -2,6 +2,7 @@
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -27,6 +28,22 @@ namespace {
 int libbpf_print(enum libbpf_print_level, const char* fmt, va_list args) {
     static const bool debug = getenv("GTRACE_LIBBPF_DEBUG") != nullptr;
     return debug ? vfprintf(stderr, fmt, args) : 0;
+}
+
+// One link per probe holds a perf event and a BPF link open for each probe: a library's API table
+// (entries and returns) alone passes the soft limit of 1024 descriptors most processes start with
+// (found booting Debian's 6.1: "Too many open files" from the third library on). The soft limit
+// goes up to the hard one, and the hard one to kWantedFds where gtrace may (CAP_SYS_RESOURCE).
+void raise_fd_limit() {
+    constexpr rlim_t kWantedFds = 65536;
+    rlimit r{};
+    if (getrlimit(RLIMIT_NOFILE, &r) != 0) return;
+    if (r.rlim_max != RLIM_INFINITY && r.rlim_max < kWantedFds) {
+        rlimit more{kWantedFds, kWantedFds};
+        if (setrlimit(RLIMIT_NOFILE, &more) == 0) return;
+    }
+    r.rlim_cur = r.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &r);
 }
 
 uint64_t round_ring_size(uint64_t bytes) {
@@ -97,6 +114,7 @@ Result<std::unique_ptr<BpfSession>> BpfSession::create(const BpfOptions& options
     auto cuda = CudaObject::load(s->proc_, options.py_stack_every);
     if (!cuda) return cuda.error();
     s->cuda_ = std::move(*cuda);
+    if (s->cuda_->mode() == CudaProbeMode::PerProbe) raise_fd_limit();
 
     if (auto r = s->load_torch_ranges(); !r) return r.error();
     if (int err = gtrace_proctree__attach(s->proc_)) return bpf_error("attaching sched fork/exec/exit tracepoints", err);
