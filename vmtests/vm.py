@@ -166,8 +166,6 @@ def judge(spec, records):
                             f"got exit {attach['exit_code']}: {lines}")
     known = spec.get("known_failures", {})
     problems += [f"{c['case']}: {c['reason']}" for c in cases if c["status"] == "fail" and c["case"] not in known]
-    problems += [f"{c['case']} passes now: take it out of known_failures" for c in cases
-                 if c["status"] == "pass" and c["case"] in known]
     return problems
 
 
@@ -222,6 +220,9 @@ def run_kernel(spec, config, args, gtrace, accel, log):
     for c in row["cases"]:
         if c["status"] == "skip":
             log(f"kernel {spec['name']}: case {c['case']} skipped: {c['reason']}")
+        if c["status"] == "pass" and c["case"] in spec.get("known_failures", {}):  # a race can pass
+            log(f"kernel {spec['name']}: case {c['case']} passed, though listed in known_failures: "
+                "take it out once it keeps passing")
         if c["status"] == "fail" and c["case"] in spec.get("known_failures", {}):
             c["status"] = "known"
             log(f"kernel {spec['name']}: case {c['case']} failed as known: {spec['known_failures'][c['case']]}")
