@@ -156,19 +156,10 @@ void call_entered(gt_agent_ring* ring, std::mutex& ring_mutex, int api, uint32_t
 
 void call_exited(gt_agent_ring* ring, std::mutex& ring_mutex, uint32_t correlation, uint32_t tid) {
     if (t_call.api < 0 || t_call.session != g_session.load(std::memory_order_relaxed)) return;
-    uint64_t end = monotonic_ns();
-    std::lock_guard lock(ring_mutex);
-    uint64_t pos = 0;
-    auto* r = agent_ring_reserve_record<gt_gpu_call>(ring, sizeof(gt_gpu_call), GT_GPU_CALL, correlation, &pos);
-    if (!r) return;
-    r->start = t_call.start;
-    r->end = end;
-    r->py_stack = t_call.stack;
-    r->tid = tid;
-    r->api = static_cast<uint16_t>(t_call.api);
-    r->py_status = t_call.py_status;
-    agent_ring_commit(ring, pos, r->h.size);
+    ApiRecord call{t_call.api, false, correlation, tid, t_call.start, monotonic_ns()};
     t_call.api = -1;
+    std::lock_guard lock(ring_mutex);
+    write_call_record(ring, call, {t_call.stack, t_call.py_status});
 }
 
 } // namespace gtrace::agent

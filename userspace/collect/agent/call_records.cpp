@@ -55,6 +55,16 @@ void send(gt_agent_ring* ring, const ApiRecord& c) {
     // Entered before the agent began: not its call (the uprobes, still on then, recorded it).
     if (slot == Slot::Absent && g_entry_marks) return;
     if (slot == Slot::Missed) ++ring->call_stacks_missed;
+    write_call_record(ring, c, stack);
+}
+
+bool encloses(const ApiRecord& outer, const ApiRecord& inner) {
+    return outer.start <= inner.start && inner.end <= outer.end;
+}
+
+} // namespace
+
+void write_call_record(gt_agent_ring* ring, const ApiRecord& c, CallStack stack) {
     uint64_t pos = 0;
     auto* r = agent_ring_reserve_record<gt_gpu_call>(ring, sizeof(gt_gpu_call), GT_GPU_CALL, c.correlation, &pos);
     if (!r) return;
@@ -66,12 +76,6 @@ void send(gt_agent_ring* ring, const ApiRecord& c) {
     r->py_status = stack.py_status;
     agent_ring_commit(ring, pos, r->h.size);
 }
-
-bool encloses(const ApiRecord& outer, const ApiRecord& inner) {
-    return outer.start <= inner.start && inner.end <= outer.end;
-}
-
-} // namespace
 
 bool calls_from_records() { return g_from_records.load(std::memory_order_relaxed); }
 void set_calls_from_records(bool on, bool entry_marks) {

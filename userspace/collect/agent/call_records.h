@@ -34,6 +34,8 @@ struct ApiRecord {
     uint64_t start = 0, end = 0;
 };
 void call_from_record(gt_agent_ring* ring, const ApiRecord& record);
+// One GT_GPU_CALL record (the ring's lock held): from an API record, or timed by the callbacks.
+void write_call_record(gt_agent_ring* ring, const ApiRecord& call, CallStack stack);
 // After each completed buffer: driver calls that waited a whole buffer for an enclosing runtime
 // call are outermost calls; `all` (the session's end) sends every one still waiting.
 void send_waiting_calls(gt_agent_ring* ring, bool all);
