@@ -42,11 +42,15 @@ def check_gpu(trace, expect):
     in_trace = {(e["pid"], e["args"]["correlation"], e["args"]["grid"][0] if "grid" in e["args"] else e["args"]["bytes"]): e
                 for e in gpu}
     # One call per CUPTI call: while the uprobes come off, a call seen by both them and the
-    # agent must be in the trace once.
-    twice = [k for k, n in collections.Counter((c["pid"], c["args"]["correlation"]) for c in calls
-                                               if c.get("args", {}).get("correlation")).items() if n > 1]
+    # agent must be in the trace once. (Uprobe-recorded calls alone can share an id: two driver
+    # calls a runtime call without a probe of its own made — rare, seen once, not asserted.)
+    by_id = collections.defaultdict(list)
+    for c in calls:
+        if c.get("args", {}).get("correlation"):
+            by_id[(c["pid"], c["args"]["correlation"])].append(c["args"].get("recorded_by"))
+    twice = [k for k, who in by_id.items() if len(who) > 1 and "agent" in who]
     if twice:
-        fail(f"{len(twice)} correlation ids are on more than one call, e.g. {twice[:3]}")
+        fail(f"{len(twice)} correlation ids are on a call the agent recorded and on another, e.g. {twice[:3]}")
     truth = load_truth(expect["gpu_truth"])
     if not truth:
         fail("the simulator logged no GPU work")
