@@ -110,13 +110,30 @@ def select_cases(spec, config, args, accel):
     return chosen, left_out
 
 
+def kept_dirs(paths):
+    """The host directories the guest must still see under its tmpfs mounts (a checkout in /tmp,
+    as a CI clone may be): the top directory of each path below one; guest/init binds them back."""
+    keep = set()
+    for path in map(os.path.abspath, paths):
+        for d in GUEST_TMPFS:
+            if path == d:
+                raise CannotRun(f"{path} is a directory the guest mounts a tmpfs over; use another directory")
+            if path.startswith(d + "/"):
+                top = d + "/" + path[len(d) + 1:].split("/")[0]
+                if any(c in top for c in ", \t\n"):
+                    raise CannotRun(f"{top}: a directory the guest must bind back may not hold commas or spaces")
+                keep.add(top)
+    return sorted(keep)
+
+
 def boot(spec, image, cfg_path, run_dir, args, accel):
     """Runs the guest to its end; returns its wall time, or raises on a timeout."""
     cmd = ["qemu-system-x86_64", "-machine", "q35", "-smp", str(args.smp), "-m", args.mem,
            "-display", "none", "-monitor", "none", "-no-reboot", "-nic", "none",
            "-serial", f"file:{run_dir}/console.log", "-serial", f"file:{run_dir}/results.jsonl",
            "-kernel", image.vmlinuz, "-initrd", image.initrd,
-           "-append", f"console=ttyS0 quiet panic=-1 {spec.get('cmdline', '')} -- "
+           "-append", f"console=ttyS0 quiet panic=-1 {spec.get('cmdline', '')} "
+                      f"{'vmtests.keep=' + ','.join(args.keep) if getattr(args, 'keep', None) else ''} -- "
                       f"/usr/bin/python3 {HERE}/guest/run_cases.py {cfg_path}",
            "-virtfs", "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap"]
     cmd += ["-accel", "kvm", "-cpu", "host"] if accel == "kvm" else ["-accel", "tcg,thread=multi", "-cpu", "max"]
@@ -270,10 +287,7 @@ def main():
         lock = open(f"{args.cache}/vmtests.lock", "w")  # one run at a time: they share run/ and the CPUs
         fcntl.flock(lock, fcntl.LOCK_EX)
         gtrace, origin = pick_gtrace(args)
-        for path in (gtrace, args.build, args.cache, args.case_dir):
-            hidden = [d for d in GUEST_TMPFS if os.path.abspath(path).startswith(d + "/")]
-            if hidden:
-                raise CannotRun(f"{path} is under {hidden[0]}, which the guest mounts a tmpfs over; use another directory")
+        args.keep = kept_dirs((gtrace, args.build, args.cache, args.case_dir, SOURCE))
         accel = pick_accel(args.accel)
         log(f"gtrace under test: {gtrace} ({origin}); accelerator: {accel}")
         rows = [run_kernel(spec, config, args, gtrace, accel, log) for spec in chosen]
