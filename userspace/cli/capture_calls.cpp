@@ -98,6 +98,7 @@ void Capture::on_agent_call(uint32_t pid, const gt_gpu_header& h) {
 nlohmann::json Capture::api_capture_facts() const {
     nlohmann::json pids = nlohmann::json::array();
     for (const auto& [pid, since] : calls_since_) pids.push_back(pid);
+    const AgentTotals agents = agents_ ? agents_->totals() : AgentTotals{};
     return {{"mode", options_.agent_calls && agents_ ? "agent" : "uprobes"},
             {"calls_by_agent", agent_calls_},
             {"calls_by_uprobes", uprobe_calls_},
@@ -105,8 +106,8 @@ nlohmann::json Capture::api_capture_facts() const {
             {"processes_recorded_by_agent", pids},
             {"uprobes_attached_at_end", probes_->attached()},
             {"requested_source", options_.call_source == GT_CALLS_FROM_RECORDS ? "records" : "callbacks"},
-            {"agents_recording_from_api_records", agents_ ? agents_->totals().calls_from_records : 0},
-            {"call_stacks_missed", agents_ ? agents_->totals().call_stacks_missed : 0},
+            {"agents_recording_from_api_records", agents.calls_from_records},
+            {"call_stacks_missed", agents.call_stacks_missed},
             {"uprobe_switches", uprobe_switches_}};
 }
 

@@ -144,7 +144,6 @@ void call_entered(gt_agent_ring* ring, std::mutex& ring_mutex, int api, uint32_t
     t_call.api = api;
     t_call.stack = 0;
     t_call.py_status = GT_PY_NONE;
-    if (api < 0) return; // a GPU-work API outside the table: joined, not recorded
     walk_stack(ring, ring_mutex);
     if (calls_from_records()) { // CUPTI's API record is the call: only its stack is needed here
         remember_stack(correlation, {t_call.stack, t_call.py_status});

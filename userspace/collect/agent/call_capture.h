@@ -23,7 +23,8 @@ bool is_table_api(CUpti_CallbackDomain domain, const char* name);
 // from_records: the calls come from CUPTI's API records (call_records.h), the callbacks only
 // walk the stacks.
 void begin_call_capture(gt_agent_ring* ring, bool from_records);
-// At the entry and exit of a thread's outermost traced call. `ring_mutex` guards the ring.
+// At the entry and exit of a thread's outermost call to an API of the table (api >= 0) that
+// the agent records. `ring_mutex` guards the ring.
 void call_entered(gt_agent_ring* ring, std::mutex& ring_mutex, int api, uint32_t correlation);
 void call_exited(gt_agent_ring* ring, std::mutex& ring_mutex, uint32_t correlation, uint32_t tid);
 // A new session: forget which stacks went out and the thread's call in progress.

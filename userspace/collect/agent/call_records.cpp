@@ -15,12 +15,11 @@ bool g_entry_marks = false; // entry callbacks run: every call the agent records
 // Stacks by correlation id, from the entry callback to the buffer thread: a record comes up to
 // a flush period (500 ms) after its call's entry, so the table holds more calls than a busy
 // process makes in that time; an overwritten slot costs that call its stack, counted.
-constexpr size_t kStackSlots = kCallStackSlots;
 struct StackSlot {
     std::atomic<uint64_t> key{0}; // 1 << 63 | py_status << 32 | correlation; 0: empty
     std::atomic<uint64_t> id{0};
 };
-std::array<StackSlot, kStackSlots> g_stacks;
+std::array<StackSlot, kCallStackSlots> g_stacks;
 
 uint64_t slot_key(uint32_t correlation, uint8_t py_status) {
     return 1ull << 63 | uint64_t{py_status} << 32 | correlation;
@@ -31,7 +30,7 @@ enum class Slot { Found, Missed, Absent };
 // The stack its entry callback left for this call: Missed when a later call took the slot since,
 // Absent when none was left (the call entered before the agent began recording).
 Slot stack_of(uint32_t correlation, CallStack& stack) {
-    StackSlot& s = g_stacks[correlation % kStackSlots];
+    StackSlot& s = g_stacks[correlation % kCallStackSlots];
     uint64_t key = s.key.load(std::memory_order_acquire);
     uint64_t id = s.id.load(std::memory_order_relaxed);
     std::atomic_thread_fence(std::memory_order_acquire);
@@ -84,7 +83,7 @@ void set_calls_from_records(bool on, bool entry_marks) {
 }
 
 void remember_stack(uint32_t correlation, CallStack stack) {
-    StackSlot& s = g_stacks[correlation % kStackSlots];
+    StackSlot& s = g_stacks[correlation % kCallStackSlots];
     s.key.store(0, std::memory_order_relaxed);
     std::atomic_thread_fence(std::memory_order_release);
     s.id.store(stack.id, std::memory_order_relaxed);

@@ -9,7 +9,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
-#include <tuple>
 
 #include <cupti.h>
 
@@ -56,7 +55,12 @@ struct Session {
     std::atomic<int> buffers{0};
     CUpti_SubscriberHandle subscriber = nullptr;
     std::vector<CUpti_ActivityKind> enabled;
-    std::vector<std::pair<CUpti_CallbackDomain, uint32_t>> callback_ids; // the callbacks switched on
+    struct NamedId {
+        CUpti_CallbackDomain domain;
+        uint32_t cbid;
+        bool callback_on; // one of ours: its callback switched on
+    };
+    std::vector<NamedId> named_ids; // every callback id this CUPTI names, found once per session
     bool callbacks_on = false;       // the callbacks keep the slots current
 };
 
@@ -210,11 +214,11 @@ namespace {
 int enable_work_callbacks(Session& s) {
     const Cupti& c = s.cupti;
     CUpti_SubscriberHandle subscriber = s.subscriber;
-    s.callback_ids.clear();
+    s.named_ids.clear();
     auto enable = [&](CUpti_CallbackDomain domain, uint32_t cbid) {
-        if (c.cuptiEnableCallback(1, subscriber, domain, cbid) != CUPTI_SUCCESS) return 0;
-        s.callback_ids.emplace_back(domain, cbid);
-        return 1;
+        bool on = c.cuptiEnableCallback(1, subscriber, domain, cbid) == CUPTI_SUCCESS;
+        s.named_ids.back().callback_on = on;
+        return on ? 1 : 0;
     };
     int enabled = 0;
     const std::pair<CUpti_CallbackDomain, uint32_t> domains[] = {
@@ -224,6 +228,7 @@ int enable_work_callbacks(Session& s) {
             const char* name = nullptr;
             if (c.cuptiGetCallbackName(domain, cbid, &name) != CUPTI_SUCCESS || !name) continue;
             map_callback_name(domain, cbid, name);
+            s.named_ids.push_back({domain, cbid, false});
             if (is_table_api(domain, name)) { // synchronizations, allocations: recorded when gtrace asks
                 enabled += enable(domain, cbid);
                 continue;
@@ -368,26 +373,19 @@ void stop_session() {
 bool start_call_records(bool with_stacks) {
     Session& s = the_session();
     const Cupti& c = s.cupti;
-    if (!c.cuptiActivityEnableRuntimeApi || !c.cuptiActivityEnableDriverApi || s.callback_ids.empty() ||
+    bool any_on = std::any_of(s.named_ids.begin(), s.named_ids.end(), [](const auto& id) { return id.callback_on; });
+    if (!c.cuptiActivityEnableRuntimeApi || !c.cuptiActivityEnableDriverApi || !any_on ||
         (!with_stacks && !c.cuptiEnableDomain))
         return false; // an older CUPTI: the callbacks time the calls
     // CUPTI 13.0 records nothing for ids switched on alone (seen on an H100, bench/README.md):
     // the kinds go on, then every id that is not one of ours goes off.
-    std::vector<std::pair<CUpti_CallbackDomain, uint32_t>> ours = s.callback_ids;
-    std::sort(ours.begin(), ours.end());
-    const std::tuple<CUpti_CallbackDomain, uint32_t, CUpti_ActivityKind> kinds[] = {
-        {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_SIZE, CUPTI_ACTIVITY_KIND_RUNTIME},
-        {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_SIZE, CUPTI_ACTIVITY_KIND_DRIVER}};
-    for (auto [domain, size, kind] : kinds) {
+    for (auto kind : {CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER}) {
         if (c.cuptiActivityEnable(kind) != CUPTI_SUCCESS) return false;
         s.enabled.push_back(kind);
-        auto only = domain == CUPTI_CB_DOMAIN_RUNTIME_API ? c.cuptiActivityEnableRuntimeApi : c.cuptiActivityEnableDriverApi;
-        for (uint32_t cbid = 1; cbid < 2 * size; ++cbid) {
-            const char* name = nullptr;
-            if (c.cuptiGetCallbackName(domain, cbid, &name) != CUPTI_SUCCESS || !name) continue;
-            if (!std::binary_search(ours.begin(), ours.end(), std::pair{domain, cbid})) only(cbid, 0);
-        }
     }
+    for (const auto& id : s.named_ids)
+        if (!id.callback_on)
+            (id.domain == CUPTI_CB_DOMAIN_RUNTIME_API ? c.cuptiActivityEnableRuntimeApi : c.cuptiActivityEnableDriverApi)(id.cbid, 0);
     if (!with_stacks && s.subscriber) { // nothing left for a callback to do: none is made
         c.cuptiEnableDomain(0, s.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API);
         c.cuptiEnableDomain(0, s.subscriber, CUPTI_CB_DOMAIN_DRIVER_API);
