@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <charconv>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -27,10 +28,19 @@ static uint64_t mono_ns() {
 }
 
 uint64_t to_mono(uint64_t realtime) {
-    // Measured once, from back-to-back reads, so every process-local conversion agrees.
+    // Measured once, so every process-local conversion agrees: from the narrowest of many
+    // bracketing reads (one read pair can be preempted, or take tens of us under emulation).
     static const int64_t offset = [] {
-        uint64_t r1 = realtime_ns(), m = mono_ns(), r2 = realtime_ns();
-        return int64_t(m) - int64_t(r1 + (r2 - r1) / 2);
+        uint64_t best_width = UINT64_MAX;
+        int64_t best = 0;
+        for (int i = 0; i < 64; ++i) {
+            uint64_t r1 = realtime_ns(), m = mono_ns(), r2 = realtime_ns();
+            if (r2 - r1 < best_width) {
+                best_width = r2 - r1;
+                best = int64_t(m) - int64_t(r1 + (r2 - r1) / 2);
+            }
+        }
+        return best;
     }();
     return uint64_t(int64_t(realtime) + offset);
 }
