@@ -10,6 +10,7 @@
 #include "cli/option_values.h"
 #include "cli/preflight.h"
 #include "output/chrome_trace.h"
+#include "output/trace_formats.h"
 
 using namespace gtrace;
 
@@ -121,25 +122,25 @@ TEST_CASE("the trace writer refuses existing files and unwritable places, and cl
     fs::path dir = fs::temp_directory_path() / ("gtrace-unit-" + std::to_string(getpid()));
     fs::create_directories(dir);
     std::string out = (dir / "t.json").string();
+    TraceModel model;
     {
-        auto w = ChromeTraceWriter::create(out, false);
+        auto w = create_trace_writer({TraceFormat::Json, out}, false, model);
         REQUIRE(w);
         // Unfinished: destroyed without finish() leaves nothing behind.
     }
     CHECK(fs::is_empty(dir));
     {
-        auto w = ChromeTraceWriter::create(out, false);
+        auto w = create_trace_writer({TraceFormat::Json, out}, false, model);
         REQUIRE(w);
-        TraceModel model;
-        REQUIRE(w->finish(model, nlohmann::json::object()));
+        REQUIRE((*w)->finish(model, nlohmann::json::object()));
     }
     auto parsed = nlohmann::json::parse(std::ifstream(out));
     CHECK(parsed["traceEvents"].is_array());
-    auto exists = ChromeTraceWriter::create(out, false);
+    auto exists = create_trace_writer({TraceFormat::Json, out}, false, model);
     REQUIRE_FALSE(exists);
     CHECK(exists.error().code == ExitCode::OutputExists);
-    CHECK(ChromeTraceWriter::create(out, true));
-    auto missing = ChromeTraceWriter::create((dir / "nope" / "t.json").string(), false);
+    CHECK(create_trace_writer({TraceFormat::Json, out}, true, model));
+    auto missing = create_trace_writer({TraceFormat::Json, (dir / "nope" / "t.json").string()}, false, model);
     REQUIRE_FALSE(missing);
     CHECK(missing.error().code == ExitCode::OutputUnwritable);
     fs::remove_all(dir);

@@ -161,8 +161,9 @@ TEST_CASE("the sudo user is the numeric SUDO_UID/SUDO_GID, only for root") {
 TEST_CASE("a write error cuts the trace back to an event boundary with room for its end") {
     TempDir dir;
     std::string t = dir.at("t.json");
-    auto w = ChromeTraceWriter::create(t, false);
-    REQUIRE(w);
+    auto created = ChromeTraceWriter::create(t, false);
+    REQUIRE(created);
+    auto& w = *created;
     // A file size limit makes writes fail (EFBIG) as a full disk would (ENOSPC).
     struct rlimit old {};
     getrlimit(RLIMIT_FSIZE, &old);
@@ -173,11 +174,11 @@ TEST_CASE("a write error cuts the trace back to an event boundary with room for 
     TraceModel model;
     uint64_t written = 0;
     for (; written < 200000 && !w->write_failed(); ++written) {
-        w->write_slice(fmt::format("slice {}", written), "sample", 1, 1, 1000 + written * 10, 5, R"({"k":"some padding to fill the file"})");
+        w->torch_range({1, 1, 1000 + written * 10, 1005 + written * 10, fmt::format("slice {} with some padding to fill the file", written), {}});
         if (written % 1000 == 0) w->flush();
     }
     REQUIRE(w->write_failed());
-    for (int i = 0; i < 10; ++i) w->write_slice("after", "sample", 1, 1, 1, 1); // dropped
+    for (int i = 0; i < 10; ++i) w->torch_range({1, 1, 1, 2, "after", {}}); // dropped
     auto cut = w->finish(model, {{"tool", "gtrace"}});
     setrlimit(RLIMIT_FSIZE, &old);
     signal(SIGXFSZ, old_handler);

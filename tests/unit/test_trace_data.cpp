@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "analyze/trace_data.h"
-#include "output/sample_tracks.h"
+#include "output/chrome_trace.h"
 
 using namespace gtrace;
 namespace fs = std::filesystem;

@@ -14,7 +14,7 @@
 #include "analyze/json_cursor.h"
 #include "analyze/trace_data.h"
 #include "analyze/trace_file.h"
-#include "output/sample_tracks.h"
+#include "output/chrome_trace.h"
 
 namespace gtrace::trace_reader {
 

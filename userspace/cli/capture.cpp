@@ -40,15 +40,15 @@ Result<std::unique_ptr<Capture>> Capture::attach(const CaptureOptions& options) 
         if (auto r = check_scope(options.pid, options.system_wide); !r) return r.error();
     if (auto r = check_privileges(); !r) return r.error();
     if (auto r = check_btf(); !r) return r.error();
-    auto writer = ChromeTraceWriter::create(options.output, options.force);
+    std::unique_ptr<Capture> c(new Capture(options));
+    auto writer = create_trace_writer({options.format, options.output, options.step_marker}, options.force, c->model_);
     if (!writer) return writer.error();
-
-    std::unique_ptr<Capture> c(new Capture(options, std::move(*writer)));
+    c->writer_.set_writer(std::move(*writer));
     c->started_ = std::chrono::steady_clock::now();
     c->start_wall_unix_ms_ = static_cast<uint64_t>(
         std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
     std::string note;
-    c->registration_ = RegisteredCapture::add(c->writer_.partial_path(), options.output, options.pid, c->start_wall_unix_ms_, note);
+    c->registration_ = RegisteredCapture::add(c->writer_.partials().front(), options.output, options.pid, c->start_wall_unix_ms_, note);
     if (!note.empty() && !options.quiet) fmt::print(stderr, "gtrace: note: {}\n", note);
     auto bpf = BpfSession::create({options.ring_buffer_bytes, options.py_stack_every, options.sample_hz, options.bpf_stats});
     if (!bpf) return bpf.error();
@@ -160,24 +160,21 @@ bool is_thread_root(const std::string& name) {
 } // namespace
 
 void Capture::on_sample(const gt_sample_event& e) {
-    std::vector<std::string> stack; // outermost first
-    PyStackRef py = stacks_.find(e.pid, e.py_stack);
-    if (py) {
-        for (auto it = py->frames.rbegin(); it != py->frames.rend(); ++it) stack.push_back(it->text());
+    std::vector<PyFrame> stack; // outermost first
+    if (PyStackRef py = stacks_.find(e.pid, e.py_stack)) {
+        stack.assign(py->frames.rbegin(), py->frames.rend());
     } else if (e.native_bytes > 0) {
         size_t n = std::min<size_t>(static_cast<size_t>(e.native_bytes) / 8, GT_NATIVE_MAX_FRAMES);
         for (size_t i = n; i-- > 0;) {
             // Return addresses point after the call: look up the call itself.
             std::string name = addresses_.name_at(e.pid, i == 0 ? e.native[i] : e.native[i] - 1);
-            if (!name.empty()) stack.push_back(std::move(name));
+            if (!name.empty()) stack.push_back({std::move(name), {}, 0});
         }
-        if (!stack.empty() && !is_thread_root(stack.front())) stack.insert(stack.begin(), "[stack cut: no frame pointer]");
+        if (!stack.empty() && !is_thread_root(stack.front().qualname)) stack.insert(stack.begin(), {"[stack cut: no frame pointer]", {}, 0});
     }
-    if (stack.empty()) stack.push_back(fmt::format("[{}]", std::string(e.comm, strnlen(e.comm, sizeof e.comm))));
-    auto key = std::make_pair(e.pid, e.tid + kSampleTrackTidOffset);
-    if (!sample_track_names_.contains(key))
-        sample_track_names_[key] = fmt::format("{} (samples)", std::string(e.comm, strnlen(e.comm, sizeof e.comm)));
-    samples_.add(e.pid, e.tid, e.ts_ns, stack);
+    std::string comm(e.comm, strnlen(e.comm, sizeof e.comm));
+    if (stack.empty()) stack.push_back({fmt::format("[{}]", comm), {}, 0});
+    samples_.add(e.pid, e.tid, e.ts_ns, comm, stack);
 }
 
 void Capture::on_api(const gt_api_event& e) {
@@ -194,34 +191,21 @@ void Capture::on_api(const gt_api_event& e) {
 
 void Capture::take_call(ApiCall& call) {
     model_.record_call(call);
-    writer_.write_call(call);
+    writer_.call(call);
     if (call.api == GT_API_CUDA_MALLOC || call.api == GT_API_CUDA_FREE) memory_.on_call(call);
     if (agents_) join_.add_call(call);
 }
 
 void Capture::on_torch_range(const gt_torch_range_event& e) {
-    PyStackRef stack = stacks_.find(e.pid, e.py_stack);
+    TorchRange range{e.pid, e.tid, e.start_ns, e.end_ns, {}, stacks_.find(e.pid, e.py_stack)};
     static const std::vector<PyFrame> kNoFrames;
-    std::string name = torch_range_name(e, stack ? stack->frames : kNoFrames);
-    nlohmann::json args = nlohmann::json::object();
-    if (stack) {
-        args["source"] = stack->source;
-        args["py_stack"] = stack->texts;
-    }
-    writer_.write_slice(name, "torch_range", e.pid, e.tid, e.start_ns, e.end_ns - e.start_ns, args.dump());
+    range.name = torch_range_name(e, range.stack ? range.stack->frames : kNoFrames);
+    writer_.torch_range(range);
     ++torch_ranges_;
-    on_step_marker(e.pid, name, e.end_ns);
+    on_step_marker(e.pid, range.name, e.end_ns);
 }
 
 void Capture::on_func_name(const gt_func_name_event& e) { kernel_names_.on_func_name(e); }
-
-void Capture::write_memory_sample(const MemorySample& m) {
-    std::string name = m.device < 0 ? "GPU memory (cudaMalloc)" : fmt::format("GPU memory (device {})", m.device);
-    // API-based samples do not know the device: they carry none.
-    writer_.write_counter(name, "gpu_memory", m.pid, m.ts_ns,
-                          m.device < 0 ? fmt::format("{{\"allocated_bytes\":{}}}", m.allocated_bytes)
-                                       : fmt::format("{{\"allocated_bytes\":{},\"device\":{}}}", m.allocated_bytes, m.device));
-}
 
 void Capture::on_proc(const gt_proc_event& e) {
     switch (e.kind) {
@@ -307,7 +291,7 @@ Result<CaptureResult> Capture::run() {
             for (const auto& [pid, p] : model_.processes())
                 if (!p.exited) pending_scan_.insert(static_cast<int>(pid));
             // What a kill -9 would leave: the names known so far, and the events on disk.
-            writer_.write_metadata(model_, track_names());
+            writer_.metadata(model_);
             writer_.flush();
         }
         if (live_status && seconds_since(last_status) >= 1.0) {
@@ -330,22 +314,16 @@ Result<CaptureResult> Capture::run() {
     return finish(reason, seconds_since(started_));
 }
 
-TrackNames Capture::track_names() const {
-    TrackNames names = sample_track_names_;
-    names.insert(gpu_tracks_.track_names().begin(), gpu_tracks_.track_names().end());
-    return names;
-}
-
 // The trace first, so that a side output that fails cannot cost it; after a write error, only
 // the trace, cut short.
 Result<CaptureResult> Capture::finish(const std::string& reason, double elapsed_s) {
     nlohmann::json facts = other_data(reason, elapsed_s);
-    auto cut = writer_.finish(model_, facts, track_names());
+    auto cut = writer_.finish(model_, facts);
     if (!cut) return cut.error(); // the partial stays, and is listed as such by the next gtrace
     registration_.done();
     CaptureResult result;
     result.stop_reason = reason;
-    result.output = writer_.path();
+    result.output = writer_.output();
     result.lost = model_.lost_events();
     result.script_incomplete = script_incomplete();
     result.tree_exited = model_.live_processes() == 0;
@@ -353,7 +331,7 @@ Result<CaptureResult> Capture::finish(const std::string& reason, double elapsed_
     if (*cut) {
         result.write_failure = fmt::format("writing {} failed mid-capture: {}; the capture stopped and the trace keeps its first {} "
                                            "events ({} dropped): free space or write elsewhere with -o",
-                                           writer_.path(), (*cut)->error, (*cut)->events_kept, (*cut)->events_dropped);
+                                           writer_.output(), (*cut)->error, (*cut)->events_kept, (*cut)->events_dropped);
         return result;
     }
     if (!options_.folded.empty())

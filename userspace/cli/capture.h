@@ -22,10 +22,10 @@
 #include "model/trace_model.h"
 #include "model/gpu_join.h"
 #include "model/gpu_memory.h"
-#include "output/chrome_trace.h"
+#include "output/admission_filter.h"
 #include "output/capture_registry.h"
-#include "output/gpu_tracks.h"
 #include "output/sample_tracks.h"
+#include "output/trace_formats.h"
 
 namespace gtrace {
 
@@ -33,6 +33,7 @@ struct CaptureOptions {
     int pid = 0;
     std::optional<double> duration_s;
     std::string output;
+    TraceFormat format = kDefaultTraceFormat;
     bool force = false;
     bool quiet = false;
     uint64_t ring_buffer_bytes = 64ull << 20;
@@ -94,7 +95,7 @@ public:
     void on_torch_range(const gt_torch_range_event& e) override;
 
 private:
-    Capture(const CaptureOptions& o, ChromeTraceWriter writer) : options_(o), writer_(std::move(writer)) {}
+    explicit Capture(const CaptureOptions& o) : options_(o) {}
     Result<void> track_tree(uint64_t root_start_ticks);
     Result<void> scan(int pid);
     void rescan_pending();
@@ -104,14 +105,12 @@ private:
     void print_status(double elapsed_s);
     nlohmann::json other_data(const std::string& stop_reason, double elapsed_s) const;
     nlohmann::json bpf_stats_facts() const;
-    TrackNames track_names() const; // sample and GPU tracks
     Result<CaptureResult> finish(const std::string& reason, double elapsed_s);
     void print_summary(const CaptureResult& r, double elapsed_s) const;
     // Scripted captures (capture_script.cpp)
     void start_script();
     void poll_script();
     void on_step_marker(uint32_t pid, const std::string& range, uint64_t end_ns);
-    void write_memory_sample(const MemorySample& m);
     nlohmann::json script_facts() const;
     std::string script_incomplete() const;
     // GPU side (capture_gpu.cpp)
@@ -132,7 +131,7 @@ private:
     nlohmann::json api_capture_facts() const;
 
     CaptureOptions options_;
-    ChromeTraceWriter writer_;
+    AdmissionFilter writer_; // the script's admission in front of the format's writer
     std::unique_ptr<BpfSession> bpf_;
     std::unique_ptr<CudaProbes> probes_;
     std::unique_ptr<TorchProbes> torch_probes_;
@@ -143,17 +142,15 @@ private:
     PythonStacks stacks_{python_frames_}; // interned by BPF: defined once, named by id after
     std::set<uint32_t> python_unsupported_; // warned once, not examined again until exec
     SampleTracks samples_{writer_, options_.sample_hz};
-    std::map<std::pair<uint32_t, uint32_t>, std::string> sample_track_names_;
     std::optional<AgentChannel> agents_;
     std::string agent_path_;
     std::optional<UprobeLink> agent_link_;
-    GpuTracks gpu_tracks_{writer_};
     std::map<uint32_t, gt_py_layout> py_layouts_; // as BPF has them (with their epoch), for the agents
     std::set<uint32_t> requested_calls_;          // agents asked to record calls
     std::map<uint32_t, uint64_t> calls_since_;    // agents recording calls, since (CLOCK_MONOTONIC)
     uint64_t agent_calls_ = 0, uprobe_calls_ = 0, uprobe_calls_dropped_ = 0, uprobe_switches_ = 0;
-    GpuJoin join_{[this](const CallRef& call, const GpuOp& op) { gpu_tracks_.write_flow(call, op); }};
-    GpuMemory memory_{[this](const MemorySample& m) { write_memory_sample(m); }};
+    GpuJoin join_{[this](const CallRef& call, const GpuOp& op) { writer_.flow(call, op); }};
+    GpuMemory memory_{[this](const MemorySample& m) { writer_.memory(m); }};
     std::map<uint32_t, int> injection_tries_; // pid -> attempts; -1 once asked (or given up)
     std::map<uint32_t, std::chrono::steady_clock::time_point> injected_at_; // dlopen handed over, mailbox not yet seen
     std::map<uint32_t, std::string> gpu_warnings_;

@@ -129,8 +129,8 @@ void Capture::on_gpu_record(uint32_t pid, const gt_gpu_header& h, int64_t clock_
     }
     auto op = decode_gpu_op(pid, h, clock_offset_ns);
     if (!op || op->kind == GpuOpKind::Sync) return; // waits are CPU-side facts: the API slices show them
-    gpu_tracks_.write_op(*op);
-    join_.add_op(*op);
+    join_.add_op(*op); // its flow first, when its call is known: a writer may put the link on the op itself
+    writer_.gpu_op(*op);
 }
 
 void Capture::on_agent_state(uint32_t pid, const gt_agent_ring& ring) {

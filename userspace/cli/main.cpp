@@ -81,13 +81,21 @@ void install_signal_handlers(int trigger_signal = 0) {
     }
 }
 
-std::string default_output(int pid) {
+std::string default_output(int pid, TraceFormat format) {
     std::time_t now = std::time(nullptr);
     std::tm tm{};
     localtime_r(&now, &tm);
     char stamp[32];
     std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
-    return fmt::format("gtrace-{}-{}.json", pid, stamp);
+    return default_output_name(format, fmt::format("gtrace-{}-{}", pid, stamp));
+}
+
+// -o and --format: the format, and the output's name (the default one has the format's extension).
+void read_output_options(const po::variables_map& vm, int pid, CaptureOptions& options) {
+    std::string format = vm.count("format") ? vm["format"].as<std::string>() : std::string();
+    std::string output = vm.count("output") ? vm["output"].as<std::string>() : std::string();
+    options.format = or_fail(choose_format(output, format));
+    options.output = vm.count("output") ? output : default_output(pid, options.format);
 }
 
 po::options_description attach_options() {
@@ -98,7 +106,11 @@ po::options_description attach_options() {
         ("duration,d", po::value<std::string>(),
          "stop after this long: seconds, or with a unit (500ms, 10s, 5m, 1h), from 1ms to 720h; default: until Ctrl-C, "
          "SIGTERM, or every traced process has exited")
-        ("output,o", po::value<std::string>(), "trace file (Chrome trace JSON); default gtrace-<pid>-<yyyymmdd-hhmmss>.json")
+        ("output,o", po::value<std::string>(),
+         "trace file (Kineto: a directory); default gtrace-<pid>-<yyyymmdd-hhmmss>.pftrace (.json, .kineto/ with --format)")
+        ("format", po::value<std::string>(),
+         "pftrace (Perfetto protobuf, the default), json (Chrome trace JSON) or kineto (PyTorch profiler JSON, a file "
+         "per rank, for Holistic Trace Analysis); default: by the -o extension (.json: json), else pftrace")
         ("force,f", "replace existing output files (regular files only: a link there is refused) and a killed "
                     "capture's FILE.partial")
         ("quiet,q", "print nothing but errors (no live status, no summary)")
@@ -279,7 +291,7 @@ int finish_capture(const CaptureOptions& options, const CaptureResult& result) {
 // Every output of attach/record, before anything is attached: the trace, its partial file,
 // --summary-json and --folded. Then what killed captures left is listed.
 void prepare_outputs(const po::variables_map& vm, const CaptureOptions& options) {
-    std::vector<OutputSpec> outputs = trace_outputs(options.output);
+    std::vector<OutputSpec> outputs = trace_output_specs({options.format, options.output, options.step_marker});
     for (const char* opt : {"summary-json", "folded"})
         if (vm.count(opt)) outputs.push_back({fmt::format("--{}", opt), vm[opt].as<std::string>(), false});
     or_fail(check_outputs(outputs, {}, options.force));
@@ -302,7 +314,7 @@ int run_attach(const std::vector<std::string>& args) {
     CaptureOptions options;
     options.pid = or_fail(parse_pid(vm["pid"].as<std::string>()));
     read_capture_options(vm, options);
-    options.output = vm.count("output") ? vm["output"].as<std::string>() : default_output(options.pid);
+    read_output_options(vm, options.pid, options);
     prepare_outputs(vm, options);
 
     install_signal_handlers(options.trigger_signal);
@@ -334,7 +346,7 @@ int run_record(std::vector<std::string> args) {
     read_capture_options(vm, options);
     OnStop on_stop = parse_on_stop(vm["on-stop"].as<std::string>());
     options.launched = true;
-    options.output = vm.count("output") ? vm["output"].as<std::string>() : default_output(0);
+    read_output_options(vm, 0, options);
     prepare_outputs(vm, options);
     install_signal_handlers(options.trigger_signal);
     return finish_capture(options, or_fail(record_command(options, command, on_stop)));

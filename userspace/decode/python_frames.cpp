@@ -48,7 +48,9 @@ int read_signed_varint(const std::string& t, size_t& i) {
 
 } // namespace
 
-std::string PyFrame::text() const { return fmt::format("{} ({}:{})", qualname, filename, line); }
+std::string PyFrame::text() const {
+    return filename.empty() ? qualname : fmt::format("{} ({}:{})", qualname, filename, line);
+}
 
 int line_from_lnotab(const std::string& t, int firstlineno, uint64_t offset) {
     int line = firstlineno;

@@ -16,7 +16,9 @@ namespace gtrace {
 struct PyFrame {
     std::string qualname, filename;
     int line = 0;
-    std::string text() const; // "qualname (file:line)"
+    // "qualname (file:line)"; a frame without a file (native, or a marker) is its name alone.
+    std::string text() const;
+    bool operator==(const PyFrame&) const = default;
 };
 
 // Line tables, by format (exposed for tests). `offset` is in bytes of bytecode.

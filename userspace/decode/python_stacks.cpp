@@ -4,16 +4,23 @@
 
 namespace gtrace {
 
-void PythonStacks::define(const gt_py_stack_event& e) {
+PyStackRef make_py_stack(std::vector<PyFrame> frames, bool truncated) {
+    if (frames.empty()) return nullptr;
     auto stack = std::make_shared<PyStack>();
-    stack->frames = symbolizer_.symbolize(e);
-    stack->truncated = e.truncated != 0;
+    stack->frames = std::move(frames);
+    stack->truncated = truncated;
     for (const auto& f : stack->frames) stack->texts.push_back(f.text());
-    if (const PyFrame* src = source_frame(stack->frames)) stack->source = src->text();
-    if (stack->truncated && !stack->texts.empty())
-        stack->texts.push_back(fmt::format("[truncated: deeper than {} frames]", GT_PY_MAX_FRAMES));
-    // A torn stack is remembered as empty: its id names no frames we could trust.
-    by_pid_[e.pid][e.id] = stack->frames.empty() ? nullptr : std::move(stack);
+    if (const PyFrame* src = source_frame(stack->frames)) {
+        stack->source = src->text();
+        stack->source_index = static_cast<int>(src - stack->frames.data());
+    }
+    if (stack->truncated) stack->texts.push_back(fmt::format("[truncated: deeper than {} frames]", GT_PY_MAX_FRAMES));
+    return stack;
+}
+
+void PythonStacks::define(const gt_py_stack_event& e) {
+    // A torn stack is remembered as null: its id names no frames we could trust.
+    by_pid_[e.pid][e.id] = make_py_stack(symbolizer_.symbolize(e), e.truncated != 0);
 }
 
 PyStackRef PythonStacks::find(uint32_t pid, uint64_t id) {

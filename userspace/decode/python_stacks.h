@@ -16,9 +16,14 @@ struct PyStack {
     std::vector<PyFrame> frames;    // innermost first
     std::vector<std::string> texts; // "qualname (file:line)" per frame, then "[truncated …]" if cut
     std::string source;             // the innermost frame outside torch and CUDA libraries, as text
-    bool truncated = false;
+    int source_index = -1;          // ... and its index in frames (-1: none)
+    bool truncated = false;         // deeper than the walk's limit: the outermost frames are missing
+    const PyFrame* source_frame() const { return source_index >= 0 ? &frames[static_cast<size_t>(source_index)] : nullptr; }
 };
 using PyStackRef = std::shared_ptr<const PyStack>;
+
+// A stack from its frames (innermost first): texts and source worked out; null if no frames.
+PyStackRef make_py_stack(std::vector<PyFrame> frames, bool truncated);
 
 class PythonStacks {
 public:

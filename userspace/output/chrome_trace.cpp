@@ -1,68 +1,77 @@
 #include "output/chrome_trace.h"
 
-#include <cstring>
-
 #include <fmt/format.h>
 
 #include "decode/api_table.h"
+#include "foundation/output_file.h"
 
 namespace gtrace {
 namespace {
 
-void append_ts_us(std::string& out, uint64_t ns) { fmt::format_to(std::back_inserter(out), "{}.{:03}", ns / 1000, ns % 1000); }
-
 std::string hex(uint64_t v) { return fmt::format("{:#x}", v); }
 
-} // namespace
-
-void append_json_escaped(std::string& out, std::string_view s) {
-    for (unsigned char c : s) {
-        switch (c) {
-        case '"': out += "\\\""; break;
-        case '\\': out += "\\\\"; break;
-        case '\n': out += "\\n"; break;
-        case '\t': out += "\\t"; break;
-        default:
-            if (c < 0x20) fmt::format_to(std::back_inserter(out), "\\u{:04x}", c);
-            else if (c >= 0x80) out += '?'; // symbol names are ASCII; never emit invalid UTF-8
-            else out += static_cast<char>(c);
-        }
+const char* gpu_category(GpuOpKind k) {
+    switch (k) {
+    case GpuOpKind::Kernel: return "kernel";
+    case GpuOpKind::Memcpy: return "gpu_memcpy";
+    case GpuOpKind::Memset: return "gpu_memset";
+    default: return "gpu_sync";
     }
 }
 
-Result<ChromeTraceWriter> ChromeTraceWriter::create(const std::string& path, bool force) {
-    if (auto ok = check_outputs(trace_outputs(path), {}, force); !ok) return ok.error();
-    auto sink = TraceSink::create(path, force, kChromeTraceHeader);
-    if (!sink) return sink.error();
-    return ChromeTraceWriter(std::move(*sink));
+void append_string(std::string& out, std::string_view s) {
+    out += '"';
+    append_json_escaped(out, s);
+    out += '"';
 }
 
-void ChromeTraceWriter::emit(std::string_view event) {
-    if (stream_events_++) sink_.append(",\n");
-    sink_.append(event);
-    sink_.commit();
+// {"name":"...","cat":"...","ph":"X","pid":P,"tid":T,"ts":...,"dur":... (no closing brace)
+void begin_slice(std::string& out, std::string_view name, std::string_view cat, uint32_t pid, uint32_t tid, uint64_t start_ns,
+                 uint64_t end_ns) {
+    out += "{\"name\":";
+    append_string(out, name);
+    fmt::format_to(std::back_inserter(out), ",\"cat\":\"{}\",\"ph\":\"X\",\"pid\":{},\"tid\":{},\"ts\":", cat, pid, tid);
+    append_us(out, start_ns);
+    out += ",\"dur\":";
+    append_us(out, end_ns > start_ns ? end_ns - start_ns : 0);
 }
 
-std::string ChromeTraceWriter::write_error() const { return strerror(sink_.error()); }
+} // namespace
 
-void ChromeTraceWriter::write_call(const ApiCall& c) {
-    if (!admit(c.start_ns)) return;
+void append_py_stack_args(std::string& out, const PyStackRef& stack, bool source_first) {
+    if (!stack) return;
+    auto source = [&] {
+        out += ",\"source\":";
+        append_string(out, stack->source);
+    };
+    if (source_first) source();
+    out += ",\"py_stack\":[";
+    for (size_t i = 0; i < stack->texts.size(); ++i) {
+        if (i) out += ',';
+        append_string(out, stack->texts[i]);
+    }
+    out += ']';
+    if (!source_first) source();
+}
+
+Result<std::unique_ptr<ChromeTraceWriter>> ChromeTraceWriter::create(const std::string& path, bool force) {
+    auto file = JsonEventFile::create(path, force, kChromeTraceHeader);
+    if (!file) return file.error();
+    return std::unique_ptr<ChromeTraceWriter>(new ChromeTraceWriter(std::move(*file)));
+}
+
+void ChromeTraceWriter::call(const ApiCall& c) {
     buf_.clear();
-    ++events_;
     auto out = std::back_inserter(buf_);
-    fmt::format_to(out, "{{\"name\":\"{}\",\"cat\":\"cuda_api\",\"ph\":\"X\",\"pid\":{},\"tid\":{},\"ts\":", api_name(c.api),
-                   c.pid, c.tid);
-    append_ts_us(buf_, c.start_ns);
-    buf_ += ",\"dur\":";
-    append_ts_us(buf_, c.end_ns >= c.start_ns ? c.end_ns - c.start_ns : 0);
+    begin_slice(buf_, api_name(c.api), "cuda_api", c.pid, c.tid, c.start_ns, c.end_ns);
     fmt::format_to(out, ",\"args\":{{\"ret\":{}", c.ret);
     if (c.correlation) fmt::format_to(out, ",\"correlation\":{}", c.correlation);
-    if (c.by_agent) fmt::format_to(out, ",\"recorded_by\":\"agent\"");
+    if (c.by_agent) buf_ += ",\"recorded_by\":\"agent\"";
     if (c.launch) {
         const LaunchArgs& l = *c.launch;
-        buf_ += ",\"kernel\":\"";
-        append_json_escaped(buf_, c.kernel);
-        fmt::format_to(out, "\",\"grid\":[{},{},{}],\"block\":[{},{},{}],\"shared_mem\":{}", l.grid.x, l.grid.y, l.grid.z,
+        buf_ += ",\"kernel\":";
+        append_string(buf_, c.kernel);
+        fmt::format_to(out, ",\"grid\":[{},{},{}],\"block\":[{},{},{}],\"shared_mem\":{}", l.grid.x, l.grid.y, l.grid.z,
                        l.block.x, l.block.y, l.block.z, l.shared_mem);
     }
     if (c.stream) fmt::format_to(out, ",\"stream\":\"{}\"", hex(*c.stream));
@@ -72,80 +81,98 @@ void ChromeTraceWriter::write_call(const ApiCall& c) {
     if (c.event) fmt::format_to(out, ",\"event\":\"{}\"", hex(*c.event));
     if (c.graph) fmt::format_to(out, ",\"graph\":\"{}\"", hex(*c.graph));
     if (c.handle) fmt::format_to(out, ",\"handle\":\"{}\"", hex(*c.handle));
-    if (c.stack) {
-        buf_ += ",\"source\":\"";
-        append_json_escaped(buf_, c.stack->source);
-        buf_ += "\",\"py_stack\":[";
-        for (size_t i = 0; i < c.stack->texts.size(); ++i) {
-            buf_ += i ? ",\"" : "\"";
-            append_json_escaped(buf_, c.stack->texts[i]);
-            buf_ += '"';
-        }
-        buf_ += ']';
+    append_py_stack_args(buf_, c.stack, true);
+    buf_ += "}}";
+    file_.emit(buf_);
+}
+
+void ChromeTraceWriter::torch_range(const TorchRange& r) {
+    buf_.clear();
+    begin_slice(buf_, r.name, "torch_range", r.pid, r.tid, r.start_ns, r.end_ns);
+    buf_ += ",\"args\":{";
+    size_t open = buf_.size();
+    append_py_stack_args(buf_, r.stack, false);
+    if (buf_.size() > open) buf_.erase(open, 1); // the first argument's comma
+    buf_ += "}}";
+    file_.emit(buf_);
+}
+
+void ChromeTraceWriter::gpu_op(const GpuOp& op) {
+    uint32_t tid = gpu_track_tid(op.device, op.stream);
+    auto key = std::make_pair(op.pid, tid);
+    if (!track_names_.contains(key)) track_names_[key] = fmt::format("GPU {} · stream {}", op.device, op.stream);
+    buf_.clear();
+    auto out = std::back_inserter(buf_);
+    begin_slice(buf_, op.name, gpu_category(op.kind), op.pid, tid, op.start_ns, op.end_ns);
+    fmt::format_to(out, ",\"args\":{{\"correlation\":{},\"device\":{},\"context\":{},\"stream\":{}", op.correlation,
+                   op.device, op.context, op.stream);
+    if (op.kind == GpuOpKind::Kernel) {
+        fmt::format_to(out, ",\"grid\":[{},{},{}],\"block\":[{},{},{}],\"registers_per_thread\":{},"
+                            "\"shared_memory_static\":{},\"shared_memory_dynamic\":{}",
+                       op.grid[0], op.grid[1], op.grid[2], op.block[0], op.block[1], op.block[2], op.registers,
+                       op.static_shared, op.dynamic_shared);
+        if (op.graph) buf_ += ",\"graph\":true";
+    } else {
+        fmt::format_to(out, ",\"bytes\":{}", op.bytes);
+        if (op.kind == GpuOpKind::Memcpy)
+            fmt::format_to(out, ",\"kind\":\"{}\",\"bandwidth_GBps\":{:.3f}", op.copy_kind, op.bandwidth_gbps());
     }
     buf_ += "}}";
-    emit(buf_);
+    file_.emit(buf_);
 }
 
-bool ChromeTraceWriter::admit(uint64_t ts_ns) {
-    if (ts_ns < window_open_ns_ || ts_ns >= window_close_ns_) {
-        ++outside_window_;
-        return false;
-    }
-    if (events_ >= max_events_) {
-        ++over_limit_;
-        return false;
-    }
-    return true;
-}
-
-void ChromeTraceWriter::write_event(std::string_view json) {
-    if (events_ >= max_events_) {
-        ++over_limit_;
-        return;
-    }
+void ChromeTraceWriter::flow(const CallRef& call, const GpuOp& op) {
+    uint64_t id = next_flow_++;
     buf_.clear();
-    ++events_;
-    buf_ += json;
-    emit(buf_);
+    auto out = std::back_inserter(buf_);
+    // The start binds to the call's slice (its midpoint lies inside it), the end to the GPU slice.
+    fmt::format_to(out, "{{\"name\":\"{}\",\"cat\":\"ac2g\",\"ph\":\"s\",\"id\":{},\"pid\":{},\"tid\":{},\"ts\":",
+                   api_name(call.api), id, call.pid, call.tid);
+    append_us(buf_, call.start_ns + (call.end_ns - call.start_ns) / 2);
+    buf_ += "}";
+    file_.emit(buf_);
+    buf_.clear();
+    fmt::format_to(out, "{{\"name\":\"{}\",\"cat\":\"ac2g\",\"ph\":\"f\",\"bp\":\"e\",\"id\":{},\"pid\":{},\"tid\":{},\"ts\":",
+                   api_name(call.api), id, op.pid, gpu_track_tid(op.device, op.stream));
+    append_us(buf_, op.start_ns);
+    fmt::format_to(out, ",\"args\":{{\"correlation\":{},\"launch_tid\":{}}}}}", op.correlation, call.tid);
+    file_.emit(buf_);
 }
 
-void ChromeTraceWriter::write_slice(const std::string& name, const char* category, uint32_t pid, uint32_t tid,
-                                    uint64_t start_ns, uint64_t dur_ns, std::string_view args_json) {
-    if (!admit(start_ns)) return;
+void ChromeTraceWriter::memory(const MemorySample& m) {
     buf_.clear();
-    ++events_;
-    buf_ += "{\"name\":\"";
-    append_json_escaped(buf_, name);
-    fmt::format_to(std::back_inserter(buf_), "\",\"cat\":\"{}\",\"ph\":\"X\",\"pid\":{},\"tid\":{},\"ts\":", category, pid, tid);
-    append_ts_us(buf_, start_ns);
-    buf_ += ",\"dur\":";
-    append_ts_us(buf_, dur_ns);
-    if (!args_json.empty()) {
-        buf_ += ",\"args\":";
-        buf_ += args_json;
-    }
+    auto out = std::back_inserter(buf_);
+    // API-based samples do not know the device: they carry none.
+    if (m.device < 0) buf_ += "{\"name\":\"GPU memory (cudaMalloc)\"";
+    else fmt::format_to(out, "{{\"name\":\"GPU memory (device {})\"", m.device);
+    fmt::format_to(out, ",\"cat\":\"gpu_memory\",\"ph\":\"C\",\"pid\":{},\"ts\":", m.pid);
+    append_us(buf_, m.ts_ns);
+    fmt::format_to(out, ",\"args\":{{\"allocated_bytes\":{}", m.allocated_bytes);
+    if (m.device >= 0) fmt::format_to(out, ",\"device\":{}", m.device);
+    buf_ += "}}";
+    file_.emit(buf_);
+}
+
+void ChromeTraceWriter::sample_frame_begin(const SampleFrame& f, uint64_t ts_ns) {
+    auto key = std::make_pair(f.pid, f.tid + kSampleTrackTidOffset);
+    if (!track_names_.contains(key)) track_names_[key] = fmt::format("{} (samples)", f.thread);
+    std::vector<OpenFrame>& open = open_frames_[{f.pid, f.tid}];
+    open.resize(f.depth);
+    open.push_back({f.frame.text(), ts_ns});
+}
+
+void ChromeTraceWriter::sample_frame_end(uint32_t pid, uint32_t tid, size_t depth, uint64_t ts_ns) {
+    std::vector<OpenFrame>& open = open_frames_[{pid, tid}];
+    if (depth >= open.size()) return;
+    const OpenFrame& f = open[depth];
+    buf_.clear();
+    begin_slice(buf_, f.name, "sample", pid, tid + kSampleTrackTidOffset, f.start_ns, ts_ns);
     buf_ += '}';
-    emit(buf_);
+    file_.emit(buf_);
+    open.resize(depth);
 }
 
-void ChromeTraceWriter::write_counter(const std::string& name, const char* category, uint32_t pid, uint64_t ts_ns,
-                                      std::string_view args_json) {
-    if (!admit(ts_ns)) return;
-    buf_.clear();
-    ++events_;
-    buf_ += "{\"name\":\"";
-    append_json_escaped(buf_, name);
-    fmt::format_to(std::back_inserter(buf_), "\",\"cat\":\"{}\",\"ph\":\"C\",\"pid\":{},\"ts\":", category, pid);
-    append_ts_us(buf_, ts_ns);
-    buf_ += ",\"args\":";
-    buf_ += args_json;
-    buf_ += '}';
-    emit(buf_);
-}
-
-std::vector<std::string> ChromeTraceWriter::pending_metadata(const TraceModel& model, const TrackNames& extra_threads,
-                                                             bool all) {
+std::vector<std::string> ChromeTraceWriter::pending_metadata(const TraceModel& model, bool all) {
     if (all) process_meta_.clear(), thread_meta_.clear();
     std::vector<std::string> out;
     auto meta = [](const char* name, uint32_t pid, uint32_t tid, const nlohmann::json& args) {
@@ -157,15 +184,9 @@ std::vector<std::string> ChromeTraceWriter::pending_metadata(const TraceModel& m
         if (std::string& last = thread_meta_[{pid, tid}]; last != ev) out.push_back(last = std::move(ev));
     };
     for (const auto& [pid, p] : model.processes()) {
-        nlohmann::json labels = {{"cmdline", p.cmdline}, {"ppid", p.ppid}};
-        if (p.ranks.rank) labels["rank"] = *p.ranks.rank;
-        if (p.ranks.local_rank) labels["local_rank"] = *p.ranks.local_rank;
-        if (p.ranks.world_size) labels["world_size"] = *p.ranks.world_size;
-        if (p.forked_from) labels["forked_from"] = *p.forked_from;
         std::string events[] = {meta("process_name", pid, 0, {{"name", p.label()}}),
                                 meta("process_sort_index", pid, 0, {{"sort_index", p.sort_index()}}),
-                                meta("process_labels", pid, 0,
-                                     {{"labels", labels.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)}})};
+                                meta("process_labels", pid, 0, {{"labels", process_labels_json(p)}})};
         std::string joined = events[0] + events[1] + events[2];
         if (std::string& last = process_meta_[pid]; last != joined) {
             last = std::move(joined);
@@ -173,38 +194,25 @@ std::vector<std::string> ChromeTraceWriter::pending_metadata(const TraceModel& m
         }
         for (const auto& [tid, t] : p.threads) thread(pid, tid, t.name.empty() ? fmt::format("thread {}", tid) : t.name);
     }
-    for (const auto& [key, name] : extra_threads) thread(key.first, key.second, name);
+    for (const auto& [key, name] : track_names_) thread(key.first, key.second, name);
     return out;
 }
 
-void ChromeTraceWriter::write_metadata(const TraceModel& model, const TrackNames& extra_threads) {
+void ChromeTraceWriter::metadata(const TraceModel& model) {
     if (write_failed()) return;
-    for (const auto& ev : pending_metadata(model, extra_threads, false)) emit(ev);
+    for (const auto& ev : pending_metadata(model, false)) file_.emit(ev);
 }
 
-Result<std::optional<TraceCut>> ChromeTraceWriter::finish(const TraceModel& model, const nlohmann::json& other_data,
-                                                          const TrackNames& extra_threads) {
-    auto closing = [&](const SinkCut* cut) {
+Result<std::optional<TraceCut>> ChromeTraceWriter::finish(const TraceModel& model, const nlohmann::json& facts) {
+    return file_.finish([&](const TraceCut* cut) {
         // After a cut, metadata written into the stream may be gone with the events cut off.
-        uint64_t events = cut ? cut->units_kept : stream_events_;
-        std::string tail;
-        for (const auto& ev : pending_metadata(model, extra_threads, cut != nullptr)) {
-            if (events++) tail += ",\n";
-            tail += ev;
-        }
-        nlohmann::json facts = other_data;
+        JsonEventFile::Closing c{pending_metadata(model, cut != nullptr), std::string(kChromeTraceClosing)};
+        nlohmann::json other = facts;
         if (cut)
-            facts["cut"] = {{"error", cut->error},
-                            {"events_kept", cut->units_kept},
-                            {"events_dropped", stream_events_ - cut->units_kept}};
-        tail += kChromeTraceClosing;
-        tail += facts.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "}\n";
-        return tail;
-    };
-    auto cut = sink_.finish(closing);
-    if (!cut) return cut.error();
-    if (!*cut) return std::optional<TraceCut>();
-    return std::optional<TraceCut>(TraceCut{(*cut)->error, (*cut)->units_kept, stream_events_ - (*cut)->units_kept});
+            other["cut"] = {{"error", cut->error}, {"events_kept", cut->events_kept}, {"events_dropped", cut->events_dropped}};
+        c.rest += other.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "}\n";
+        return c;
+    });
 }
 
 } // namespace gtrace

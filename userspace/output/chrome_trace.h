@@ -1,102 +1,79 @@
-// Streams a Chrome trace event JSON file (Perfetto UI, chrome://tracing) through a TraceSink:
-// events go to `<output>.partial` as they arrive, one a line, with the process and thread names
-// as soon as they are known (write_metadata), so a capture killed with -9 leaves a partial that
-// `gtrace report` reads and `gtrace recover` completes. finish() appends what metadata changed and
-// the capture's facts, closes the JSON and renames it into place. After a write error (disk
-// full) nothing more is written, and finish() cuts the trace back to an event boundary with room
-// for its end: a complete, shorter trace whose otherData.cut says what was lost.
+// gtrace's Chrome trace event JSON (--format json; Perfetto UI, chrome://tracing): events go to
+// `<output>.partial` as they arrive, one a line, with the process and thread names as soon as
+// they are known (metadata()), so a capture killed with -9 leaves a partial that `gtrace report`
+// reads and `gtrace recover` completes. finish() appends what metadata changed and the capture's
+// facts as otherData. After a write error nothing more is written, and finish() cuts the trace
+// back to an event boundary with room for its end: a complete, shorter trace whose
+// otherData.cut says what was lost.
+//
+// Tracks: a thread's CUDA calls and torch ranges on the thread; its sampled frames on a track of
+// their own (tid + kSampleTrackTidOffset, "<thread> (samples)"); GPU work on a track per device
+// and stream under the process (tid gpu_track_tid(), "GPU 0 · stream 13"), with a flow arrow
+// (category "ac2g", as in PyTorch's profiler traces) from each call to the GPU work it caused.
 #pragma once
 #include <map>
-#include <optional>
+#include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
-#include <nlohmann/json.hpp>
-
-#include "foundation/result.h"
-#include "decode/api_call.h"
-#include "model/trace_model.h"
-#include "output/trace_sink.h"
+#include "output/json_event_file.h"
+#include "output/trace_writer.h"
 
 namespace gtrace {
 
-// The bytes every trace gtrace writes starts with; then one event a line, separated by ",\n".
+// The bytes every gtrace JSON trace starts with; then one event a line, separated by ",\n".
 constexpr std::string_view kChromeTraceHeader = "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n";
 // And ends with this, otherData's object on one line, then "}\n".
 constexpr std::string_view kChromeTraceClosing = "\n],\n\"otherData\":";
 
-// Names of tracks that are not threads of their own (sample tracks, GPU tracks), by (pid, tid).
-using TrackNames = std::map<std::pair<uint32_t, uint32_t>, std::string>;
+// Sample frames go on a track of their own beside each thread's CUDA call slices.
+constexpr uint32_t kSampleTrackTidOffset = 1u << 30;
+// GPU track ids, far above any thread id (pid_max is at most 2^22).
+constexpr uint32_t kGpuTrackBase = 1000000000u;
+inline uint32_t gpu_track_tid(uint32_t device, uint32_t stream) { return kGpuTrackBase + device * 100000u + stream % 100000u; }
 
-// What a write error cost the trace (finish() after a failed write).
-struct TraceCut {
-    std::string error;
-    uint64_t events_kept = 0, events_dropped = 0;
-};
-
-class ChromeTraceWriter {
+class ChromeTraceWriter final : public TraceWriter {
 public:
-    // Checks the output path (check_outputs) and creates the partial file. Errors carry
-    // ExitCode::OutputUnwritable, OutputExists or WriteFailed.
-    static Result<ChromeTraceWriter> create(const std::string& path, bool force);
-    ChromeTraceWriter(ChromeTraceWriter&&) noexcept = default;
-    ChromeTraceWriter(const ChromeTraceWriter&) = delete;
-    // An unfinished writer removes its partial file (the sink's OutputFile does).
+    // Creates the partial file (the path was checked with the command's other outputs). Errors
+    // carry ExitCode::OutputUnwritable, OutputExists or WriteFailed.
+    static Result<std::unique_ptr<ChromeTraceWriter>> create(const std::string& path, bool force);
 
-    void write_call(const ApiCall& call);
-    void write_event(std::string_view json); // one complete event object
-    // `args_json`: the event's args object, already JSON (empty: none).
-    void write_slice(const std::string& name, const char* category, uint32_t pid, uint32_t tid, uint64_t start_ns,
-                     uint64_t dur_ns, std::string_view args_json = {});
-    // A counter sample ("ph":"C"); Perfetto draws one track per process and name.
-    void write_counter(const std::string& name, const char* category, uint32_t pid, uint64_t ts_ns, std::string_view args_json);
-    // Process and thread names, as far as known: what is new or changed since the last call.
-    void write_metadata(const TraceModel& model, const TrackNames& extra_threads = {});
-    // The events so far to the partial file (a killed capture leaves them readable).
-    void flush() { sink_.flush(); }
-    // A write failed (disk full, quota, I/O error): nothing more is written.
-    bool write_failed() const { return sink_.failed(); }
-    std::string write_error() const;
-    // Ends the trace: the metadata not yet written, then `other_data` (plus `cut` after a
-    // write error), and renames it into place. Returns the cut, if a write error made one.
-    Result<std::optional<TraceCut>> finish(const TraceModel& model, const nlohmann::json& other_data,
-                                           const TrackNames& extra_threads = {});
-
-    // Scripted captures: only events that start inside [open, close) are written, and no more
-    // than max_events of them; the rest are counted.
-    void set_window(uint64_t open_ns, uint64_t close_ns) {
-        window_open_ns_ = open_ns;
-        window_close_ns_ = close_ns;
-    }
-    void set_max_events(uint64_t n) { max_events_ = n; }
-    bool in_window(uint64_t ts_ns) const { return ts_ns >= window_open_ns_ && ts_ns < window_close_ns_; }
-    // In the window and under the limit; counts the event as left out otherwise.
-    bool admit(uint64_t ts_ns);
-    bool full() const { return events_ >= max_events_; }
-    uint64_t events_outside_window() const { return outside_window_; }
-    uint64_t events_over_limit() const { return over_limit_; }
-
-    const std::string& path() const { return sink_.path(); }
-    const std::string& partial_path() const { return sink_.partial_path(); }
-    uint64_t events_written() const { return events_; }
+    void call(const ApiCall& call) override;
+    void torch_range(const TorchRange& range) override;
+    void gpu_op(const GpuOp& op) override;
+    void flow(const CallRef& call, const GpuOp& op) override;
+    void memory(const MemorySample& sample) override;
+    void sample_frame_begin(const SampleFrame& frame, uint64_t ts_ns) override;
+    void sample_frame_end(uint32_t pid, uint32_t tid, size_t depth, uint64_t ts_ns) override;
+    void metadata(const TraceModel& model) override;
+    void flush() override { file_.flush(); }
+    bool write_failed() const override { return file_.failed(); }
+    std::string write_error() const override { return file_.error(); }
+    Result<std::optional<TraceCut>> finish(const TraceModel& model, const nlohmann::json& facts) override;
+    std::string output() const override { return file_.path(); }
+    std::vector<std::string> partials() const override { return {file_.partial_path()}; }
 
 private:
-    explicit ChromeTraceWriter(TraceSink sink) : sink_(std::move(sink)) {}
-    void emit(std::string_view event); // one event object into the stream
+    explicit ChromeTraceWriter(JsonEventFile file) : file_(std::move(file)) {}
     // Metadata events not written yet (all of them: `all`), as JSON objects.
-    std::vector<std::string> pending_metadata(const TraceModel& model, const TrackNames& extra_threads, bool all);
+    std::vector<std::string> pending_metadata(const TraceModel& model, bool all);
 
-    TraceSink sink_;
-    uint64_t events_ = 0;        // events admitted (the limit of --max-events counts these)
-    uint64_t stream_events_ = 0; // every event handed to the sink, metadata included
-    std::map<uint32_t, std::string> process_meta_;                      // as last written
-    std::map<std::pair<uint32_t, uint32_t>, std::string> thread_meta_; // as last written
-    uint64_t window_open_ns_ = 0, window_close_ns_ = UINT64_MAX, max_events_ = UINT64_MAX;
-    uint64_t outside_window_ = 0, over_limit_ = 0;
+    JsonEventFile file_;
     std::string buf_;
+    std::map<uint32_t, std::string> process_meta_;                     // as last written
+    std::map<std::pair<uint32_t, uint32_t>, std::string> thread_meta_; // as last written
+    std::map<std::pair<uint32_t, uint32_t>, std::string> track_names_; // sample and GPU tracks
+    struct OpenFrame {
+        std::string name;
+        uint64_t start_ns;
+    };
+    std::map<std::pair<uint32_t, uint32_t>, std::vector<OpenFrame>> open_frames_;
+    uint64_t next_flow_ = 1;
 };
 
-// Appends s to out as the contents of a JSON string (without quotes).
-void append_json_escaped(std::string& out, std::string_view s);
+// The Python stack as gtrace's JSON writes it: `"py_stack":["qualname (file:line)",...]`
+// (innermost first, a marker when truncated) and `"source":"..."`, each after a comma.
+void append_py_stack_args(std::string& out, const PyStackRef& stack, bool source_first);
 
 } // namespace gtrace

@@ -8,17 +8,17 @@ namespace gtrace {
 
 void SampleTracks::close_to(uint32_t pid, uint32_t tid, Track& t, size_t keep, uint64_t end_ns) {
     while (t.open.size() > keep) {
-        const Open& o = t.open.back();
-        writer_.write_slice(o.name, "sample", pid, tid + kSampleTrackTidOffset, o.start_ns, end_ns - o.start_ns);
         t.open.pop_back();
+        writer_.sample_frame_end(pid, tid, t.open.size(), end_ns);
     }
 }
 
-void SampleTracks::add(uint32_t pid, uint32_t tid, uint64_t ts_ns, const std::vector<std::string>& stack) {
+void SampleTracks::add(uint32_t pid, uint32_t tid, uint64_t ts_ns, const std::string& thread, const std::vector<PyFrame>& stack) {
     ++samples_;
     if (!stack.empty()) {
         std::string key;
-        for (std::string f : stack) {
+        for (const PyFrame& frame : stack) {
+            std::string f = frame.text();
             // ';' separates frames in the folded format: keep it out of names (C++ templates).
             for (char& c : f)
                 if (c == ';') c = ',';
@@ -27,12 +27,15 @@ void SampleTracks::add(uint32_t pid, uint32_t tid, uint64_t ts_ns, const std::ve
         folded_[pid][key]++;
     }
     Track& t = tracks_[{pid, tid}];
-    // A gap of more than two periods means the thread was off the CPU: end its slices there.
+    // A gap of more than two periods means the thread was off the CPU: end its frames there.
     if (!t.open.empty() && ts_ns > t.last_ns + 2 * period_ns_) close_to(pid, tid, t, 0, t.last_ns + period_ns_);
     size_t common = 0;
-    while (common < t.open.size() && common < stack.size() && t.open[common].name == stack[common]) ++common;
+    while (common < t.open.size() && common < stack.size() && t.open[common] == stack[common]) ++common;
     close_to(pid, tid, t, common, ts_ns);
-    for (size_t i = common; i < stack.size(); ++i) t.open.push_back({stack[i], ts_ns});
+    for (size_t i = common; i < stack.size(); ++i) {
+        t.open.push_back(stack[i]);
+        writer_.sample_frame_begin({pid, tid, thread, i, stack[i]}, ts_ns);
+    }
     t.last_ns = ts_ns;
 }
 

@@ -1,5 +1,6 @@
 // Turns timer samples into a flame chart per thread: consecutive samples that share a stack
-// prefix extend the same slices, so Perfetto UI shows where each thread spent its time. Also
+// prefix extend the same frames, so a viewer shows where each thread spent its time. Each
+// frame goes to the writer when it opens and when it closes (sample_frame_begin/end). Also
 // aggregates folded stacks ("rank 0;outer;inner count") for flamegraph.pl and speedscope.
 #pragma once
 #include <cstdint>
@@ -7,39 +8,33 @@
 #include <string>
 #include <vector>
 
+#include "decode/python_frames.h"
 #include "foundation/result.h"
 #include "model/trace_model.h"
-#include "output/chrome_trace.h"
+#include "output/trace_writer.h"
 
 namespace gtrace {
 
-// Sample slices go on a track of their own beside each thread's CUDA call slices.
-constexpr uint32_t kSampleTrackTidOffset = 1u << 30;
-
 class SampleTracks {
 public:
-    SampleTracks(ChromeTraceWriter& writer, uint32_t hz) : writer_(writer), period_ns_(hz ? 1'000'000'000ull / hz : 0) {}
+    SampleTracks(TraceWriter& writer, uint32_t hz) : writer_(writer), period_ns_(hz ? 1'000'000'000ull / hz : 0) {}
 
-    // One sample; `stack` outermost first.
-    void add(uint32_t pid, uint32_t tid, uint64_t ts_ns, const std::vector<std::string>& stack);
-    void finish(); // closes every open slice
+    // One sample of thread `thread` (its name); `stack` outermost first.
+    void add(uint32_t pid, uint32_t tid, uint64_t ts_ns, const std::string& thread, const std::vector<PyFrame>& stack);
+    void finish(); // closes every open frame
     uint64_t samples() const { return samples_; }
 
     // Folded stacks, one line per distinct stack, prefixed by each process's rank or label.
     Result<void> write_folded(const std::string& path, const TraceModel& model, bool force) const;
 
 private:
-    struct Open {
-        std::string name;
-        uint64_t start_ns;
-    };
     struct Track {
-        std::vector<Open> open;
+        std::vector<PyFrame> open;
         uint64_t last_ns = 0;
     };
     void close_to(uint32_t pid, uint32_t tid, Track& t, size_t keep, uint64_t end_ns);
 
-    ChromeTraceWriter& writer_;
+    TraceWriter& writer_;
     uint64_t period_ns_;
     uint64_t samples_ = 0;
     std::map<std::pair<uint32_t, uint32_t>, Track> tracks_;

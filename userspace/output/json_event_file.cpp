@@ -1,0 +1,59 @@
+#include "output/json_event_file.h"
+
+#include <cstring>
+
+#include <fmt/format.h>
+
+namespace gtrace {
+
+void append_json_escaped(std::string& out, std::string_view s) {
+    for (unsigned char c : s) {
+        switch (c) {
+        case '"': out += "\\\""; break;
+        case '\\': out += "\\\\"; break;
+        case '\n': out += "\\n"; break;
+        case '\t': out += "\\t"; break;
+        default:
+            if (c < 0x20) fmt::format_to(std::back_inserter(out), "\\u{:04x}", c);
+            else if (c >= 0x80) out += '?';
+            else out += static_cast<char>(c);
+        }
+    }
+}
+
+void append_us(std::string& out, uint64_t ns) { fmt::format_to(std::back_inserter(out), "{}.{:03}", ns / 1000, ns % 1000); }
+
+Result<JsonEventFile> JsonEventFile::create(const std::string& path, bool force, std::string_view header) {
+    auto sink = TraceSink::create(path, force, header);
+    if (!sink) return sink.error();
+    return JsonEventFile(std::move(*sink));
+}
+
+void JsonEventFile::emit(std::string_view event) {
+    if (events_++) sink_.append(",\n");
+    sink_.append(event);
+    sink_.commit();
+}
+
+std::string JsonEventFile::error() const { return strerror(sink_.error()); }
+
+Result<std::optional<TraceCut>> JsonEventFile::finish(const ClosingFn& closing) {
+    auto tail = [&](const SinkCut* sink_cut) {
+        std::optional<TraceCut> cut;
+        if (sink_cut) cut = TraceCut{sink_cut->error, sink_cut->units_kept, events_ - sink_cut->units_kept};
+        Closing c = closing(cut ? &*cut : nullptr);
+        uint64_t events = cut ? cut->events_kept : events_;
+        std::string bytes;
+        for (const auto& ev : c.events) {
+            if (events++) bytes += ",\n";
+            bytes += ev;
+        }
+        return bytes + c.rest;
+    };
+    auto cut = sink_.finish(tail);
+    if (!cut) return cut.error();
+    if (!*cut) return std::optional<TraceCut>();
+    return std::optional<TraceCut>(TraceCut{(*cut)->error, (*cut)->units_kept, events_ - (*cut)->units_kept});
+}
+
+} // namespace gtrace

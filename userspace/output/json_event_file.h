@@ -1,0 +1,52 @@
+// A JSON trace file of the Chrome trace event kind (gtrace's own JSON, Kineto's): a fixed
+// header, then one event object a line, separated by ",\n", then a closing — streamed through a
+// TraceSink, so that a write error leaves a complete file cut back to an event boundary.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "foundation/result.h"
+#include "output/trace_sink.h"
+#include "output/trace_writer.h"
+
+namespace gtrace {
+
+// Appends s to out as the contents of a JSON string (without quotes). Bytes that are not
+// printable ASCII become '?' (symbol names are ASCII; never emit invalid UTF-8).
+void append_json_escaped(std::string& out, std::string_view s);
+// Nanoseconds as microseconds with three decimals ("5000003022.500").
+void append_us(std::string& out, uint64_t ns);
+
+class JsonEventFile {
+public:
+    static Result<JsonEventFile> create(const std::string& path, bool force, std::string_view header);
+
+    void emit(std::string_view event); // one complete event object
+    uint64_t events() const { return events_; }
+
+    // What ends the file: events not written yet (`all`: every one, after a cut), and the rest
+    // after the event array ("\n],\n...}\n"). `cut`: null unless a write error cut the file.
+    struct Closing {
+        std::vector<std::string> events;
+        std::string rest;
+    };
+    using ClosingFn = std::function<Closing(const TraceCut* cut)>;
+    Result<std::optional<TraceCut>> finish(const ClosingFn& closing);
+
+    void flush() { sink_.flush(); }
+    bool failed() const { return sink_.failed(); }
+    std::string error() const;
+    const std::string& path() const { return sink_.path(); }
+    const std::string& partial_path() const { return sink_.partial_path(); }
+
+private:
+    explicit JsonEventFile(TraceSink sink) : sink_(std::move(sink)) {}
+    TraceSink sink_;
+    uint64_t events_ = 0; // handed to the sink, metadata included
+};
+
+} // namespace gtrace

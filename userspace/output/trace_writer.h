@@ -1,0 +1,87 @@
+// What every trace format implements (Chrome JSON, Perfetto protobuf, Kineto JSON): the capture
+// hands it decoded objects — processes and threads from the model, CUDA calls with their Python
+// stacks, torch ranges, GPU work, call→GPU links, memory counters, sampled stack frames — and
+// the writer decides how they look on disk, interning included. Which events go in at all
+// (--delay, --steps, --max-events, --trigger) is decided in front of it (AdmissionFilter), and
+// partial files, write-error cut-back and renaming are the TraceSink's, under each writer.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "decode/api_call.h"
+#include "decode/gpu_activity.h"
+#include "decode/python_stacks.h"
+#include "foundation/result.h"
+#include "model/gpu_join.h"
+#include "model/gpu_memory.h"
+#include "model/trace_model.h"
+
+namespace gtrace {
+
+// A PyTorch record_function range on the thread that opened it.
+struct TorchRange {
+    uint32_t pid = 0, tid = 0;
+    uint64_t start_ns = 0, end_ns = 0;
+    std::string name;
+    PyStackRef stack; // where the range was opened (null: not known)
+};
+
+// A timer-sample track's frame: samples that share a stack prefix extend the same frames, so
+// each frame is one slice from the sample that first had it to the one that no longer does
+// (SampleTracks). `depth` 0 is the outermost frame.
+struct SampleFrame {
+    uint32_t pid = 0, tid = 0;
+    std::string thread; // the thread's name when sampled
+    size_t depth = 0;
+    PyFrame frame;
+};
+
+// What a write error cost the trace (finish() after a failed write).
+struct TraceCut {
+    std::string error;
+    uint64_t events_kept = 0, events_dropped = 0;
+};
+
+// A process's labels as one JSON object's text: cmdline, ppid, and as known rank, local_rank,
+// world_size, forked_from.
+std::string process_labels_json(const ProcessInfo& p);
+
+class TraceWriter {
+public:
+    virtual ~TraceWriter() = default;
+
+    virtual void call(const ApiCall& call) = 0;
+    virtual void torch_range(const TorchRange& range) = 0;
+    virtual void gpu_op(const GpuOp& op) = 0;
+    // `call` issued `op`. Comes before gpu_op(op) when the call was known first (the usual
+    // order: the capture joins an op before writing it), after it otherwise.
+    virtual void flow(const CallRef& call, const GpuOp& op) = 0;
+    virtual void memory(const MemorySample& sample) = 0;
+    // A sample frame opens at `ts_ns` (frames open outermost first) ...
+    virtual void sample_frame_begin(const SampleFrame& frame, uint64_t ts_ns) = 0;
+    // ... and closes (innermost first; every open frame is closed before finish()).
+    virtual void sample_frame_end(uint32_t pid, uint32_t tid, size_t depth, uint64_t ts_ns) = 0;
+
+    // Process and thread names and labels as known now: what is new or changed is written, so
+    // that a capture killed with -9 leaves them in its partial trace.
+    virtual void metadata(const TraceModel& model) = 0;
+    // The events so far to the partial file(s).
+    virtual void flush() = 0;
+    // A write failed (disk full, quota, I/O error): nothing more is written.
+    virtual bool write_failed() const = 0;
+    virtual std::string write_error() const = 0;
+    // Ends the trace: what metadata is not written yet, then `facts` (otherData; plus `cut`
+    // after a write error), and renames it into place. Returns the cut, if a write error made one.
+    virtual Result<std::optional<TraceCut>> finish(const TraceModel& model, const nlohmann::json& facts) = 0;
+
+    // What the user is told: the trace file (or Kineto's directory).
+    virtual std::string output() const = 0;
+    // The partial files being written now (the registry of running captures lists them).
+    virtual std::vector<std::string> partials() const = 0;
+};
+
+} // namespace gtrace
