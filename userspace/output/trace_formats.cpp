@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "output/chrome_trace.h"
+#include "output/pftrace_writer.h"
 
 namespace gtrace {
 
@@ -44,11 +45,16 @@ Result<TraceFormat> choose_format(const std::string& path, const std::string& fo
 
 std::vector<OutputSpec> trace_output_specs(const TraceOutput& out) { return trace_outputs(out.path); }
 
-Result<std::unique_ptr<TraceWriter>> create_trace_writer(const TraceOutput& out, bool force, const TraceModel&) {
+Result<std::unique_ptr<TraceWriter>> create_trace_writer(const TraceOutput& out, bool force, const TraceModel& model) {
     if (auto ok = check_outputs(trace_output_specs(out), {}, force); !ok) return ok.error();
     switch (out.format) {
     case TraceFormat::Json: {
         auto w = ChromeTraceWriter::create(out.path, force);
+        if (!w) return w.error();
+        return std::unique_ptr<TraceWriter>(std::move(*w));
+    }
+    case TraceFormat::Pftrace: {
+        auto w = PftraceWriter::create(out.path, force, model);
         if (!w) return w.error();
         return std::unique_ptr<TraceWriter>(std::move(*w));
     }

@@ -23,7 +23,7 @@
 namespace gtrace {
 
 enum class TraceFormat { Pftrace, Json, Kineto };
-constexpr TraceFormat kDefaultTraceFormat = TraceFormat::Json; // pftrace once its writer lands
+constexpr TraceFormat kDefaultTraceFormat = TraceFormat::Pftrace;
 
 const char* format_name(TraceFormat f);
 // "pftrace", "json", "kineto" (ExitCode::Usage otherwise).

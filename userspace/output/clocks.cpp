@@ -1,0 +1,40 @@
+#include "output/clocks.h"
+
+#include <time.h>
+#include <unistd.h>
+
+namespace gtrace {
+namespace {
+
+uint64_t now(clockid_t clock) {
+    timespec ts{};
+    clock_gettime(clock, &ts);
+    return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+} // namespace
+
+uint64_t monotonic_now_ns() { return now(CLOCK_MONOTONIC); }
+
+ClockReading read_clocks() {
+    ClockReading best;
+    uint64_t best_spread = UINT64_MAX;
+    for (int i = 0; i < 16; ++i) {
+        uint64_t before = now(CLOCK_MONOTONIC);
+        uint64_t boot = now(CLOCK_BOOTTIME), real = now(CLOCK_REALTIME);
+        uint64_t after = now(CLOCK_MONOTONIC);
+        if (after - before < best_spread) {
+            best_spread = after - before;
+            best = {before + (after - before) / 2, boot, real};
+        }
+    }
+    return best;
+}
+
+std::string host_name() {
+    char name[256] = {};
+    if (gethostname(name, sizeof name - 1) != 0) return {};
+    return name;
+}
+
+} // namespace gtrace

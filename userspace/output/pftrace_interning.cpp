@@ -1,0 +1,100 @@
+#include "output/pftrace_interning.h"
+
+#include <fmt/format.h>
+
+#include "gtrace/pystack.h"
+#include "output/proto_encoder.h"
+
+namespace gtrace {
+namespace {
+
+constexpr uint64_t kFrameKindInterpreted = 3; // Frame.Kind.KIND_INTERPRETED
+
+void append_key(std::string& key, std::string_view s) {
+    key += s;
+    key += '\0';
+}
+
+} // namespace
+
+uint64_t PftraceInterning::intern(Table& table, Field field, std::string_view s) {
+    if (auto it = table.find(s); it != table.end()) return it->second;
+    uint64_t iid = table.size() + 1;
+    table.emplace(std::string(s), iid);
+    proto::Encoder e(pending_);
+    e.begin(field); // EventName, EventCategory, DebugAnnotationName {iid = 1, name = 2}; InternedString {iid = 1, str = 2}
+    e.varint(1, iid);
+    e.bytes(2, s);
+    e.end();
+    return iid;
+}
+
+uint64_t PftraceInterning::source_location(const PyFrame& f) {
+    key_.clear();
+    append_key(key_, f.qualname);
+    append_key(key_, f.filename);
+    key_ += std::to_string(f.line);
+    if (auto it = source_locations_.find(key_); it != source_locations_.end()) return it->second;
+    uint64_t iid = source_locations_.size() + 1;
+    source_locations_.emplace(key_, iid);
+    proto::Encoder e(pending_);
+    e.begin(kSourceLocations);
+    e.varint(1, iid);
+    e.bytes(2, f.filename);
+    e.bytes(3, f.qualname);
+    e.varint(4, static_cast<uint32_t>(f.line));
+    e.end();
+    return iid;
+}
+
+uint64_t PftraceInterning::frame(const PyFrame& f, bool python) {
+    uint64_t function = intern(function_names_, kFunctionNames, f.qualname);
+    uint64_t path = f.filename.empty() ? 0 : intern(source_paths_, kSourcePaths, f.filename);
+    key_.clear();
+    fmt::format_to(std::back_inserter(key_), "{} {} {} {}", function, path, f.line, python);
+    if (auto it = frames_.find(key_); it != frames_.end()) return it->second;
+    uint64_t iid = frames_.size() + 1;
+    frames_.emplace(key_, iid);
+    proto::Encoder e(pending_);
+    e.begin(kFrames);
+    e.varint(1, iid);
+    e.varint(2, function);
+    if (path) e.varint(5, path);
+    if (f.line > 0) e.varint(6, static_cast<uint32_t>(f.line));
+    if (python) e.varint(7, kFrameKindInterpreted);
+    e.end();
+    return iid;
+}
+
+uint64_t PftraceInterning::callstack(const PyStack& stack) {
+    // Known stacks cost one lookup of their frames' bytes.
+    std::string key;
+    key.reserve(stack.frames.size() * 64);
+    for (const PyFrame& f : stack.frames) {
+        append_key(key, f.qualname);
+        append_key(key, f.filename);
+        key += std::to_string(f.line);
+        key += '\0';
+    }
+    if (stack.truncated) key += "[truncated]";
+    if (auto it = callstacks_.find(key); it != callstacks_.end()) return it->second;
+    frame_ids_.clear();
+    if (stack.truncated)
+        frame_ids_.push_back(frame({fmt::format("[truncated: deeper than {} frames]", GT_PY_MAX_FRAMES), {}, 0}, false));
+    for (auto f = stack.frames.rbegin(); f != stack.frames.rend(); ++f) frame_ids_.push_back(frame(*f, true));
+    uint64_t iid = callstacks_.size() + 1;
+    callstacks_.emplace(std::move(key), iid);
+    proto::Encoder e(pending_);
+    e.begin(kCallstacks);
+    e.varint(1, iid);
+    for (uint64_t id : frame_ids_) e.varint(2, id); // repeated, not packed: as the schema declares it
+    e.end();
+    return iid;
+}
+
+size_t PftraceInterning::entries() const {
+    return names_.size() + categories_.size() + annotation_names_.size() + string_values_.size() + function_names_.size() +
+           source_paths_.size() + source_locations_.size() + frames_.size() + callstacks_.size();
+}
+
+} // namespace gtrace

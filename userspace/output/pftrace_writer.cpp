@@ -1,0 +1,469 @@
+#include "output/pftrace_writer.h"
+
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "decode/api_table.h"
+
+namespace gtrace {
+namespace {
+
+// Field numbers (pftrace.proto).
+enum : uint32_t {
+    kTracePacket = 1, // Trace.packet
+    // TracePacket
+    kTimestamp = 8,
+    kTimestampClockId = 58,
+    kTrackEvent = 11,
+    kTrackDescriptor = 60,
+    kClockSnapshot = 6,
+    kTraceAttributes = 126,
+    kSequenceId = 10,
+    kInternedData = 12,
+    kSequenceFlags = 13,
+    kPacketDefaults = 59,
+    kFirstOnSequence = 87,
+    // TrackEvent
+    kCategoryIids = 3,
+    kNameIid = 10,
+    kType = 9,
+    kCounterValue = 30,
+    kFlowIds = 47,
+    kTerminatingFlowIds = 48,
+    kCallstackIid = 56,
+    kDebugAnnotations = 4,
+    kSourceLocationIid = 34,
+};
+enum : uint32_t { kSliceBegin = 1, kSliceEnd = 2, kInstant = 3, kCounter = 4 };
+enum : uint32_t { kSeqIncrementalStateCleared = 1, kSeqNeedsIncrementalState = 2 };
+enum : uint32_t { kClockRealtime = 1, kClockMonotonic = 3, kClockBoottime = 6, kClockIncremental = 64 };
+constexpr uint32_t kMetadataSequence = 1;
+constexpr uint64_t kClockSnapshotEveryNs = 10'000'000'000ull;
+constexpr size_t kMaxUnlinkedOps = 1 << 16;
+
+uint64_t flow_id(uint32_t pid, uint32_t correlation) { return (uint64_t{pid} << 32) | correlation; }
+
+const char* gpu_category(GpuOpKind k) {
+    switch (k) {
+    case GpuOpKind::Kernel: return "kernel";
+    case GpuOpKind::Memcpy: return "gpu_memcpy";
+    case GpuOpKind::Memset: return "gpu_memset";
+    default: return "gpu_sync";
+    }
+}
+
+void attribute(proto::Encoder& e, std::string_view key, std::string_view value) {
+    e.begin(1); // TraceAttributes.attribute
+    e.bytes(1, key);
+    e.bytes(3, value);
+    e.end();
+}
+
+void clock(proto::Encoder& e, uint32_t id, uint64_t ts, bool incremental = false) {
+    e.begin(1); // ClockSnapshot.clocks
+    e.varint(1, id);
+    e.varint(2, ts);
+    if (incremental) e.boolean(3, true);
+    e.end();
+}
+
+} // namespace
+
+std::string pftrace_header(const ClockReading& clocks) {
+    std::string out;
+    proto::Encoder e(out);
+    e.begin(kTracePacket);
+    e.varint(kSequenceId, kMetadataSequence);
+    e.begin(kTraceAttributes);
+    attribute(e, kPftraceToolKey, "gtrace");
+    attribute(e, "version", "0.1.0");
+    attribute(e, "host", host_name());
+    attribute(e, "clock", "CLOCK_MONOTONIC");
+    e.end();
+    e.end();
+    out += pftrace_clock_packet(clocks);
+    return out;
+}
+
+std::string pftrace_clock_packet(const ClockReading& c) {
+    std::string out;
+    proto::Encoder e(out);
+    e.begin(kTracePacket);
+    e.varint(kTimestamp, c.monotonic_ns);
+    e.varint(kTimestampClockId, kClockMonotonic);
+    e.varint(kSequenceId, kMetadataSequence);
+    e.begin(kClockSnapshot);
+    clock(e, kClockMonotonic, c.monotonic_ns);
+    clock(e, kClockBoottime, c.boottime_ns);
+    clock(e, kClockRealtime, c.realtime_ns);
+    e.varint(2, kClockMonotonic); // primary_trace_clock: the trace's times are CLOCK_MONOTONIC's
+    e.end();
+    e.end();
+    return out;
+}
+
+std::string pftrace_facts_packet(const nlohmann::json& facts) {
+    std::string out;
+    proto::Encoder e(out);
+    e.begin(kTracePacket);
+    e.varint(kSequenceId, kMetadataSequence);
+    e.begin(kTraceAttributes);
+    attribute(e, kPftraceFactsKey, facts.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    e.end();
+    e.end();
+    return out;
+}
+
+Result<std::unique_ptr<PftraceWriter>> PftraceWriter::create(const std::string& path, bool force, const TraceModel& model) {
+    ClockReading clocks = read_clocks();
+    auto sink = TraceSink::create(path, force, pftrace_header(clocks));
+    if (!sink) return sink.error();
+    return std::unique_ptr<PftraceWriter>(new PftraceWriter(std::move(*sink), model, clocks.monotonic_ns));
+}
+
+std::string PftraceWriter::write_error() const { return strerror(sink_.error()); }
+
+uint64_t PftraceWriter::process_track(uint32_t pid) {
+    auto [it, added] = process_uuids_.try_emplace(pid, 0);
+    if (added) it->second = next_uuid_++;
+    return it->second;
+}
+
+PftraceWriter::Track& PftraceWriter::track(Kind kind, uint32_t pid, uint32_t id, uint32_t stream) {
+    auto [it, added] = tracks_.try_emplace({kind, pid, id, stream});
+    Track& t = it->second;
+    if (added) {
+        t.uuid = next_uuid_++;
+        t.sequence = next_sequence_++;
+        t.parent = kind == Kind::Samples ? track(Kind::Thread, pid, id).uuid : process_track(pid);
+        if (kind == Kind::Gpu) t.name = fmt::format("GPU {} · stream {}", id, stream);
+        if (kind == Kind::Memory) t.name = id == 0 ? "GPU memory (cudaMalloc)" : fmt::format("GPU memory (device {})", id - 1);
+    }
+    return t;
+}
+
+void PftraceWriter::describe(std::string& out, const Track& t, uint32_t pid, uint32_t tid, bool thread) {
+    std::string packet;
+    proto::Encoder e(packet);
+    e.begin(kTracePacket);
+    e.varint(kSequenceId, kMetadataSequence);
+    e.begin(kTrackDescriptor);
+    e.varint(1, t.uuid);
+    if (thread) {
+        const ProcessInfo* p = model_.find(pid);
+        auto th = p ? p->threads.find(tid) : decltype(p->threads.end()){};
+        std::string name = p && th != p->threads.end() && !th->second.name.empty() ? th->second.name : t.name;
+        e.begin(4); // ThreadDescriptor
+        e.varint(1, pid);
+        e.varint(2, tid);
+        e.bytes(5, name.empty() ? fmt::format("thread {}", tid) : name);
+        e.end();
+    } else {
+        e.varint(5, t.parent);
+        e.bytes(2, t.name);
+        if (t.name.starts_with("GPU memory")) {
+            e.begin(8); // CounterDescriptor
+            e.varint(3, 3); // UNIT_SIZE_BYTES
+            e.end();
+        }
+    }
+    e.end();
+    e.end();
+    if (std::string& last = described_[t.uuid]; last != packet) {
+        out += packet;
+        last = std::move(packet);
+    }
+}
+
+std::string PftraceWriter::pending_descriptors(bool all) {
+    if (all) described_.clear();
+    std::string out;
+    for (const auto& [pid, uuid] : process_uuids_) {
+        const ProcessInfo* p = model_.find(pid);
+        std::string packet;
+        proto::Encoder e(packet);
+        e.begin(kTracePacket);
+        e.varint(kSequenceId, kMetadataSequence);
+        e.begin(kTrackDescriptor);
+        e.varint(1, uuid);
+        e.begin(3); // ProcessDescriptor
+        e.varint(1, pid);
+        if (p) {
+            if (!p->cmdline.empty()) e.bytes(2, p->cmdline);
+            e.bytes(6, p->label());
+            e.varint(3, p->ranks.rank ? static_cast<uint64_t>(p->sort_index()) : (uint64_t{1} << 30) + pid);
+            e.bytes(8, fmt::format("ppid={}", p->ppid));
+            if (p->ranks.rank) e.bytes(8, fmt::format("rank={}", *p->ranks.rank));
+            if (p->ranks.local_rank) e.bytes(8, fmt::format("local_rank={}", *p->ranks.local_rank));
+            if (p->ranks.world_size) e.bytes(8, fmt::format("world_size={}", *p->ranks.world_size));
+            if (p->forked_from) e.bytes(8, fmt::format("forked_from={}", *p->forked_from));
+        }
+        e.end();
+        e.end();
+        e.end();
+        if (std::string& last = described_[uuid]; last != packet) {
+            out += packet;
+            last = std::move(packet);
+        }
+    }
+    for (const auto& [key, t] : tracks_) {
+        auto [kind, pid, id, stream] = key;
+        describe(out, t, pid, id, kind == Kind::Thread);
+    }
+    return out;
+}
+
+proto::Encoder& PftraceWriter::begin_event(Track& t, uint64_t ts, uint32_t type) {
+    if (!described_.contains(t.uuid)) buf_ += pending_descriptors(false);
+    if (!t.started) {
+        // The sequence's first packet: its incremental state starts here; its events go on its
+        // track, timed by a clock that counts from `ts` in deltas.
+        enc_.begin(kTracePacket);
+        enc_.varint(kTimestamp, ts);
+        enc_.varint(kTimestampClockId, kClockMonotonic);
+        enc_.varint(kSequenceId, t.sequence);
+        enc_.varint(kSequenceFlags, kSeqIncrementalStateCleared);
+        enc_.boolean(kFirstOnSequence, true);
+        enc_.begin(kPacketDefaults);
+        enc_.varint(kTimestampClockId, kClockIncremental);
+        enc_.begin(11); // TrackEventDefaults
+        enc_.varint(11, t.uuid);
+        enc_.end();
+        enc_.end();
+        enc_.begin(kClockSnapshot);
+        clock(enc_, kClockMonotonic, ts);
+        clock(enc_, kClockIncremental, ts, true);
+        enc_.end();
+        enc_.end();
+        t.started = true;
+        t.last_ts = ts;
+    }
+    enc_.begin(kTracePacket);
+    if (ts >= t.last_ts) {
+        enc_.varint(kTimestamp, ts - t.last_ts);
+        t.last_ts = ts;
+    } else {
+        enc_.varint(kTimestamp, ts);
+        enc_.varint(kTimestampClockId, kClockMonotonic);
+    }
+    enc_.varint(kSequenceId, t.sequence);
+    enc_.varint(kSequenceFlags, kSeqNeedsIncrementalState);
+    enc_.begin(kTrackEvent);
+    enc_.varint(kType, type);
+    return enc_;
+}
+
+void PftraceWriter::end_event(Track& t) {
+    enc_.end(); // TrackEvent
+    std::string& interned = t.interning.pending();
+    if (!interned.empty()) {
+        enc_.message(kInternedData, interned);
+        interned.clear();
+    }
+    enc_.end(); // TracePacket
+}
+
+void PftraceWriter::commit_with_metadata() {
+    if (buf_.empty()) return;
+    sink_.append(buf_);
+    sink_.commit();
+    buf_.clear();
+}
+
+void PftraceWriter::annotation_string(Track& t, std::string_view name, std::string_view value) {
+    uint64_t n = t.interning.annotation_name(name), v = t.interning.string_value(value);
+    enc_.begin(kDebugAnnotations);
+    enc_.varint(1, n);  // name_iid
+    enc_.varint(17, v); // string_value_iid
+    enc_.end();
+}
+
+void PftraceWriter::annotation_uint(Track& t, std::string_view name, uint64_t value) {
+    uint64_t n = t.interning.annotation_name(name);
+    enc_.begin(kDebugAnnotations);
+    enc_.varint(1, n);
+    enc_.varint(3, value); // uint_value
+    enc_.end();
+}
+
+void PftraceWriter::annotation_double(Track& t, std::string_view name, double value) {
+    uint64_t n = t.interning.annotation_name(name);
+    enc_.begin(kDebugAnnotations);
+    enc_.varint(1, n);
+    enc_.float64(5, value); // double_value
+    enc_.end();
+}
+
+void PftraceWriter::call(const ApiCall& c) {
+    Track& t = track(Kind::Thread, c.pid, c.tid);
+    auto& e = begin_event(t, c.start_ns, kSliceBegin);
+    e.varint(kCategoryIids, t.interning.category("cuda_api"));
+    e.varint(kNameIid, t.interning.event_name(api_name(c.api)));
+    if (c.correlation) e.fixed64(kFlowIds, flow_id(c.pid, c.correlation));
+    if (!c.py_stack.empty()) {
+        e.varint(kCallstackIid, t.interning.callstack(c.py_stack));
+        if (const PyFrame* src = c.py_stack.source_frame()) e.varint(kSourceLocationIid, t.interning.source_location(*src));
+    }
+    if (c.ret) {
+        e.begin(kDebugAnnotations);
+        e.varint(1, t.interning.annotation_name("ret"));
+        e.int64(4, c.ret); // int_value
+        e.end();
+    }
+    if (c.launch) {
+        const LaunchArgs& l = *c.launch;
+        annotation_string(t, "kernel", c.kernel);
+        annotation_string(t, "launch", fmt::format("grid [{},{},{}] block [{},{},{}] shared_mem {}", l.grid.x, l.grid.y, l.grid.z,
+                                                   l.block.x, l.block.y, l.block.z, l.shared_mem));
+    }
+    if (c.stream) annotation_string(t, "stream", fmt::format("{:#x}", *c.stream));
+    if (c.bytes) annotation_uint(t, "bytes", *c.bytes);
+    if (c.copy_kind) annotation_string(t, "kind", copy_kind_name(*c.copy_kind));
+    for (auto [name, value] : {std::pair{"ptr", c.ptr}, {"event", c.event}, {"graph", c.graph}, {"handle", c.handle}})
+        if (value) {
+            e.begin(kDebugAnnotations);
+            e.varint(1, t.interning.annotation_name(name));
+            e.varint(7, *value); // pointer_value
+            e.end();
+        }
+    end_event(t);
+    begin_event(t, std::max(c.end_ns, c.start_ns), kSliceEnd);
+    end_event(t);
+    commit_with_metadata();
+}
+
+void PftraceWriter::torch_range(const TorchRange& r) {
+    Track& t = track(Kind::Thread, r.pid, r.tid);
+    auto& e = begin_event(t, r.start_ns, kSliceBegin);
+    e.varint(kCategoryIids, t.interning.category("torch_range"));
+    e.varint(kNameIid, t.interning.event_name(r.name));
+    if (!r.stack.empty()) {
+        e.varint(kCallstackIid, t.interning.callstack(r.stack));
+        if (const PyFrame* src = r.stack.source_frame()) e.varint(kSourceLocationIid, t.interning.source_location(*src));
+    }
+    end_event(t);
+    begin_event(t, std::max(r.end_ns, r.start_ns), kSliceEnd);
+    end_event(t);
+    commit_with_metadata();
+}
+
+void PftraceWriter::gpu_op(const GpuOp& op) {
+    Track& t = track(Kind::Gpu, op.pid, op.device, op.stream);
+    uint64_t key = flow_id(op.pid, op.correlation);
+    auto& e = begin_event(t, op.start_ns, kSliceBegin);
+    e.varint(kCategoryIids, t.interning.category(gpu_category(op.kind)));
+    e.varint(kNameIid, t.interning.event_name(op.name));
+    if (pending_flow_key_ == key && op.correlation) {
+        e.fixed64(kTerminatingFlowIds, pending_flow_id_);
+    } else {
+        annotation_uint(t, "correlation", op.correlation);
+        if (op.correlation) {
+            unlinked_ops_[key] = op.start_ns;
+            if (unlinked_ops_.size() > kMaxUnlinkedOps) unlinked_ops_.erase(unlinked_ops_.begin());
+        }
+    }
+    pending_flow_key_ = pending_flow_id_ = 0;
+    if (op.kind == GpuOpKind::Kernel) {
+        annotation_string(t, "launch", fmt::format("grid [{},{},{}] block [{},{},{}] registers_per_thread {} shared_memory {}+{}{}",
+                                                   op.grid[0], op.grid[1], op.grid[2], op.block[0], op.block[1], op.block[2],
+                                                   op.registers, op.static_shared, op.dynamic_shared, op.graph ? " graph" : ""));
+    } else {
+        annotation_uint(t, "bytes", op.bytes);
+        if (op.kind == GpuOpKind::Memcpy) {
+            annotation_string(t, "kind", op.copy_kind);
+            annotation_double(t, "bandwidth_GBps", op.bandwidth_gbps());
+        }
+    }
+    end_event(t);
+    begin_event(t, std::max(op.end_ns, op.start_ns), kSliceEnd);
+    end_event(t);
+    commit_with_metadata();
+}
+
+void PftraceWriter::flow(const CallRef& call, const GpuOp& op) {
+    uint64_t id = flow_id(op.pid, op.correlation);
+    if (call.via_api_record) {
+        // The call's slice went out without the id (CUPTI's API record brought it later): the
+        // flow starts at an instant inside the call.
+        Track& t = track(Kind::Thread, call.pid, call.tid);
+        auto& e = begin_event(t, call.start_ns + (call.end_ns - call.start_ns) / 2, kInstant);
+        e.varint(kCategoryIids, t.interning.category("ac2g"));
+        e.varint(kNameIid, t.interning.event_name(api_name(call.api)));
+        e.fixed64(kFlowIds, id);
+        end_event(t);
+    }
+    if (auto it = unlinked_ops_.find(id); it != unlinked_ops_.end()) {
+        // The GPU op's slice is written already: the flow ends at an instant at its start.
+        Track& t = track(Kind::Gpu, op.pid, op.device, op.stream);
+        auto& e = begin_event(t, it->second, kInstant);
+        e.varint(kCategoryIids, t.interning.category("ac2g"));
+        e.varint(kNameIid, t.interning.event_name(api_name(call.api)));
+        e.fixed64(kTerminatingFlowIds, id);
+        end_event(t);
+        unlinked_ops_.erase(it);
+    } else {
+        pending_flow_key_ = id, pending_flow_id_ = id;
+    }
+    commit_with_metadata();
+}
+
+void PftraceWriter::memory(const MemorySample& m) {
+    Track& t = track(Kind::Memory, m.pid, m.device < 0 ? 0 : static_cast<uint32_t>(m.device) + 1);
+    auto& e = begin_event(t, m.ts_ns, kCounter);
+    e.int64(kCounterValue, static_cast<int64_t>(m.allocated_bytes));
+    end_event(t);
+    commit_with_metadata();
+}
+
+void PftraceWriter::sample_frame_begin(const SampleFrame& f, uint64_t ts_ns) {
+    Track& t = track(Kind::Samples, f.pid, f.tid);
+    if (t.name.empty()) {
+        t.name = fmt::format("{} (samples)", f.thread);
+        Track& thread = track(Kind::Thread, f.pid, f.tid);
+        if (thread.name.empty()) thread.name = f.thread;
+    }
+    auto& e = begin_event(t, ts_ns, kSliceBegin);
+    e.varint(kCategoryIids, t.interning.category("sample"));
+    e.varint(kNameIid, t.interning.event_name(f.frame.text()));
+    end_event(t);
+    commit_with_metadata();
+}
+
+void PftraceWriter::sample_frame_end(uint32_t pid, uint32_t tid, size_t, uint64_t ts_ns) {
+    Track& t = track(Kind::Samples, pid, tid);
+    begin_event(t, ts_ns, kSliceEnd);
+    end_event(t);
+    commit_with_metadata();
+}
+
+void PftraceWriter::metadata(const TraceModel&) {
+    if (write_failed()) return;
+    buf_ += pending_descriptors(false);
+    if (uint64_t now = monotonic_now_ns(); now - last_clocks_ns_ >= kClockSnapshotEveryNs) {
+        ClockReading c = read_clocks();
+        buf_ += pftrace_clock_packet(c);
+        last_clocks_ns_ = c.monotonic_ns;
+    }
+    commit_with_metadata();
+}
+
+Result<std::optional<TraceCut>> PftraceWriter::finish(const TraceModel&, const nlohmann::json& facts) {
+    commit_with_metadata();
+    const uint64_t units = sink_.units();
+    auto closing = [&](const SinkCut* sink_cut) {
+        // After a cut, descriptors written into the stream may be gone with the packets cut off.
+        std::string tail = pending_descriptors(sink_cut != nullptr);
+        tail += pftrace_clock_packet(read_clocks());
+        nlohmann::json other = facts;
+        if (sink_cut)
+            other["cut"] = {{"error", sink_cut->error}, {"events_kept", sink_cut->units_kept}, {"events_dropped", units - sink_cut->units_kept}};
+        return tail + pftrace_facts_packet(other);
+    };
+    auto cut = sink_.finish(closing);
+    if (!cut) return cut.error();
+    if (!*cut) return std::optional<TraceCut>();
+    return std::optional<TraceCut>(TraceCut{(*cut)->error, (*cut)->units_kept, units - (*cut)->units_kept});
+}
+
+} // namespace gtrace

@@ -1,0 +1,110 @@
+// Perfetto's protobuf trace (.pftrace, the default format; Perfetto UI and trace_processor read
+// it natively). A stream of TracePackets (output/pftrace.proto), one TraceSink unit each, so a
+// capture stopped by anything — a full disk and kill -9 included — leaves a readable file:
+//
+//  - sequence 1 holds the metadata: the header (TraceAttributes: tool, version, host, clock),
+//    a TrackDescriptor per process (name, pid, sort index, labels rank=/world_size=/...), thread,
+//    sample track, GPU stream and memory counter, each before its first event and again when its
+//    name changes; ClockSnapshots of MONOTONIC, BOOTTIME and REALTIME at the start, every 10 s
+//    and at the end; last, the capture's facts (TraceAttributes "other_data", the JSON otherData).
+//  - every track's events are a sequence of their own: its first packet clears the incremental
+//    state and sets the track and an incremental clock (deltas on CLOCK_MONOTONIC) as defaults, so
+//    an event packet holds little more than its type, delta timestamp and interned ids. An event
+//    earlier than the sequence's last (a torch range, written when it ends) has an absolute
+//    MONOTONIC timestamp.
+//  - slices are SLICE_BEGIN/SLICE_END pairs: CUDA calls (category cuda_api) with their interned
+//    Python callstack, source location and arguments; torch ranges (torch_range); GPU work
+//    (kernel, gpu_memcpy, gpu_memset) on its stream's track; sampled frames (sample) on a child
+//    track of their thread. A call with a CUPTI correlation id starts the flow pid << 32 | id,
+//    which its GPU work terminates. GPU memory is a counter track per process and device.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+
+#include "output/clocks.h"
+#include "output/pftrace_interning.h"
+#include "output/proto_encoder.h"
+#include "output/trace_sink.h"
+#include "output/trace_writer.h"
+
+namespace gtrace {
+
+// The attribute keys gtrace puts in TraceAttributes (shown as trace_attribute.<key>).
+constexpr std::string_view kPftraceToolKey = "tool";
+constexpr std::string_view kPftraceFactsKey = "other_data";
+
+// The header every gtrace .pftrace starts with (its TraceSink header); the partial reader and
+// `gtrace recover` recognize a gtrace trace by its first packet.
+std::string pftrace_header(const ClockReading& clocks);
+// The packet that ends a trace: the capture's facts.
+std::string pftrace_facts_packet(const nlohmann::json& facts);
+// A ClockSnapshot packet.
+std::string pftrace_clock_packet(const ClockReading& clocks);
+
+class PftraceWriter final : public TraceWriter {
+public:
+    static Result<std::unique_ptr<PftraceWriter>> create(const std::string& path, bool force, const TraceModel& model);
+
+    void call(const ApiCall& call) override;
+    void torch_range(const TorchRange& range) override;
+    void gpu_op(const GpuOp& op) override;
+    void flow(const CallRef& call, const GpuOp& op) override;
+    void memory(const MemorySample& sample) override;
+    void sample_frame_begin(const SampleFrame& frame, uint64_t ts_ns) override;
+    void sample_frame_end(uint32_t pid, uint32_t tid, size_t depth, uint64_t ts_ns) override;
+    void metadata(const TraceModel& model) override;
+    void flush() override { sink_.flush(); }
+    bool write_failed() const override { return sink_.failed(); }
+    std::string write_error() const override;
+    Result<std::optional<TraceCut>> finish(const TraceModel& model, const nlohmann::json& facts) override;
+    std::string output() const override { return sink_.path(); }
+    std::vector<std::string> partials() const override { return {sink_.partial_path()}; }
+
+private:
+    PftraceWriter(TraceSink sink, const TraceModel& model, uint64_t clocks_at)
+        : sink_(std::move(sink)), model_(model), last_clocks_ns_(clocks_at) {}
+
+    enum class Kind : uint8_t { Thread, Samples, Gpu, Memory };
+    using TrackKey = std::tuple<Kind, uint32_t, uint32_t, uint32_t>; // kind, pid, tid/device, stream
+    struct Track {
+        uint64_t uuid = 0;
+        uint32_t sequence = 0;
+        uint64_t parent = 0;   // a process's or thread's track
+        std::string name;      // as last described ("" for thread tracks: the model names them)
+        uint64_t last_ts = 0;  // the incremental clock's value
+        bool started = false;  // the sequence's first packet is written
+        PftraceInterning interning;
+    };
+
+    Track& track(Kind kind, uint32_t pid, uint32_t id, uint32_t stream = 0);
+    uint64_t process_track(uint32_t pid);
+    // Descriptors not written yet, or whose names changed (`all`: every one), as packets.
+    std::string pending_descriptors(bool all);
+    void describe(std::string& out, const Track& t, uint32_t pid, uint32_t tid, bool thread);
+    // An event packet on t's sequence: begin_event, the TrackEvent's fields, end_event.
+    proto::Encoder& begin_event(Track& t, uint64_t ts_ns, uint32_t type);
+    void end_event(Track& t);
+    void annotation_string(Track& t, std::string_view name, std::string_view value);
+    void annotation_uint(Track& t, std::string_view name, uint64_t value);
+    void annotation_double(Track& t, std::string_view name, double value);
+    void commit_with_metadata(); // new descriptors first, then the packets buffered
+
+    TraceSink sink_;
+    const TraceModel& model_;
+    std::string buf_;     // packets of the unit being written
+    proto::Encoder enc_{buf_};
+    std::map<TrackKey, Track> tracks_;
+    std::map<uint32_t, uint64_t> process_uuids_;
+    std::map<uint64_t, std::string> described_; // uuid -> the descriptor last written
+    uint64_t next_uuid_ = 1;
+    uint32_t next_sequence_ = 2; // 1: metadata
+    uint64_t last_clocks_ns_;
+    // A flow waiting for its GPU op's slice (flow() comes just before gpu_op()).
+    uint64_t pending_flow_key_ = 0, pending_flow_id_ = 0;
+    std::map<uint64_t, uint64_t> unlinked_ops_; // (pid, correlation) -> GPU track uuid, ops written without their flow
+};
+
+} // namespace gtrace

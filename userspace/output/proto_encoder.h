@@ -1,0 +1,87 @@
+// Protocol buffer wire encoding for the few messages gtrace writes (output/pftrace.proto):
+// varints, fixed64, length-delimited fields, nested messages. Appends to a string. A nested
+// message reserves one byte for its length and moves its body when the length needs more, so
+// every length is in its shortest form (a trace of small events is mostly headers).
+// Measured against libprotobuf's generated code in bench/ (pftrace_encode): see bench/README.md.
+#pragma once
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gtrace::proto {
+
+enum WireType : uint32_t { kVarint = 0, kFixed64 = 1, kLengthDelimited = 2 };
+
+inline size_t varint_size(uint64_t v) {
+    size_t n = 1;
+    while (v >= 0x80) v >>= 7, ++n;
+    return n;
+}
+
+inline void append_varint(std::string& out, uint64_t v) {
+    char buf[10];
+    size_t n = 0;
+    while (v >= 0x80) buf[n++] = static_cast<char>(v | 0x80), v >>= 7;
+    buf[n++] = static_cast<char>(v);
+    out.append(buf, n);
+}
+
+class Encoder {
+public:
+    explicit Encoder(std::string& out) : out_(out) {}
+
+    void tag(uint32_t field, WireType type) { append_varint(out_, (uint64_t{field} << 3) | type); }
+    void varint(uint32_t field, uint64_t v) {
+        tag(field, kVarint);
+        append_varint(out_, v);
+    }
+    // int32/int64 fields: negative values as ten-byte two's complement, as protobuf does.
+    void int64(uint32_t field, int64_t v) { varint(field, static_cast<uint64_t>(v)); }
+    void boolean(uint32_t field, bool v) { varint(field, v ? 1 : 0); }
+    void fixed64(uint32_t field, uint64_t v) {
+        tag(field, kFixed64);
+        char b[8];
+        memcpy(b, &v, 8); // little-endian hosts only (x86_64, aarch64)
+        out_.append(b, 8);
+    }
+    void float64(uint32_t field, double v) {
+        uint64_t bits;
+        memcpy(&bits, &v, 8);
+        fixed64(field, bits);
+    }
+    void bytes(uint32_t field, std::string_view s) {
+        tag(field, kLengthDelimited);
+        append_varint(out_, s.size());
+        out_.append(s);
+    }
+    // A message already encoded (its body).
+    void message(uint32_t field, std::string_view body) { bytes(field, body); }
+
+    // A nested message: begin(field), its fields, end().
+    void begin(uint32_t field) {
+        tag(field, kLengthDelimited);
+        open_.push_back(out_.size());
+        out_.push_back(0);
+    }
+    void end() {
+        size_t at = open_.back();
+        open_.pop_back();
+        size_t len = out_.size() - at - 1;
+        size_t n = varint_size(len);
+        if (n > 1) {
+            out_.insert(at + 1, n - 1, '\0');
+        }
+        char* p = out_.data() + at;
+        for (uint64_t v = len; v >= 0x80; v >>= 7) *p++ = static_cast<char>(v | 0x80);
+        *p = static_cast<char>(len >> (7 * (n - 1)));
+    }
+    size_t depth() const { return open_.size(); }
+
+private:
+    std::string& out_;
+    std::vector<size_t> open_;
+};
+
+} // namespace gtrace::proto
