@@ -1,6 +1,7 @@
 #include "analyze/job_report.h"
 
 #include <algorithm>
+#include <filesystem>
 
 #include <fmt/format.h>
 
@@ -8,6 +9,33 @@
 #include "foundation/output_file.h"
 
 namespace gtrace {
+namespace {
+
+// The files a report reads: a trace file as it is; a Kineto directory's files (and other/'s),
+// each partial one only where its complete file is missing.
+std::vector<std::string> trace_files(const std::vector<std::string>& traces) {
+    std::vector<std::string> files;
+    for (const auto& path : traces) {
+        std::error_code ec;
+        if (!std::filesystem::is_directory(std::filesystem::symlink_status(path, ec))) {
+            files.push_back(path);
+            continue;
+        }
+        std::vector<std::string> found;
+        for (const std::string& dir : {path, path + "/other"})
+            for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+                std::string f = e.path().string();
+                bool partial = f.ends_with(".pt.trace.json.partial") && !std::filesystem::exists(f.substr(0, f.size() - 8), ec);
+                if (e.is_regular_file(ec) && !e.is_symlink(ec) && (f.ends_with(".pt.trace.json") || partial)) found.push_back(f);
+            }
+        std::sort(found.begin(), found.end());
+        if (found.empty()) found.push_back(path); // reading it says what is wrong
+        files.insert(files.end(), found.begin(), found.end());
+    }
+    return files;
+}
+
+} // namespace
 
 size_t JobReport::rank_count() const {
     return static_cast<size_t>(std::count_if(processes.begin(), processes.end(), [](const auto& p) { return p.rank.has_value(); }));
@@ -16,7 +44,7 @@ size_t JobReport::rank_count() const {
 Result<JobReport> analyze_job(const std::vector<std::string>& traces, const AnalysisOptions& options) {
     JobReport report;
     report.traces = traces;
-    for (const auto& path : traces) {
+    for (const auto& path : trace_files(traces)) {
         auto t = load_trace(path);
         if (!t) return t.error();
         if (t->partial_events && partial_in_use(path))

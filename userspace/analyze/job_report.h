@@ -19,7 +19,8 @@ struct JobReport {
     size_t rank_count() const;
 };
 
-// Reads every trace and analyses it. An unreadable trace is the error (exit 11).
+// Reads every trace (of a Kineto directory, each file in it and in other/) and analyses it.
+// An unreadable trace is the error (exit 11).
 Result<JobReport> analyze_job(const std::vector<std::string>& traces, const AnalysisOptions& options);
 
 } // namespace gtrace

@@ -4,6 +4,7 @@
 
 #include "analyze/json_cursor.h"
 #include "output/chrome_trace.h"
+#include "output/kineto_writer.h"
 
 namespace gtrace {
 namespace {
@@ -19,17 +20,27 @@ bool whole_object(std::string_view line) {
     return !c.failed();
 }
 
+// Where the events begin: after gtrace's JSON header, or after a Kineto file's header (its
+// distributedInfo and names, then "traceEvents": [). npos: not a trace gtrace writes.
+size_t events_start(std::string_view bytes) {
+    if (bytes.starts_with(kChromeTraceHeader)) return kChromeTraceHeader.size();
+    if (!bytes.starts_with(kKinetoHeaderStart)) return std::string_view::npos;
+    size_t at = bytes.find(kKinetoEventsStart);
+    return at == std::string_view::npos || at > 4096 ? std::string_view::npos : at + kKinetoEventsStart.size();
+}
+
 } // namespace
 
 std::optional<PartialEnd> find_partial_end(std::string_view bytes) {
-    if (!bytes.starts_with(kChromeTraceHeader)) return std::nullopt;
-    const size_t body = kChromeTraceHeader.size();
+    const size_t body = events_start(bytes);
+    if (body == std::string_view::npos) return std::nullopt;
     PartialEnd end;
     // Raw newlines only ever separate events and the closing: one inside a string is written "\n".
     auto newlines = [&](size_t from, size_t to) {
         return static_cast<uint64_t>(std::count(bytes.begin() + static_cast<ptrdiff_t>(from), bytes.begin() + static_cast<ptrdiff_t>(to), '\n'));
     };
-    if (size_t closing = bytes.rfind(kChromeTraceClosing); closing != std::string_view::npos && closing >= body - 1) {
+    // The closing starts with "\n],\n" (then otherData, or Kineto's deviceProperties).
+    if (size_t closing = bytes.rfind("\n],\n"); closing != std::string_view::npos && closing >= body - 1) {
         // Closed, or killed while closing it: keep the events before the closing.
         end.events = closing > body ? newlines(body, closing) + 1 : 0;
         end.complete = bytes.ends_with("}\n");

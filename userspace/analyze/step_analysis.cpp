@@ -184,8 +184,9 @@ void break_down(const ProcessData& p, std::vector<StepBreakdown>& steps) {
         if (!loader_ranges && is_dataloader_frame(s.name)) add(s, kDataLoader);
     }
     // torch ranges of the main thread: waiting for a batch, or running the model and optimizer.
+    // (Not Kineto's ProfilerStep#N: it is the step itself, not work in it.)
     for (const auto& r : p.ranges)
-        if (r.tid == p.pid) add(r, is_dataloader_range(r.name) ? kDataLoader : kCpuExec);
+        if (r.tid == p.pid && !r.name.starts_with("ProfilerStep#")) add(r, is_dataloader_range(r.name) ? kDataLoader : kCpuExec);
     std::sort(edges.begin(), edges.end(), [](const Edge& a, const Edge& b) { return a.t < b.t; });
     std::array<int, kCategoryCount + 1> active{};
     size_t step = 0, e = 0;

@@ -1,5 +1,6 @@
 #include "analyze/trace_data.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <exception>
@@ -10,6 +11,7 @@
 
 #include "analyze/json_cursor.h"
 #include "analyze/partial_trace.h"
+#include "analyze/pftrace_reader.h"
 #include "analyze/trace_file.h"
 #include "analyze/trace_reader.h"
 
@@ -118,6 +120,12 @@ public:
                     saw_events = true;
                 } else if (is(key, "otherData") && c.peek() == '{') {
                     other_data(); // gtrace writes it last: judged once the whole file is read
+                } else if (is(key, "distributedInfo") && c.peek() == '{') {
+                    kineto = true;
+                    distributed_info();
+                } else if (is(key, "schemaVersion") || is(key, "deviceProperties") || is(key, "baseTimeNanoseconds")) {
+                    kineto = true; // what torch.profiler (Kineto) writes
+                    c.skip();
                 } else {
                     c.skip();
                 }
@@ -132,6 +140,8 @@ public:
     const JsonCursor& cursor() { return main_.cursor(); }
     bool saw_events = false;
     std::string tool;
+    bool kineto = false;
+    std::optional<int> kineto_rank; // distributedInfo.rank
 
 private:
     void events() {
@@ -194,6 +204,17 @@ private:
             if (w->thread.joinable()) w->thread.join();
     }
 
+    void distributed_info() {
+        JsonCursor& c = main_.cursor();
+        c.begin_object();
+        std::string_view key;
+        for (bool first = true; c.next_key(first, key);) {
+            char v = c.peek();
+            if (is(key, "rank") && v >= '0' && v <= '9') kineto_rank = static_cast<int>(to_u64(c.number()));
+            else c.skip();
+        }
+    }
+
     void other_data() {
         JsonCursor& c = main_.cursor();
         tool.clear();
@@ -229,10 +250,54 @@ private:
 
 } // namespace
 
+namespace {
+
+Result<TraceData> load_pftrace(const std::string& path, const TraceFile& file, bool partial) {
+    TraceData t;
+    t.path = path;
+    size_t length = file.size();
+    if (partial) {
+        auto end = find_pftrace_end({file.begin(), file.size()});
+        if (!end)
+            return make_error(ExitCode::BadTrace, fmt::format("{} is not a partial trace gtrace wrote (it does not start like one)", path));
+        length = end->cut;
+        if (!end->complete) t.partial_events = end->packets;
+    }
+    if (auto r = read_pftrace(file, length, path, t); !r) return r.error();
+    return t;
+}
+
+} // namespace
+
+// Kineto puts GPU work on pid = device: it belongs to the file's rank process (the one whose rank
+// distributedInfo names, else the one that made the most CUDA calls).
+void adopt_kineto_gpu_work(TraceData& t, std::optional<int> rank) {
+    ProcessData* owner = nullptr;
+    for (auto& [pid, p] : t.processes) {
+        if (rank && !p.forked && (p.rank == rank || (!p.rank && !p.calls.empty() && !owner))) owner = &p;
+        if (!rank && !p.calls.empty() && (!owner || p.calls.size() > owner->calls.size())) owner = &p;
+    }
+    if (!owner) return;
+    if (rank && !owner->rank) owner->rank = rank;
+    for (auto it = t.processes.begin(); it != t.processes.end();) {
+        ProcessData& p = it->second;
+        if (&p == owner || !p.calls.empty() || p.gpu.empty()) {
+            ++it;
+            continue;
+        }
+        owner->gpu.insert(owner->gpu.end(), p.gpu.begin(), p.gpu.end());
+        p.gpu.clear();
+        if (p.ranges.empty() && p.main_samples.empty() && p.memory.empty()) it = t.processes.erase(it);
+        else ++it;
+    }
+    std::sort(owner->gpu.begin(), owner->gpu.end(), [](const GpuSpan& a, const GpuSpan& b) { return a.start_ns < b.start_ns; });
+}
+
 Result<TraceData> load_trace(const std::string& path, unsigned readers) {
     bool partial = is_partial_name(path);
     auto file = TraceFile::open(path, partial);
     if (!file) return file.error();
+    if (looks_like_pftrace({file->begin(), file->size()})) return load_pftrace(path, *file, partial);
     TraceData t;
     t.path = path;
     if (partial) {
@@ -245,7 +310,7 @@ Result<TraceData> load_trace(const std::string& path, unsigned readers) {
             t.partial_events = end->events;
         }
     }
-    bool saw_events;
+    bool saw_events, kineto;
     std::string tool;
     {
         Loader loader(t, *file, readers);
@@ -255,9 +320,14 @@ Result<TraceData> load_trace(const std::string& path, unsigned readers) {
                                                               path, loader.cursor().offset()));
         saw_events = loader.saw_events;
         tool = loader.tool;
+        kineto = loader.kineto;
+        if (kineto) adopt_kineto_gpu_work(t, loader.kineto_rank);
     }
     if (!saw_events) return make_error(ExitCode::BadTrace, fmt::format("{} is not a Chrome trace (no traceEvents array)", path));
-    if (tool != "gtrace")
+    if (kineto) {
+        if (tool.empty()) // torch.profiler's own trace: GPU work is there when it recorded CUDA activities
+            for (const auto& [pid, p] : t.processes) t.has_gpu = t.has_gpu || !p.gpu.empty();
+    } else if (tool != "gtrace")
         return make_error(ExitCode::BadTrace, fmt::format("{} was not written by gtrace (otherData.tool is missing); "
                                                           "gtrace report reads gtrace's own traces", path));
     return t;

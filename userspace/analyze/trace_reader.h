@@ -51,6 +51,14 @@ inline uint64_t us_to_ns(std::string_view num) {
     return d <= 0 ? 0 : static_cast<uint64_t>(d * 1000.0 + 0.5);
 }
 
+// A copy's direction from its name, for traces that do not say it otherwise (Kineto's "Memcpy HtoD
+// (Pageable -> Device)").
+inline std::string_view copy_kind_of(std::string_view name) {
+    for (std::string_view kind : {"HtoD", "DtoH", "DtoD", "HtoH", "PtoP"})
+        if (name.size() >= 11 && name.substr(0, 7) == "Memcpy " && name.substr(7, 4) == kind) return kind;
+    return {};
+}
+
 // Equality with a literal: a fixed-length compare the compiler inlines.
 template <size_t N>
 bool is(std::string_view s, const char (&word)[N]) {
@@ -225,7 +233,7 @@ private:
         uint32_t pid = u32(e.pid), tid = u32(e.tid);
         ProcessData& p = process(pid);
         uint64_t start = us_to_ns(e.ts), end = start + us_to_ns(e.dur);
-        if (is(e.cat, "cuda_api")) {
+        if (is(e.cat, "cuda_api") || is(e.cat, "cuda_runtime") || is(e.cat, "cuda_driver")) { // gtrace's JSON, Kineto's
             CallSpan c;
             c.start_ns = start, c.end_ns = end, c.name = intern_(e.name), c.tid = tid;
             c.source = intern_(e.source), c.kind = intern_(e.kind);
@@ -235,13 +243,14 @@ private:
             GpuSpan g;
             g.start_ns = start, g.end_ns = end, g.name = intern_(e.name);
             g.kind = is(e.cat, "kernel") ? GpuKind::Kernel : is(e.cat, "gpu_memcpy") ? GpuKind::Memcpy : GpuKind::Memset;
-            g.bytes = to_u64(e.bytes), g.copy_kind = intern_(e.kind), g.correlation = u32(e.correlation);
+            g.bytes = to_u64(e.bytes), g.copy_kind = intern_(e.kind.empty() ? copy_kind_of(e.name) : e.kind);
+            g.correlation = u32(e.correlation);
             p.gpu.push_back(g);
-        } else if (is(e.cat, "sample") && tid == pid + kSampleTrackTidOffset) {
+        } else if ((is(e.cat, "sample") || is(e.cat, "python_function")) && tid == pid + kSampleTrackTidOffset) {
             CallSpan s;
             s.start_ns = start, s.end_ns = end, s.name = intern_(e.name), s.tid = pid;
             p.main_samples.push_back(s);
-        } else if (is(e.cat, "torch_range")) {
+        } else if (is(e.cat, "torch_range") || is(e.cat, "user_annotation")) {
             RangeSpan r;
             r.start_ns = start, r.end_ns = end, r.name = intern_(e.name), r.tid = tid;
             p.ranges.push_back(r);

@@ -291,10 +291,10 @@ int finish_capture(const CaptureOptions& options, const CaptureResult& result) {
 // Every output of attach/record, before anything is attached: the trace, its partial file,
 // --summary-json and --folded. Then what killed captures left is listed.
 void prepare_outputs(const po::variables_map& vm, const CaptureOptions& options) {
-    std::vector<OutputSpec> outputs = trace_output_specs({options.format, options.output, options.step_marker});
+    std::vector<OutputSpec> outputs;
     for (const char* opt : {"summary-json", "folded"})
         if (vm.count(opt)) outputs.push_back({fmt::format("--{}", opt), vm[opt].as<std::string>(), false});
-    or_fail(check_outputs(outputs, {}, options.force));
+    or_fail(check_trace_outputs({options.format, options.output, options.step_marker}, outputs, options.force));
     sweep_stale_captures(options.quiet);
 }
 

@@ -9,14 +9,18 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <algorithm>
 #include <cstring>
+#include <filesystem>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "analyze/partial_trace.h"
+#include "analyze/pftrace_reader.h"
 #include "foundation/output_file.h"
 #include "output/capture_registry.h"
+#include "output/pftrace_writer.h"
 
 namespace gtrace {
 namespace {
@@ -89,17 +93,25 @@ Result<void> move_into_place(int fd, uint64_t size, const std::string& partial, 
     return {};
 }
 
-} // namespace
+// Where a partial's whole events end, in either single-file format.
+struct PartialView {
+    bool pftrace = false;
+    std::optional<PartialEnd> end;
+};
 
-Result<void> run_recover(const RecoverOptions& options) {
-    const std::string& partial = options.partial;
-    std::string output = options.output;
-    if (output.empty()) {
-        if (!is_partial_name(partial) || partial.size() == std::string_view(".partial").size())
-            return make_error(ExitCode::Usage, fmt::format("{} does not end in .partial; say where the trace goes with -o FILE", partial));
-        output = partial.substr(0, partial.size() - std::string_view(".partial").size());
+PartialView find_end(std::string_view bytes) {
+    PartialView v;
+    v.pftrace = looks_like_pftrace(bytes);
+    if (!v.pftrace) {
+        v.end = find_partial_end(bytes);
+    } else if (auto e = find_pftrace_end(bytes)) {
+        v.end = PartialEnd{e->complete, e->cut, e->packets};
     }
-    if (auto ok = check_outputs({{"-o", output, false}}, {partial}, options.force); !ok) return ok.error();
+    return v;
+}
+
+Result<void> recover_file(const std::string& partial, const std::string& output, bool force) {
+    if (auto ok = check_outputs({{"-o", output, false}}, {partial}, force); !ok) return ok.error();
     // O_NOFOLLOW: the partial gtrace made is a file; a link planted in its place is refused.
     int fd = open(partial.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC);
     struct stat st {};
@@ -117,12 +129,13 @@ Result<void> run_recover(const RecoverOptions& options) {
         return make_error(ExitCode::Usage, fmt::format("a running gtrace is still writing {}; it completes the trace itself when it stops", partial));
 
     size_t size = static_cast<size_t>(st.st_size);
-    std::optional<PartialEnd> end;
+    PartialView view;
     {
         Mapped m(fd, size);
         if (!m.ok()) return make_error(ExitCode::Internal, fmt::format("cannot read {}: {}", partial, strerror(errno)));
-        end = find_partial_end(m.bytes());
+        view = find_end(m.bytes());
     }
+    std::optional<PartialEnd>& end = view.end;
     if (!end) return make_error(ExitCode::BadTrace, fmt::format("{} is not a partial trace gtrace wrote (it does not start like one)", partial));
     nlohmann::json facts = registered_facts(partial, false);
     uint64_t final_size = size;
@@ -134,7 +147,8 @@ Result<void> run_recover(const RecoverOptions& options) {
                       {"lost_events", nullptr}, // unknown: the counters died with the capture
                       {"counters", nlohmann::json::object()},
                       {"recovered", {{"from", absolute_output_path(partial)}, {"events_kept", end->events}, {"bytes_dropped", size - end->cut}}}});
-        std::string closing = partial_closing(facts.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+        std::string closing = view.pftrace ? pftrace_facts_packet(facts)
+                                           : partial_closing(facts.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
         if (ftruncate(fd, static_cast<off_t>(end->cut)) != 0)
             return make_error(write_error_code(errno), fmt::format("cannot complete {}: {}", partial, strerror(errno)));
         if (auto w = write_all_at(fd, end->cut, closing, partial); !w || fsync(fd) != 0) {
@@ -143,11 +157,57 @@ Result<void> run_recover(const RecoverOptions& options) {
         }
         final_size = end->cut + closing.size();
     }
-    if (auto moved = move_into_place(fd, final_size, partial, output, options.force); !moved) return moved;
+    if (auto moved = move_into_place(fd, final_size, partial, output, force); !moved) return moved;
     registered_facts(partial, true);
     fmt::print(stderr, "gtrace: recovered {} events from {} into {}{}\n", end->events, partial, output,
                end->cut < size ? fmt::format(" (the last {} bytes, an event cut short, dropped)", size - end->cut) : "");
     return {};
+}
+
+// A Kineto capture's directory: each partial file in it (and in other/) completed into its name.
+Result<void> recover_directory(const std::string& dir, bool force) {
+    int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return make_error(ExitCode::Usage, fmt::format("cannot open {}: {}; give the directory a killed capture left", dir, strerror(errno)));
+    struct Closer {
+        int fd;
+        ~Closer() { close(fd); }
+    } closer{fd};
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0)
+        return make_error(ExitCode::Usage, fmt::format("a running gtrace is still writing {}; it completes the trace itself when it stops", dir));
+    std::vector<std::string> partials;
+    for (const std::string& sub : {dir, dir + "/other"}) {
+        std::error_code ec;
+        for (const auto& entry : std::filesystem::directory_iterator(sub, ec))
+            if (entry.is_regular_file(ec) && !entry.is_symlink(ec) && is_partial_name(entry.path().string()))
+                partials.push_back(entry.path().string());
+    }
+    if (partials.empty())
+        return make_error(ExitCode::Usage, fmt::format("{} holds no partial trace (*.partial); nothing to recover", dir));
+    std::sort(partials.begin(), partials.end());
+    for (const auto& p : partials)
+        if (auto r = recover_file(p, p.substr(0, p.size() - std::string_view(".partial").size()), force); !r) return r;
+    registered_facts(dir, true);
+    return {};
+}
+
+} // namespace
+
+Result<void> run_recover(const RecoverOptions& options) {
+    const std::string& partial = options.partial;
+    struct stat st {};
+    if (lstat(partial.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+        if (!options.output.empty())
+            return make_error(ExitCode::Usage, fmt::format("{} is a directory (a Kineto capture): its files are recovered in place; drop -o", partial));
+        return recover_directory(partial, options.force);
+    }
+    std::string output = options.output;
+    if (output.empty()) {
+        if (!is_partial_name(partial) || partial.size() == std::string_view(".partial").size())
+            return make_error(ExitCode::Usage, fmt::format("{} does not end in .partial; say where the trace goes with -o FILE", partial));
+        output = partial.substr(0, partial.size() - std::string_view(".partial").size());
+    }
+    return recover_file(partial, output, options.force);
 }
 
 } // namespace gtrace

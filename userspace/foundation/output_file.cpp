@@ -157,6 +157,57 @@ Result<void> check_outputs(const std::vector<OutputSpec>& outputs, const std::ve
     return {};
 }
 
+Result<void> check_output_directory(const std::string& option, const std::string& path, bool force) {
+    if (path.empty()) return make_error(ExitCode::Usage, fmt::format("{} '': an empty name; give a directory name", option));
+    struct stat st {};
+    if (lstat(path.c_str(), &st) != 0) {
+        if (errno != ENOENT)
+            return make_error(ExitCode::OutputUnwritable, fmt::format("cannot use {}: {}; choose another {} path", path, strerror(errno), option));
+        std::string parent = dir_of(path);
+        if (stat(parent.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+            return make_error(ExitCode::OutputUnwritable,
+                              fmt::format("directory {} does not exist; create it or choose another {} path", parent, option));
+        if (access(parent.c_str(), W_OK | X_OK) != 0)
+            return make_error(ExitCode::OutputUnwritable,
+                              fmt::format("cannot write in {}: {}; choose a writable directory with {}", parent, strerror(errno), option));
+        return {};
+    }
+    if (S_ISLNK(st.st_mode))
+        return make_error(ExitCode::OutputUnwritable,
+                          fmt::format("output {} is a symbolic link; gtrace does not write through links, even with --force: "
+                                      "give the real path with {}", path, option));
+    if (!S_ISDIR(st.st_mode))
+        return make_error(ExitCode::OutputUnwritable,
+                          fmt::format("output {} is not a directory (this format writes a directory of files); choose another {} path",
+                                      path, option));
+    if (partial_in_use(path))
+        return make_error(ExitCode::OutputExists, fmt::format("another gtrace is capturing into {} now; choose another {} path", path, option));
+    if (!force)
+        return make_error(ExitCode::OutputExists,
+                          fmt::format("output directory {} already exists; use --force to write into it or choose another {} path", path, option));
+    if (access(path.c_str(), W_OK | X_OK) != 0)
+        return make_error(ExitCode::OutputUnwritable, fmt::format("cannot write in {}: {}; choose another {} path", path, strerror(errno), option));
+    return {};
+}
+
+Result<int> create_output_directory(const std::string& path, bool force) {
+    bool made = mkdir(path.c_str(), 0700) == 0;
+    if (!made && !(errno == EEXIST && force))
+        return make_error(errno == EEXIST ? ExitCode::OutputExists : ExitCode::OutputUnwritable,
+                          fmt::format("cannot create directory {}: {}; choose another path", path, strerror(errno)));
+    int fd = open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return make_error(ExitCode::OutputUnwritable, fmt::format("cannot open directory {}: {}; give the real path of a directory",
+                                                                  path, strerror(errno)));
+    if (auto who = sudo_invoker(); made && who && fchown(fd, who->first, who->second) != 0) {
+        int err = errno;
+        close(fd);
+        return make_error(ExitCode::OutputUnwritable,
+                          fmt::format("cannot give {} to the user who ran sudo (uid {}): {}; write it on a local disk", path, who->first, strerror(err)));
+    }
+    return fd;
+}
+
 std::optional<std::pair<uid_t, gid_t>> sudo_invoker() {
     if (geteuid() != 0) return std::nullopt;
     auto uid = decimal_id(getenv("SUDO_UID")), gid = decimal_id(getenv("SUDO_GID"));

@@ -35,6 +35,14 @@ std::vector<OutputSpec> trace_outputs(const std::string& path);
 // naming an input (ExitCode::Usage, one line naming both).
 Result<void> check_outputs(const std::vector<OutputSpec>& outputs, const std::vector<std::string>& inputs, bool force);
 
+// An output that is a directory gtrace creates (Kineto's trace, a file per rank): a new path in
+// an existing writable directory, or with `force` an existing directory (not a link: refused
+// even with --force). Errors as check_outputs'.
+Result<void> check_output_directory(const std::string& option, const std::string& path, bool force);
+// Creates it (mode 0700 under the umask, the sudo user's), or with `force` takes the existing
+// one; returns an fd of it (O_DIRECTORY, never through a link).
+Result<int> create_output_directory(const std::string& path, bool force);
+
 // A running capture holds a lock on its partial trace: true while one does.
 bool partial_in_use(const std::string& path);
 

@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 
 #include "output/chrome_trace.h"
+#include "output/kineto_writer.h"
 #include "output/pftrace_writer.h"
+#include "output/tee_writer.h"
 
 namespace gtrace {
 
@@ -26,6 +28,7 @@ std::optional<TraceFormat> format_of_path(const std::string& path) {
     for (const char* ext : {".pftrace", ".perfetto-trace", ".pb"})
         if (path.ends_with(ext)) return TraceFormat::Pftrace;
     if (path.ends_with(".json")) return TraceFormat::Json;
+    if (path.ends_with(".kineto") || path.ends_with(".kineto/") || path.ends_with('/')) return TraceFormat::Kineto;
     return std::nullopt;
 }
 
@@ -43,10 +46,19 @@ Result<TraceFormat> choose_format(const std::string& path, const std::string& fo
     return format_of_path(path).value_or(kDefaultTraceFormat);
 }
 
-std::vector<OutputSpec> trace_output_specs(const TraceOutput& out) { return trace_outputs(out.path); }
+Result<void> check_trace_outputs(const TraceOutput& out, std::vector<OutputSpec> others, bool force) {
+    if (out.format == TraceFormat::Kineto) {
+        if (auto r = check_output_directory("-o", out.path, force); !r) return r;
+    } else {
+        auto trace = trace_outputs(out.path);
+        others.insert(others.begin(), trace.begin(), trace.end());
+    }
+    return check_outputs(others, {}, force);
+}
 
-Result<std::unique_ptr<TraceWriter>> create_trace_writer(const TraceOutput& out, bool force, const TraceModel& model) {
-    if (auto ok = check_outputs(trace_output_specs(out), {}, force); !ok) return ok.error();
+namespace {
+
+Result<std::unique_ptr<TraceWriter>> create_one(const TraceOutput& out, bool force, const TraceModel& model) {
     switch (out.format) {
     case TraceFormat::Json: {
         auto w = ChromeTraceWriter::create(out.path, force);
@@ -58,9 +70,36 @@ Result<std::unique_ptr<TraceWriter>> create_trace_writer(const TraceOutput& out,
         if (!w) return w.error();
         return std::unique_ptr<TraceWriter>(std::move(*w));
     }
-    default: break;
+    case TraceFormat::Kineto: {
+        std::string dir = out.path;
+        while (dir.size() > 1 && dir.ends_with('/')) dir.pop_back();
+        auto w = KinetoWriter::create(dir, force, model, out.step_marker);
+        if (!w) return w.error();
+        return std::unique_ptr<TraceWriter>(std::move(*w));
     }
-    return make_error(ExitCode::Usage, fmt::format("--format {} is not implemented", format_name(out.format)));
+    }
+    return make_error(ExitCode::Internal, "unknown trace format");
+}
+
+} // namespace
+
+Result<std::unique_ptr<TraceWriter>> create_trace_writer(const TraceOutput& out, bool force, const TraceModel& model) {
+    if (auto ok = check_trace_outputs(out, {}, force); !ok) return ok.error();
+    auto writer = create_one(out, force, model);
+    if (!writer) return writer.error();
+    // Tests: the same events in more formats (GTRACE_TEST_TEE=PATH[:PATH]), to compare them.
+    const char* tee = getenv("GTRACE_TEST_TEE");
+    for (std::string_view rest = tee ? tee : ""; !rest.empty();) {
+        size_t colon = std::min(rest.find(':'), rest.size());
+        TraceOutput more = out;
+        more.path = std::string(rest.substr(0, colon));
+        more.format = format_of_path(more.path).value_or(TraceFormat::Kineto);
+        rest.remove_prefix(std::min(colon + 1, rest.size()));
+        auto other = create_one(more, force, model);
+        if (!other) return other.error();
+        *writer = std::make_unique<TeeWriter>(std::move(*writer), std::move(*other));
+    }
+    return writer;
 }
 
 } // namespace gtrace

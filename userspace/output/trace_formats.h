@@ -7,8 +7,8 @@
 //   kineto   PyTorch profiler (Kineto) JSON, one file per rank in a directory: Holistic Trace
 //            Analysis, TensorBoard's profiler plugin
 //
-// `-o` chooses by its extension (.pftrace/.perfetto-trace/.pb, .json, a directory name or
-// trailing '/' does not choose); `--format` overrides it.
+// `-o` chooses by its extension (.pftrace/.perfetto-trace/.pb: pftrace, .json: json, .kineto or
+// a trailing '/': kineto; anything else: the default); `--format` overrides it.
 #pragma once
 #include <memory>
 #include <optional>
@@ -42,8 +42,9 @@ struct TraceOutput {
 // The format for `-o path` and `--format` (empty: none given): --format wins, else the
 // extension, else the default.
 Result<TraceFormat> choose_format(const std::string& path, const std::string& format_option);
-// The outputs to check before the capture starts (check_outputs).
-std::vector<OutputSpec> trace_output_specs(const TraceOutput& out);
+// The trace's outputs and the command's other outputs (--summary-json, --folded), checked
+// together before the capture starts (check_outputs; Kineto's directory: check_output_directory).
+Result<void> check_trace_outputs(const TraceOutput& out, std::vector<OutputSpec> others, bool force);
 // The writer, its files created. `model`: the capture's, which a writer may consult as events come
 // (Kineto: each process's rank decides its file).
 Result<std::unique_ptr<TraceWriter>> create_trace_writer(const TraceOutput& out, bool force, const TraceModel& model);

@@ -1,0 +1,517 @@
+#include "analyze/pftrace_reader.h"
+
+#include <charconv>
+#include <unordered_map>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "analyze/proto_wire.h"
+#include "analyze/trace_file.h"
+
+namespace gtrace {
+namespace {
+
+using proto::WireReader;
+
+constexpr uint64_t kMaxIid = 1 << 22; // interned ids gtrace hands out count from 1; more is not gtrace's
+constexpr uint32_t kClockMonotonic = 3, kClockIncremental = 64;
+constexpr uint32_t kSliceBegin = 1, kSliceEnd = 2, kCounter = 4;
+
+enum class Cat : uint8_t { Other, Call, Range, Kernel, Memcpy, Memset, Sample };
+enum class Ann : uint8_t { Other, Bytes, Kind, Correlation };
+enum class TrackKind : uint8_t { Unknown, Process, Thread, Samples, Gpu, Counter };
+
+Cat category_of(std::string_view s) {
+    if (s == "cuda_api") return Cat::Call;
+    if (s == "torch_range") return Cat::Range;
+    if (s == "kernel") return Cat::Kernel;
+    if (s == "gpu_memcpy") return Cat::Memcpy;
+    if (s == "gpu_memset") return Cat::Memset;
+    if (s == "sample") return Cat::Sample;
+    return Cat::Other;
+}
+
+Ann annotation_of(std::string_view s) {
+    if (s == "bytes") return Ann::Bytes;
+    if (s == "kind") return Ann::Kind;
+    if (s == "correlation") return Ann::Correlation;
+    return Ann::Other;
+}
+
+template <typename T>
+bool put(std::vector<T>& table, uint64_t iid, T value) {
+    if (iid == 0 || iid > kMaxIid) return false;
+    if (table.size() <= iid) table.resize(iid + 1);
+    table[iid] = value;
+    return true;
+}
+
+template <typename T>
+T get(const std::vector<T>& table, uint64_t iid) {
+    return iid < table.size() ? table[iid] : T{};
+}
+
+struct Sequence {
+    std::vector<std::string_view> names, strings, sources;
+    std::vector<Cat> categories;
+    std::vector<Ann> annotations;
+    uint64_t track = 0;
+    uint32_t clock = 0;
+    bool incremental_known = false;
+    uint64_t incremental = 0; // the incremental clock's value
+    int64_t offset = 0;       // CLOCK_MONOTONIC minus it
+    void clear() { *this = Sequence(); }
+};
+
+struct Open {
+    uint64_t start = 0;
+    Cat cat = Cat::Other;
+    std::string_view name, source, kind;
+    uint64_t bytes = 0;
+    uint32_t correlation = 0;
+};
+
+struct Track {
+    TrackKind kind = TrackKind::Unknown;
+    uint32_t pid = 0, tid = 0, device = 0;
+    std::vector<Open> open;
+};
+
+// One TracePacket's fields, as views of the file.
+struct Packet {
+    bool has_timestamp = false, has_clock = false;
+    uint64_t timestamp = 0;
+    uint32_t clock = 0, sequence = 0, flags = 0;
+    std::string_view event, descriptor, clocks, attributes, interned, defaults;
+};
+
+class Reader {
+public:
+    Reader(TraceData& t) : t_(t) {}
+
+    bool read(const TraceFile& file, size_t length) {
+        WireReader trace(file.begin(), file.begin() + length);
+        TraceFile::Dropper drop(file, file.begin());
+        uint32_t field, type;
+        while (trace.next(field, type)) {
+            if (field != 1 || type != 2) {
+                trace.skip(type);
+                continue;
+            }
+            if (!packet(trace.bytes())) return false;
+            drop.done_before(trace.position());
+        }
+        return !trace.failed();
+    }
+
+    std::string tool;
+    std::string facts;
+
+private:
+    bool packet(std::string_view bytes) {
+        Packet p;
+        WireReader r(bytes);
+        uint32_t field, type;
+        while (r.next(field, type)) {
+            switch (field) {
+            case 8: p.timestamp = r.varint_of(type), p.has_timestamp = true; break;
+            case 58: p.clock = static_cast<uint32_t>(r.varint_of(type)), p.has_clock = true; break;
+            case 10: p.sequence = static_cast<uint32_t>(r.varint_of(type)); break;
+            case 13: p.flags = static_cast<uint32_t>(r.varint_of(type)); break;
+            case 11: p.event = r.bytes_of(type); break;
+            case 60: p.descriptor = r.bytes_of(type); break;
+            case 6: p.clocks = r.bytes_of(type); break;
+            case 126: p.attributes = r.bytes_of(type); break;
+            case 12: p.interned = r.bytes_of(type); break;
+            case 59: p.defaults = r.bytes_of(type); break;
+            default: r.skip(type);
+            }
+        }
+        if (r.failed()) return false;
+        Sequence& s = sequence(p.sequence);
+        if (p.flags & 1) s.clear();
+        if (!p.defaults.empty() && !defaults(s, p.defaults)) return false;
+        if (!p.clocks.empty() && !clock_snapshot(s, p.clocks)) return false;
+        if (!p.interned.empty() && !interned(s, p.interned)) return false;
+        if (!p.attributes.empty() && !attributes(p.attributes)) return false;
+        if (!p.descriptor.empty() && !descriptor(p.descriptor)) return false;
+        if (p.event.empty()) return true;
+        uint64_t ts = p.timestamp;
+        uint32_t clock = p.has_clock ? p.clock : s.clock;
+        if (clock == kClockIncremental) {
+            if (!s.incremental_known) return true; // no snapshot defines it: the event cannot be placed
+            s.incremental += p.timestamp;
+            ts = s.incremental + static_cast<uint64_t>(s.offset);
+        } else if (clock != kClockMonotonic) {
+            return true; // gtrace writes CLOCK_MONOTONIC only
+        }
+        return event(s, p.event, ts);
+    }
+
+    Sequence& sequence(uint32_t id) {
+        if (last_ && last_id_ == id) return *last_;
+        last_id_ = id;
+        return *(last_ = &sequences_[id]);
+    }
+
+    bool defaults(Sequence& s, std::string_view bytes) {
+        WireReader r(bytes);
+        uint32_t field, type;
+        while (r.next(field, type)) {
+            if (field == 58) s.clock = static_cast<uint32_t>(r.varint_of(type));
+            else if (field == 11 && type == 2) {
+                WireReader d(r.bytes());
+                while (d.next(field, type)) {
+                    if (field == 11) s.track = d.varint_of(type);
+                    else d.skip(type);
+                }
+                if (d.failed()) return false;
+            } else r.skip(type);
+        }
+        return !r.failed();
+    }
+
+    bool clock_snapshot(Sequence& s, std::string_view bytes) {
+        WireReader r(bytes);
+        uint32_t field, type;
+        bool has_mono = false, has_inc = false;
+        uint64_t mono = 0, inc = 0;
+        while (r.next(field, type)) {
+            if (field != 1 || type != 2) {
+                r.skip(type);
+                continue;
+            }
+            WireReader c(r.bytes());
+            uint32_t id = 0;
+            uint64_t ts = 0;
+            while (c.next(field, type)) {
+                if (field == 1) id = static_cast<uint32_t>(c.varint_of(type));
+                else if (field == 2) ts = c.varint_of(type);
+                else c.skip(type);
+            }
+            if (c.failed()) return false;
+            if (id == kClockMonotonic) has_mono = true, mono = ts;
+            if (id == kClockIncremental) has_inc = true, inc = ts;
+        }
+        if (has_mono && has_inc) {
+            s.incremental_known = true;
+            s.incremental = inc;
+            s.offset = static_cast<int64_t>(mono - inc);
+        }
+        return !r.failed();
+    }
+
+    // {iid = 1, name or str = 2} entries; SourceLocation {iid 1, file 2, function 3, line 4}.
+    bool interned(Sequence& s, std::string_view bytes) {
+        WireReader r(bytes);
+        uint32_t field, type;
+        while (r.next(field, type)) {
+            if (type != 2 || (field != 1 && field != 2 && field != 3 && field != 4 && field != 29)) {
+                r.skip(type);
+                continue;
+            }
+            WireReader e(r.bytes());
+            uint64_t iid = 0, line = 0;
+            std::string_view name, file, function;
+            uint32_t f, t;
+            while (e.next(f, t)) {
+                if (f == 1) iid = e.varint_of(t);
+                else if (f == 2) name = e.bytes_of(t);
+                else if (f == 3 && field == 4) function = e.bytes_of(t);
+                else if (f == 4 && field == 4) line = e.varint_of(t);
+                else e.skip(t);
+            }
+            if (e.failed()) return false;
+            bool ok = true;
+            switch (field) {
+            case 1: ok = put(s.categories, iid, category_of(name)); break;
+            case 2: ok = put(s.names, iid, pool(name)); break;
+            case 3: ok = put(s.annotations, iid, annotation_of(name)); break;
+            case 29: ok = put(s.strings, iid, pool(name)); break;
+            case 4: ok = put(s.sources, iid, pool(fmt::format("{} ({}:{})", function, name, line))); break;
+            }
+            if (!ok) return false;
+        }
+        return !r.failed();
+    }
+
+    bool attributes(std::string_view bytes) {
+        WireReader r(bytes);
+        uint32_t field, type;
+        while (r.next(field, type)) {
+            if (field != 1 || type != 2) {
+                r.skip(type);
+                continue;
+            }
+            WireReader a(r.bytes());
+            std::string_view key, value;
+            while (a.next(field, type)) {
+                if (field == 1) key = a.bytes_of(type);
+                else if (field == 3) value = a.bytes_of(type);
+                else a.skip(type);
+            }
+            if (a.failed()) return false;
+            if (key == "tool") tool = value;
+            if (key == "other_data") facts = value;
+        }
+        return !r.failed();
+    }
+
+    bool descriptor(std::string_view bytes) {
+        WireReader r(bytes);
+        uint32_t field, type;
+        uint64_t uuid = 0, parent = 0;
+        std::string_view name, process, thread;
+        while (r.next(field, type)) {
+            switch (field) {
+            case 1: uuid = r.varint_of(type); break;
+            case 5: parent = r.varint_of(type); break;
+            case 2: name = r.bytes_of(type); break;
+            case 3: process = r.bytes_of(type); break;
+            case 4: thread = r.bytes_of(type); break;
+            default: r.skip(type);
+            }
+        }
+        if (r.failed()) return false;
+        Track& tr = tracks_[uuid];
+        if (!process.empty()) return process_descriptor(tr, process);
+        if (!thread.empty()) {
+            WireReader d(thread);
+            while (d.next(field, type)) {
+                if (field == 1) tr.pid = static_cast<uint32_t>(d.varint_of(type));
+                else if (field == 2) tr.tid = static_cast<uint32_t>(d.varint_of(type));
+                else d.skip(type);
+            }
+            tr.kind = TrackKind::Thread;
+            return !d.failed();
+        }
+        auto up = tracks_.find(parent);
+        if (up == tracks_.end()) return true; // a track gtrace does not write
+        tr.pid = up->second.pid;
+        if (up->second.kind == TrackKind::Thread) {
+            tr.kind = TrackKind::Samples, tr.tid = up->second.tid;
+        } else if (name.starts_with("GPU memory")) {
+            tr.kind = TrackKind::Counter;
+            if (size_t at = name.find("(device "); at != std::string_view::npos)
+                std::from_chars(name.data() + at + 8, name.data() + name.size(), tr.device);
+        } else {
+            tr.kind = TrackKind::Gpu;
+        }
+        return true;
+    }
+
+    bool process_descriptor(Track& tr, std::string_view bytes) {
+        WireReader d(bytes);
+        uint32_t field, type;
+        std::string_view label;
+        std::optional<int> rank;
+        bool forked = false;
+        while (d.next(field, type)) {
+            if (field == 1) tr.pid = static_cast<uint32_t>(d.varint_of(type));
+            else if (field == 6) label = d.bytes_of(type);
+            else if (field == 8) {
+                std::string_view l = d.bytes_of(type);
+                int v = 0;
+                if (l.starts_with("rank=") && std::from_chars(l.data() + 5, l.data() + l.size(), v).ec == std::errc{}) rank = v;
+                if (l.starts_with("forked_from=")) forked = true;
+            } else d.skip(type);
+        }
+        if (d.failed()) return false;
+        tr.kind = TrackKind::Process;
+        ProcessData& p = process(tr.pid);
+        if (!label.empty()) p.label = label;
+        if (rank) p.rank = rank;
+        p.forked = forked;
+        return true;
+    }
+
+    bool event(Sequence& s, std::string_view bytes, uint64_t ts) {
+        WireReader r(bytes);
+        uint32_t field, type;
+        uint32_t kind = 0;
+        uint64_t track = s.track;
+        Open o;
+        o.start = ts;
+        int64_t counter = 0;
+        while (r.next(field, type)) {
+            switch (field) {
+            case 9: kind = static_cast<uint32_t>(r.varint_of(type)); break;
+            case 11: track = r.varint_of(type); break;
+            case 3: o.cat = get(s.categories, r.varint_of(type)); break;
+            case 10: o.name = get(s.names, r.varint_of(type)); break;
+            case 34: o.source = get(s.sources, r.varint_of(type)); break;
+            case 30: counter = static_cast<int64_t>(r.varint_of(type)); break;
+            case 47:
+            case 48: o.correlation = static_cast<uint32_t>(r.fixed64_of(type)); break;
+            case 4:
+                if (type == 2) annotation(s, r.bytes(), o);
+                else r.skip(type);
+                break;
+            default: r.skip(type);
+            }
+        }
+        if (r.failed()) return false;
+        auto it = tracks_.find(track);
+        if (it == tracks_.end()) return true;
+        Track& tr = it->second;
+        if (kind == kSliceBegin) {
+            tr.open.push_back(o);
+        } else if (kind == kSliceEnd && !tr.open.empty()) {
+            span(tr, tr.open.back(), ts);
+            tr.open.pop_back();
+        } else if (kind == kCounter && tr.kind == TrackKind::Counter) {
+            process(tr.pid).memory.push_back({ts, tr.device, static_cast<uint64_t>(counter)});
+        }
+        return true;
+    }
+
+    void annotation(Sequence& s, std::string_view bytes, Open& o) {
+        WireReader a(bytes);
+        uint32_t field, type;
+        Ann name = Ann::Other;
+        uint64_t value = 0;
+        std::string_view text;
+        while (a.next(field, type)) {
+            if (field == 1) name = get(s.annotations, a.varint_of(type));
+            else if (field == 3) value = a.varint_of(type);
+            else if (field == 17) text = get(s.strings, a.varint_of(type));
+            else a.skip(type);
+        }
+        if (name == Ann::Bytes) o.bytes = value;
+        else if (name == Ann::Kind) o.kind = text;
+        else if (name == Ann::Correlation) o.correlation = static_cast<uint32_t>(value);
+    }
+
+    void span(const Track& tr, const Open& o, uint64_t end) {
+        ProcessData& p = process(tr.pid);
+        switch (o.cat) {
+        case Cat::Call: {
+            CallSpan c;
+            c.start_ns = o.start, c.end_ns = end, c.name = o.name, c.tid = tr.tid;
+            c.source = o.source, c.kind = o.kind, c.bytes = o.bytes, c.correlation = o.correlation;
+            p.calls.push_back(c);
+            break;
+        }
+        case Cat::Kernel:
+        case Cat::Memcpy:
+        case Cat::Memset: {
+            GpuSpan g;
+            g.start_ns = o.start, g.end_ns = end, g.name = o.name, g.bytes = o.bytes, g.copy_kind = o.kind;
+            g.correlation = o.correlation;
+            g.kind = o.cat == Cat::Kernel ? GpuKind::Kernel : o.cat == Cat::Memcpy ? GpuKind::Memcpy : GpuKind::Memset;
+            p.gpu.push_back(g);
+            break;
+        }
+        case Cat::Sample:
+            if (tr.kind == TrackKind::Samples && tr.tid == tr.pid) {
+                CallSpan s;
+                s.start_ns = o.start, s.end_ns = end, s.name = o.name, s.tid = tr.pid;
+                p.main_samples.push_back(s);
+            }
+            break;
+        case Cat::Range: {
+            RangeSpan rg;
+            rg.start_ns = o.start, rg.end_ns = end, rg.name = o.name, rg.tid = tr.tid;
+            p.ranges.push_back(rg);
+            break;
+        }
+        default: break;
+        }
+    }
+
+    ProcessData& process(uint32_t pid) {
+        if (!last_process_ || last_process_->pid != pid) {
+            last_process_ = &t_.processes[pid];
+            last_process_->pid = pid;
+        }
+        return *last_process_;
+    }
+
+    std::string_view pool(std::string_view s) { return t_.strings.intern(s); }
+
+    TraceData& t_;
+    std::unordered_map<uint32_t, Sequence> sequences_;
+    Sequence* last_ = nullptr;
+    uint32_t last_id_ = 0;
+    std::unordered_map<uint64_t, Track> tracks_;
+    ProcessData* last_process_ = nullptr;
+};
+
+// The header's first packet: TraceAttributes with tool = gtrace.
+bool starts_like_gtrace(std::string_view first_packet) {
+    WireReader r(first_packet);
+    uint32_t field, type;
+    while (r.next(field, type)) {
+        if (field != 126 || type != 2) {
+            r.skip(type);
+            continue;
+        }
+        WireReader attrs(r.bytes());
+        while (attrs.next(field, type)) {
+            if (field != 1 || type != 2) {
+                attrs.skip(type);
+                continue;
+            }
+            WireReader a(attrs.bytes());
+            std::string_view key, value;
+            while (a.next(field, type)) {
+                if (field == 1) key = a.bytes_of(type);
+                else if (field == 3) value = a.bytes_of(type);
+                else a.skip(type);
+            }
+            if (key == "tool" && value == "gtrace") return true;
+        }
+    }
+    return false;
+}
+
+bool holds_facts(std::string_view packet) {
+    // gtrace's facts packet is TraceAttributes with the key "other_data"; a cheap look suffices
+    // for telling a closed trace from one cut before its end.
+    return packet.find("other_data") != std::string_view::npos && packet.size() > 12;
+}
+
+} // namespace
+
+bool looks_like_pftrace(std::string_view bytes) { return !bytes.empty() && static_cast<unsigned char>(bytes[0]) == 0x0a; }
+
+std::optional<PftraceEnd> find_pftrace_end(std::string_view bytes) {
+    WireReader r(bytes);
+    PftraceEnd end;
+    std::string_view last;
+    for (;;) {
+        const char* at = r.position();
+        uint32_t field, type;
+        if (!r.next(field, type) || field != 1 || type != 2) break;
+        std::string_view packet = r.bytes();
+        if (r.failed()) break;
+        if (end.packets == 0 && !starts_like_gtrace(packet)) return std::nullopt;
+        ++end.packets;
+        end.cut = static_cast<size_t>(r.position() - bytes.data());
+        last = packet;
+        (void)at;
+    }
+    if (end.packets == 0) return std::nullopt;
+    end.complete = end.cut == bytes.size() && holds_facts(last);
+    return end;
+}
+
+Result<void> read_pftrace(const TraceFile& file, size_t length, const std::string& path, TraceData& t) {
+    Reader reader(t);
+    if (!reader.read(file, std::min(length, file.size())))
+        return make_error(ExitCode::BadTrace, fmt::format("{} is not a valid Perfetto trace (truncated or corrupted?); re-capture it", path));
+    if (reader.tool != "gtrace")
+        return make_error(ExitCode::BadTrace, fmt::format("{} was not written by gtrace (no tool attribute); "
+                                                          "gtrace report reads gtrace's own traces", path));
+    if (!reader.facts.empty()) {
+        auto facts = nlohmann::json::parse(reader.facts, nullptr, false);
+        if (facts.is_object() && facts.contains("gpu") && facts["gpu"].is_object() && facts["gpu"].contains("enabled") &&
+            facts["gpu"]["enabled"].is_boolean())
+            t.has_gpu = facts["gpu"]["enabled"].get<bool>();
+    }
+    return {};
+}
+
+} // namespace gtrace

@@ -1,0 +1,44 @@
+// Hands every event to two writers: a test hook (GTRACE_TEST_TEE=PATH writes the capture in the
+// format of PATH as well), so that tests compare two formats of the very same event stream.
+#pragma once
+#include <memory>
+
+#include "output/trace_writer.h"
+
+namespace gtrace {
+
+class TeeWriter final : public TraceWriter {
+public:
+    TeeWriter(std::unique_ptr<TraceWriter> a, std::unique_ptr<TraceWriter> b) : a_(std::move(a)), b_(std::move(b)) {}
+
+    void call(const ApiCall& c) override { a_->call(c), b_->call(c); }
+    void torch_range(const TorchRange& r) override { a_->torch_range(r), b_->torch_range(r); }
+    void gpu_op(const GpuOp& op) override { a_->gpu_op(op), b_->gpu_op(op); }
+    void flow(const CallRef& call, const GpuOp& op) override { a_->flow(call, op), b_->flow(call, op); }
+    void memory(const MemorySample& m) override { a_->memory(m), b_->memory(m); }
+    void sample_frame_begin(const SampleFrame& f, uint64_t ts) override { a_->sample_frame_begin(f, ts), b_->sample_frame_begin(f, ts); }
+    void sample_frame_end(uint32_t pid, uint32_t tid, size_t depth, uint64_t ts) override {
+        a_->sample_frame_end(pid, tid, depth, ts), b_->sample_frame_end(pid, tid, depth, ts);
+    }
+    void metadata(const TraceModel& model) override { a_->metadata(model), b_->metadata(model); }
+    void flush() override { a_->flush(), b_->flush(); }
+    bool write_failed() const override { return a_->write_failed() || b_->write_failed(); }
+    std::string write_error() const override { return a_->write_failed() ? a_->write_error() : b_->write_error(); }
+    Result<std::optional<TraceCut>> finish(const TraceModel& model, const nlohmann::json& facts) override {
+        auto other = b_->finish(model, facts);
+        auto first = a_->finish(model, facts);
+        if (!other) return other.error();
+        return first;
+    }
+    std::string output() const override { return a_->output(); }
+    std::vector<std::string> partials() const override {
+        auto all = a_->partials();
+        for (auto& p : b_->partials()) all.push_back(p);
+        return all;
+    }
+
+private:
+    std::unique_ptr<TraceWriter> a_, b_;
+};
+
+} // namespace gtrace
