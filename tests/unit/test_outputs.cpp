@@ -1,6 +1,8 @@
 // Output files: the checks made before a capture starts, safe creation (links, modes), the trace
 // sink cut back after a write error, and partial traces read and recovered.
 #include <catch2/catch.hpp>
+
+#include "temp_dir.h"
 #include <signal.h>
 #include <sys/file.h>
 #include <sys/resource.h>
@@ -27,26 +29,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct TempDir {
-    fs::path path = fs::temp_directory_path() / ("gtrace-unit-outputs-" + std::to_string(getpid()));
-    TempDir() {
-        fs::remove_all(path);
-        fs::create_directories(path);
-    }
-    ~TempDir() { fs::remove_all(path); }
-    std::string at(const std::string& name) const { return (path / name).string(); }
-    std::string write(const std::string& name, const std::string& text) const {
-        std::ofstream(path / name, std::ios::binary) << text;
-        return at(name);
-    }
-};
-
-std::string read(const std::string& path) {
-    std::ifstream f(path, std::ios::binary);
-    std::stringstream s;
-    s << f.rdbuf();
-    return s.str();
-}
+std::string read(const std::string& path) { return read_file(path); }
 
 ExitCode code_of(const Result<void>& r) { return r ? ExitCode::Ok : r.error().code; }
 

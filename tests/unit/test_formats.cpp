@@ -1,0 +1,342 @@
+// The trace formats: one event stream written as Chrome JSON, Perfetto protobuf and Kineto JSON
+// reads back into the same analysis data; .pftrace partials cut at any byte and corrupted files
+// are read safely; the wire encoder; format choice; the scripted capture's admission filter.
+#include <catch2/catch.hpp>
+
+#include <random>
+
+#include <fmt/format.h>
+
+#include "analyze/pftrace_reader.h"
+#include "analyze/proto_wire.h"
+#include "analyze/trace_data.h"
+#include "decode/python_frames.h"
+#include "output/admission_filter.h"
+#include "output/proto_encoder.h"
+#include "output/sample_tracks.h"
+#include "output/trace_formats.h"
+#include "temp_dir.h"
+
+using namespace gtrace;
+
+namespace {
+
+constexpr uint32_t kPid = 4242, kWorker = 4243;
+constexpr uint64_t kT0 = 5'000'000'000'000;
+
+TraceModel model_with_ranks() {
+    TraceModel m;
+    ProcessInfo& p = m.add_process(kPid, 1, false, std::nullopt);
+    p.ranks.rank = 1, p.ranks.world_size = 2, p.cmdline = "python3 train.py";
+    ProcessInfo& w = m.add_process(kWorker, kPid, false, kPid);
+    w.ranks.rank = 1, w.cmdline = "python3 train.py";
+    return m;
+}
+
+PyStack stack(int line, bool truncated = false) {
+    std::vector<PyFrame> frames = {{"Module._call_impl", "/usr/lib/python3/dist-packages/torch/nn/modules/module.py", 1501},
+                                   {"train_step", "/home/u/train.py", line},
+                                   {"<module>", "/home/u/train.py", 90}};
+    return make_py_stack(frames, truncated);
+}
+
+// A few steps of a training job, every kind of event, through `w` (and the sampler).
+void write_job(TraceWriter& w, TraceModel& model) {
+    SampleTracks samples(w, 100);
+    uint64_t t = kT0;
+    uint32_t corr = 1;
+    for (int step = 0; step < 4; ++step) {
+        uint64_t step_start = t;
+        samples.add(kPid, kPid, t, "python3", {{"train", "/home/u/train.py", 80}, {"__next__", "/torch/utils/data/dataloader.py", 633}});
+        samples.add(kWorker, kWorker, t, "pt_data_worker", {{"_worker_loop", "/torch/utils/data/_utils/worker.py", 308}});
+        w.torch_range({kPid, kPid, t, t + 900'000, "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__", stack(30)});
+        t += 1'000'000;
+        samples.add(kPid, kPid, t, "python3", {{"train", "/home/u/train.py", 80}, {"forward", "/home/u/model.py", 12}});
+        for (int k = 0; k < 6; ++k, ++corr) {
+            ApiCall c;
+            c.api = GT_API_CUDA_LAUNCH_KERNEL, c.pid = kPid, c.tid = kPid, c.thread_name = "python3";
+            c.start_ns = t, c.end_ns = t + 4'000 + k * 10, c.correlation = k == 5 ? 0 : corr;
+            c.launch = LaunchArgs{false, 0x1000, {64u + k, 1, 1}, {256, 1, 1}, 0};
+            c.kernel = k % 2 ? "ampere_sgemm_128x64_tn" : "void at::native::vectorized_elementwise_kernel<4>(int)";
+            c.stream = 0x5000;
+            c.py_stack = stack(40 + k, k == 3);
+            model.record_call(c);
+            w.call(c);
+            GpuOp op;
+            op.kind = GpuOpKind::Kernel, op.pid = kPid, op.correlation = corr, op.device = 0, op.stream = 7;
+            op.start_ns = t + 9'000, op.end_ns = t + 30'000, op.name = c.kernel, op.grid[0] = 64 + k, op.block[0] = 256;
+            CallRef ref{kPid, kPid, c.start_ns, c.end_ns, c.api, k == 5};
+            if (k == 4) { // the GPU record came first: its flow comes after it
+                w.gpu_op(op);
+                w.flow(ref, op);
+            } else {
+                if (k != 2) w.flow(ref, op); // k == 2: the call never joined (its op is unlinked)
+                w.gpu_op(op);
+            }
+            t += 12'000;
+        }
+        ApiCall copy;
+        copy.api = GT_API_CUDA_MEMCPY, copy.pid = kPid, copy.tid = kPid, copy.start_ns = t, copy.end_ns = t + 50'000;
+        copy.bytes = 4, copy.copy_kind = 2, copy.correlation = corr;
+        copy.py_stack = stack(44);
+        model.record_call(copy);
+        w.call(copy);
+        GpuOp op;
+        op.kind = GpuOpKind::Memcpy, op.pid = kPid, op.correlation = corr++, op.stream = 7, op.start_ns = t + 10'000;
+        op.end_ns = t + 12'000, op.name = "Memcpy DtoH", op.bytes = 4, op.copy_kind = "DtoH";
+        w.flow({kPid, kPid, copy.start_ns, copy.end_ns, copy.api, false}, op);
+        w.gpu_op(op);
+        w.memory({kPid, 0, t, uint64_t{1} << (20 + step)});
+        t += 60'000;
+        w.torch_range({kPid, kPid, t - 40'000, t, "Optimizer.step#Adam.step", stack(50)});
+        w.torch_range({kPid, kPid, step_start, t, "outer", {}});
+        w.metadata(model);
+    }
+    samples.finish();
+}
+
+struct Loaded {
+    std::string path;
+    TraceData data;
+};
+
+Loaded write_and_load(TraceFormat f, const std::string& path) {
+    TraceModel model = model_with_ranks();
+    auto w = create_trace_writer({f, path}, false, model);
+    REQUIRE(w);
+    write_job(**w, model);
+    REQUIRE((*w)->finish(model, {{"tool", "gtrace"}, {"gpu", {{"enabled", true}}}}));
+    auto t = load_trace(f == TraceFormat::Kineto ? path + "/rank1.pt.trace.json" : path);
+    INFO(path);
+    REQUIRE(t);
+    return {path, std::move(*t)};
+}
+
+std::string describe(const ProcessData& p) {
+    std::string s = fmt::format("pid {} rank {} forked {}\n", p.pid, p.rank ? *p.rank : -1, p.forked);
+    for (const auto& c : p.calls)
+        s += fmt::format("call {} {}-{} tid {} src '{}' kind '{}' bytes {} corr {}\n", c.name, c.start_ns, c.end_ns, c.tid, c.source, c.kind,
+                         c.bytes, c.correlation);
+    for (const auto& g : p.gpu)
+        s += fmt::format("gpu {} {}-{} kind {} copy '{}' bytes {} corr {}\n", g.name, g.start_ns, g.end_ns, static_cast<int>(g.kind),
+                         g.copy_kind, g.bytes, g.correlation);
+    for (const auto& r : p.ranges) s += fmt::format("range {} {}-{} tid {}\n", r.name, r.start_ns, r.end_ns, r.tid);
+    for (const auto& m : p.main_samples) s += fmt::format("sample {} {}-{}\n", m.name, m.start_ns, m.end_ns);
+    for (const auto& m : p.memory) s += fmt::format("memory {} {} {}\n", m.ts_ns, m.device, m.allocated_bytes);
+    return s;
+}
+
+} // namespace
+
+TEST_CASE("one event stream reads back the same from JSON, Perfetto protobuf and Kineto") {
+    TempDir dir("unit-formats");
+    Loaded json = write_and_load(TraceFormat::Json, dir.at("t.json"));
+    Loaded pf = write_and_load(TraceFormat::Pftrace, dir.at("t.pftrace"));
+    Loaded kineto = write_and_load(TraceFormat::Kineto, dir.at("t.kineto"));
+    const ProcessData& j = json.data.processes.at(kPid);
+    CHECK(j.calls.size() == 28);
+    CHECK(j.gpu.size() == 28);
+    CHECK(j.ranges.size() == 12);
+    CHECK(j.main_samples.size() > 4);
+    CHECK(j.memory.size() == 4);
+    CHECK(j.rank == 1);
+    CHECK(json.data.processes.at(kWorker).forked);
+    CHECK(pf.data.has_gpu);
+    CHECK(describe(pf.data.processes.at(kPid)) == describe(j));
+    CHECK(describe(pf.data.processes.at(kWorker)) == describe(json.data.processes.at(kWorker)));
+    CHECK(pf.data.processes.at(kPid).label == j.label);
+    // Kineto adds ProfilerStep#N ranges (one per step after the first); otherwise the same.
+    ProcessData k = kineto.data.processes.at(kPid);
+    size_t steps = std::erase_if(k.ranges, [](const RangeSpan& r) { return r.name.starts_with("ProfilerStep#"); });
+    CHECK(steps == 3);
+    CHECK(describe(k) == describe(j));
+    CHECK(kineto.data.processes.at(kWorker).forked);
+}
+
+TEST_CASE("a .pftrace partial cut at any byte reads up to its last whole packet") {
+    TempDir dir("unit-formats");
+    Loaded pf = write_and_load(TraceFormat::Pftrace, dir.at("t.pftrace"));
+    std::string bytes = read_file(pf.path);
+    auto whole = find_pftrace_end(bytes);
+    REQUIRE(whole);
+    CHECK(whole->complete);
+    CHECK(whole->cut == bytes.size());
+    uint64_t last_packets = 0;
+    size_t last_calls = 0;
+    for (size_t n = 0; n <= bytes.size(); n += (n < 400 ? 1 : 37)) {
+        std::string cut = bytes.substr(0, n);
+        auto end = find_pftrace_end(cut);
+        if (!end) {
+            CHECK(n < 200); // only before the header's first packet is whole
+            continue;
+        }
+        CHECK(end->cut <= n);
+        CHECK(end->packets >= last_packets);
+        last_packets = end->packets;
+        CHECK(end->complete == (n == bytes.size()));
+        auto t = load_trace(dir.write("p.pftrace.partial", cut));
+        REQUIRE(t);
+        size_t calls = t->processes.contains(kPid) ? t->processes.at(kPid).calls.size() : 0;
+        CHECK(calls >= last_calls);
+        last_calls = calls;
+        if (n < bytes.size()) CHECK(t->partial_events == end->packets);
+    }
+    CHECK(last_calls == 28);
+}
+
+TEST_CASE("corrupted .pftrace files are refused or read, never read out of bounds") {
+    TempDir dir("unit-formats");
+    Loaded pf = write_and_load(TraceFormat::Pftrace, dir.at("t.pftrace"));
+    std::string bytes = read_file(pf.path);
+    std::mt19937 rng(7);
+    int refused = 0;
+    for (int i = 0; i < 300; ++i) {
+        std::string bad = bytes;
+        for (int k = 0; k < 1 + i % 4; ++k) bad[rng() % bad.size()] = static_cast<char>(rng());
+        auto t = load_trace(dir.write("bad.pftrace", bad));
+        if (!t) {
+            CHECK(t.error().code == ExitCode::BadTrace);
+            ++refused;
+        }
+    }
+    CHECK(refused > 0);
+    // A length far past the end, and a varint that never ends.
+    std::string huge = bytes.substr(0, 200) + "\x0a\xff\xff\xff\xff\x0f" + "x";
+    auto t = load_trace(dir.write("huge.pftrace", huge));
+    REQUIRE_FALSE(t);
+    CHECK(t.error().code == ExitCode::BadTrace);
+    auto endless = load_trace(dir.write("endless.pftrace", bytes.substr(0, 200) + std::string(12, '\xff')));
+    REQUIRE_FALSE(endless);
+    // Not gtrace's: a Perfetto trace without gtrace's header.
+    std::string other;
+    proto::Encoder e(other);
+    e.begin(1);
+    e.varint(10, 1);
+    e.end();
+    auto foreign = load_trace(dir.write("other.pftrace", other));
+    REQUIRE_FALSE(foreign);
+    CHECK(foreign.error().message.find("was not written by gtrace") != std::string::npos);
+}
+
+TEST_CASE("the wire encoder writes nested lengths in their shortest form") {
+    std::string out;
+    proto::Encoder e(out);
+    e.begin(1);
+    e.bytes(2, std::string(300, 'a')); // the outer length needs two bytes
+    e.begin(3);
+    e.varint(4, 150);
+    e.end();
+    e.fixed64(5, 0x1122334455667788ull);
+    e.int64(6, -2);
+    e.end();
+    proto::WireReader r(out);
+    uint32_t field, type;
+    REQUIRE(r.next(field, type));
+    CHECK(field == 1);
+    std::string_view body = r.bytes();
+    CHECK(r.done());
+    CHECK(out.size() == 1 + 2 + body.size());
+    proto::WireReader b(body);
+    REQUIRE(b.next(field, type));
+    CHECK(b.bytes().size() == 300);
+    REQUIRE(b.next(field, type));
+    proto::WireReader inner(b.bytes());
+    REQUIRE(inner.next(field, type));
+    CHECK(inner.varint() == 150);
+    REQUIRE(b.next(field, type));
+    CHECK(b.fixed64() == 0x1122334455667788ull);
+    REQUIRE(b.next(field, type));
+    CHECK(static_cast<int64_t>(b.varint()) == -2);
+    CHECK_FALSE(b.next(field, type));
+    CHECK_FALSE(b.failed());
+}
+
+TEST_CASE("a Kineto trace of torch.profiler's own is read: its GPU rows belong to the rank") {
+    TempDir dir("unit-formats");
+    std::string trace = R"J({"schemaVersion": 1, "deviceProperties": [{"id": 0}], "distributedInfo": {"backend": "nccl", "rank": 3, "world_size": 4},
+"traceEvents": [
+{"ph":"X","cat":"user_annotation","name":"ProfilerStep#7","pid":77,"tid":77,"ts":100.0,"dur":50.0},
+{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":77,"tid":77,"ts":110.0,"dur":5.0,"args":{"correlation":9,"External id":3}},
+{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":120.0,"dur":10.0,"args":{"correlation":9,"stream":7,"device":0}},
+{"ph":"X","cat":"gpu_memcpy","name":"Memcpy HtoD (Pageable -> Device)","pid":0,"tid":7,"ts":131.0,"dur":2.0,"args":{"correlation":10,"bytes":64}}
+],
+"baseTimeNanoseconds": 1700000000000000000})J";
+    auto t = load_trace(dir.write("torch.pt.trace.json", trace));
+    REQUIRE(t);
+    REQUIRE(t->processes.size() == 1);
+    const ProcessData& p = t->processes.at(77);
+    CHECK(p.rank == 3);
+    CHECK(p.calls.size() == 1);
+    REQUIRE(p.gpu.size() == 2);
+    CHECK(p.gpu[0].correlation == 9);
+    CHECK(p.gpu[1].copy_kind == "HtoD");
+    CHECK(p.ranges.size() == 1);
+    CHECK(t->has_gpu);
+}
+
+TEST_CASE("the format comes from --format, else the output's extension, else pftrace") {
+    CHECK(*choose_format("t.json", "") == TraceFormat::Json);
+    CHECK(*choose_format("t.pftrace", "") == TraceFormat::Pftrace);
+    CHECK(*choose_format("out.kineto", "") == TraceFormat::Kineto);
+    CHECK(*choose_format("traces/", "") == TraceFormat::Kineto);
+    CHECK(*choose_format("trace.bin", "") == TraceFormat::Pftrace);
+    CHECK(*choose_format("t.json", "pftrace") == TraceFormat::Pftrace);
+    auto bad = choose_format("t.json", "xml");
+    REQUIRE_FALSE(bad);
+    CHECK(bad.error().code == ExitCode::Usage);
+    CHECK(default_output_name(TraceFormat::Pftrace, "gtrace-1-x") == "gtrace-1-x.pftrace");
+    CHECK(default_output_name(TraceFormat::Kineto, "gtrace-1-x") == "gtrace-1-x.kineto");
+}
+
+namespace {
+
+// Counts what reaches the format's writer.
+struct Counting final : TraceWriter {
+    int calls = 0, flows = 0, begins = 0, ends = 0;
+    void call(const ApiCall&) override { ++calls; }
+    void torch_range(const TorchRange&) override {}
+    void gpu_op(const GpuOp&) override {}
+    void flow(const CallRef&, const GpuOp&) override { ++flows; }
+    void memory(const MemorySample&) override {}
+    void sample_frame_begin(const SampleFrame&, uint64_t) override { ++begins; }
+    void sample_frame_end(uint32_t, uint32_t, size_t, uint64_t) override { ++ends; }
+    void metadata(const TraceModel&) override {}
+    void flush() override {}
+    bool write_failed() const override { return false; }
+    std::string write_error() const override { return {}; }
+    Result<std::optional<TraceCut>> finish(const TraceModel&, const nlohmann::json&) override { return std::optional<TraceCut>(); }
+    std::string output() const override { return {}; }
+    std::vector<std::string> partials() const override { return {}; }
+};
+
+} // namespace
+
+TEST_CASE("the admission filter keeps the window and the limit for every format") {
+    auto counting = std::make_unique<Counting>();
+    Counting& seen = *counting;
+    AdmissionFilter f(std::move(counting));
+    f.set_window(100, 200);
+    f.set_max_events(5);
+    ApiCall c;
+    for (uint64_t ts : {50, 100, 150}) {
+        c.start_ns = ts;
+        f.call(c);
+    }
+    CHECK(seen.calls == 2);
+    CHECK(f.events_outside_window() == 1);
+    GpuOp op;
+    op.start_ns = 160;
+    f.flow({0, 0, 90, 95, {}, false}, op); // its call is outside: no flow
+    f.flow({0, 0, 120, 130, {}, false}, op);
+    CHECK(seen.flows == 1);
+    CHECK(f.events_written() == 4); // a flow counts its two ends
+    // A frame admitted opens and closes; one over the limit does neither.
+    f.sample_frame_begin({1, 1, "t", 0, {"a", {}, 0}}, 170);
+    f.sample_frame_begin({1, 1, "t", 1, {"b", {}, 0}}, 171);
+    f.sample_frame_end(1, 1, 1, 180);
+    f.sample_frame_end(1, 1, 0, 181);
+    CHECK(seen.begins == 1);
+    CHECK(seen.ends == 1);
+    CHECK(f.full());
+    CHECK(f.events_over_limit() == 1);
+}
