@@ -20,6 +20,7 @@ import tomllib
 
 import command_runs
 import gpu_checks
+import trace_formats
 from kernel_state import leftover_bpf_objects, process_tree
 
 class Stream:
@@ -88,8 +89,13 @@ def substitute(value, ctx):
 
 
 def load_trace(path):
-    with open(path) as f:
-        return json.load(f)  # must be complete, valid JSON whatever stopped the capture
+    """Any format, as the JSON writer's events; a .pftrace is checked for what trace_processor
+    relies on, a JSON or Kineto file must be complete, valid JSON whatever stopped the capture."""
+    if path.endswith(".pftrace"):
+        trace = trace_formats.check_pftrace(path)
+        print(f"ok: {path}: valid Perfetto trace ({len(trace['traceEvents'])} events)")
+        return trace
+    return trace_formats.load_trace(path)
 
 
 def counts_from_output(lines):
@@ -395,13 +401,27 @@ def main():
         if not found:
             print(f"SKIPPED: no interpreter matches {case['interpreter']} on this machine", flush=True)
             sys.exit(77)
+    # `formats = [...]`: the whole case once per trace format, {format} and {ext} naming it.
+    for fmt in case.get("formats", [None]):
+        if fmt:
+            print(f"format: {fmt}", flush=True)
+        run_once(case, opts, found[-1] if "interpreter" in case else None, fmt)
+    print("PASS", flush=True)
+
+
+FORMAT_EXTENSIONS = {"json": ".json", "pftrace": ".pftrace", "kineto": ".kineto"}
+
+
+def run_once(case, opts, interpreter, fmt):
     tmp = tempfile.mkdtemp(prefix="gtrace-case-")
     nobody = pwd.getpwnam("nobody")
     ctx = {"tmp": tmp, "programs": opts.programs, "stubs": opts.stubs, "source": opts.source,
            "gtrace": opts.gtrace, "python": "/usr/bin/python3", "gpusim": opts.gpusim,
            "uid:nobody": nobody.pw_uid, "gid:nobody": nobody.pw_gid, "pid:runner": os.getpid()}
-    if "interpreter" in case:
-        ctx["interpreter"] = found[-1]
+    if fmt:  # {partial}: what a killed capture leaves beside its output (Kineto: the directory itself)
+        ctx["format"], ctx["ext"], ctx["partial"] = fmt, FORMAT_EXTENSIONS[fmt], "" if fmt == "kineto" else ".partial"
+    if interpreter:
+        ctx["interpreter"] = interpreter
     for d in case.get("make_dirs", []):
         os.makedirs(substitute(d, ctx), exist_ok=True)
     for src, dst in case.get("copy_files", {}).items():
@@ -487,7 +507,6 @@ def main():
         for i, code in enumerate(expect.get("program_exit_codes", [])):
             if programs[i].returncode != code:
                 fail(f"program {i} exited {programs[i].returncode}, expected {code}")
-        print("PASS", flush=True)
     finally:
         for p in programs:
             if p.poll() is None:

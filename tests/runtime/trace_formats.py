@@ -324,8 +324,13 @@ def check_pftrace(path):
     return trace
 
 
+KINETO_CATEGORIES = {"cuda_runtime": "cuda_api", "cuda_driver": "cuda_api", "user_annotation": "torch_range",
+                     "python_function": "sample"}
+
+
 def load_kineto(directory):
-    """The rank files (and other/) of a Kineto directory as one Chrome-like trace."""
+    """The rank files (and other/) of a Kineto directory as one Chrome-like trace, categories as
+    gtrace's JSON names them (the file's own in "kineto_cat"; GPU rows keep pid = device)."""
     events, other = [], {}
     files = sorted(glob.glob(os.path.join(directory, "*.pt.trace.json")) + glob.glob(os.path.join(directory, "other", "*.pt.trace.json")))
     if not files:
@@ -333,6 +338,11 @@ def load_kineto(directory):
     for path in files:
         with open(path) as f:
             t = json.load(f)
-        events += t["traceEvents"]
+        for e in t["traceEvents"]:
+            if e.get("cat") in KINETO_CATEGORIES and not e["name"].startswith("ProfilerStep#"):
+                e["kineto_cat"], e["cat"] = e["cat"], KINETO_CATEGORIES[e["cat"]]
+            if e.get("cat") == "cuda_api":
+                e.setdefault("args", {}).setdefault("ret", 0)
+            events.append(e)
         other = t.get("otherData", other)
     return {"traceEvents": events, "otherData": other, "files": files}
