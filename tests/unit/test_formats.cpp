@@ -3,6 +3,7 @@
 // are read safely; the wire encoder; format choice; the scripted capture's admission filter.
 #include <catch2/catch.hpp>
 
+#include <map>
 #include <random>
 
 #include <fmt/format.h>
@@ -10,7 +11,7 @@
 #include "analyze/pftrace_reader.h"
 #include "analyze/proto_wire.h"
 #include "analyze/trace_data.h"
-#include "decode/python_frames.h"
+#include "decode/python_stacks.h"
 #include "output/admission_filter.h"
 #include "output/proto_encoder.h"
 #include "output/sample_tracks.h"
@@ -33,11 +34,16 @@ TraceModel model_with_ranks() {
     return m;
 }
 
-PyStack stack(int line, bool truncated = false) {
-    std::vector<PyFrame> frames = {{"Module._call_impl", "/usr/lib/python3/dist-packages/torch/nn/modules/module.py", 1501},
-                                   {"train_step", "/home/u/train.py", line},
-                                   {"<module>", "/home/u/train.py", 90}};
-    return make_py_stack(frames, truncated);
+// As the capture has them: one shared PyStack per distinct stack.
+PyStackRef stack(int line, bool truncated = false) {
+    static std::map<std::pair<int, bool>, PyStackRef> made;
+    PyStackRef& s = made[{line, truncated}];
+    if (!s)
+        s = make_py_stack({{"Module._call_impl", "/usr/lib/python3/dist-packages/torch/nn/modules/module.py", 1501},
+                           {"train_step", "/home/u/train.py", line},
+                           {"<module>", "/home/u/train.py", 90}},
+                          truncated);
+    return s;
 }
 
 // A few steps of a training job, every kind of event, through `w` (and the sampler).
@@ -59,7 +65,8 @@ void write_job(TraceWriter& w, TraceModel& model) {
             c.launch = LaunchArgs{false, 0x1000, {64u + k, 1, 1}, {256, 1, 1}, 0};
             c.kernel = k % 2 ? "ampere_sgemm_128x64_tn" : "void at::native::vectorized_elementwise_kernel<4>(int)";
             c.stream = 0x5000;
-            c.py_stack = stack(40 + k, k == 3);
+            c.stack = stack(40 + k, k == 3);
+            c.by_agent = k % 2;
             model.record_call(c);
             w.call(c);
             GpuOp op;
@@ -78,7 +85,7 @@ void write_job(TraceWriter& w, TraceModel& model) {
         ApiCall copy;
         copy.api = GT_API_CUDA_MEMCPY, copy.pid = kPid, copy.tid = kPid, copy.start_ns = t, copy.end_ns = t + 50'000;
         copy.bytes = 4, copy.copy_kind = 2, copy.correlation = corr;
-        copy.py_stack = stack(44);
+        copy.stack = stack(44);
         model.record_call(copy);
         w.call(copy);
         GpuOp op;

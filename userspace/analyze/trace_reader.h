@@ -228,7 +228,9 @@ private:
         }
         if (!is(e.ph, "X") || e.ts.empty() || e.dur.empty()) return;
         bool kept = is(e.cat, "cuda_api") || is(e.cat, "kernel") || is(e.cat, "gpu_memcpy") || is(e.cat, "gpu_memset") ||
-                    is(e.cat, "sample") || is(e.cat, "torch_range");
+                    is(e.cat, "sample") || is(e.cat, "torch_range") || // gtrace's JSON; Kineto's names:
+                    is(e.cat, "cuda_runtime") || is(e.cat, "cuda_driver") || is(e.cat, "python_function") ||
+                    is(e.cat, "user_annotation");
         if (!kept) return;
         uint32_t pid = u32(e.pid), tid = u32(e.tid);
         ProcessData& p = process(pid);

@@ -126,12 +126,10 @@ void KinetoWriter::call(const ApiCall& c) {
     }
     if (c.bytes) fmt::format_to(out, "\"bytes\":{},", *c.bytes);
     if (c.copy_kind) fmt::format_to(out, "\"kind\":\"{}\",", copy_kind_name(*c.copy_kind));
-    if (const PyFrame* src = c.py_stack.source_frame()) {
-        buf_ += "\"source\":";
-        append_string(buf_, src->text());
-        buf_ += ',';
-    }
-    fmt::format_to(out, "\"ret\":{}}}}}", c.ret);
+    if (c.by_agent) buf_ += "\"recorded_by\":\"agent\",";
+    fmt::format_to(out, "\"ret\":{}", c.ret);
+    append_py_stack_args(buf_, c.stack, true);
+    buf_ += "}}";
     emit(*f, buf_);
 }
 
@@ -140,9 +138,11 @@ void KinetoWriter::torch_range(const TorchRange& r) {
     if (!f) return;
     buf_.clear();
     begin_x(buf_, "user_annotation", r.name, r.pid, r.tid, r.start_ns, r.end_ns);
-    if (const PyFrame* src = r.stack.source_frame()) {
-        buf_ += ",\"args\":{\"source\":";
-        append_string(buf_, src->text());
+    if (r.stack) {
+        buf_ += ",\"args\":{";
+        size_t open = buf_.size();
+        append_py_stack_args(buf_, r.stack, true);
+        buf_.erase(open, 1); // the first argument's comma
         buf_ += '}';
     }
     buf_ += '}';

@@ -66,8 +66,11 @@ uint64_t PftraceInterning::frame(const PyFrame& f, bool python) {
     return iid;
 }
 
-uint64_t PftraceInterning::callstack(const PyStack& stack) {
-    // Known stacks cost one lookup of their frames' bytes.
+uint64_t PftraceInterning::callstack(const PyStackRef& ref) {
+    if (auto it = stack_refs_.find(ref.get()); it != stack_refs_.end()) return it->second.second;
+    // A new PyStack may repeat frames interned before (another id of the same stack, or a
+    // process that exec'ed): keyed by its frames' bytes too.
+    const PyStack& stack = *ref;
     std::string key;
     key.reserve(stack.frames.size() * 64);
     for (const PyFrame& f : stack.frames) {
@@ -77,13 +80,17 @@ uint64_t PftraceInterning::callstack(const PyStack& stack) {
         key += '\0';
     }
     if (stack.truncated) key += "[truncated]";
-    if (auto it = callstacks_.find(key); it != callstacks_.end()) return it->second;
+    if (auto it = callstacks_.find(key); it != callstacks_.end()) {
+        stack_refs_.emplace(ref.get(), std::pair{ref, it->second});
+        return it->second;
+    }
     frame_ids_.clear();
     if (stack.truncated)
         frame_ids_.push_back(frame({fmt::format("[truncated: deeper than {} frames]", GT_PY_MAX_FRAMES), {}, 0}, false));
     for (auto f = stack.frames.rbegin(); f != stack.frames.rend(); ++f) frame_ids_.push_back(frame(*f, true));
     uint64_t iid = callstacks_.size() + 1;
     callstacks_.emplace(std::move(key), iid);
+    stack_refs_.emplace(ref.get(), std::pair{ref, iid});
     proto::Encoder e(pending_);
     e.begin(kCallstacks);
     e.varint(1, iid);

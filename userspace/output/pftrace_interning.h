@@ -11,7 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "decode/py_frame.h"
+#include "decode/python_stacks.h"
 
 namespace gtrace {
 
@@ -24,8 +24,9 @@ public:
     // SourceLocation{file_name, function_name, line_number}.
     uint64_t source_location(const PyFrame& f);
     // Callstack of Frames, outermost first as Perfetto has it; `stack` is innermost first, and a
-    // truncated stack gets an outermost frame that says so.
-    uint64_t callstack(const PyStack& stack);
+    // truncated stack gets an outermost frame that says so. Stacks are interned by the capture
+    // already (one PyStack per BPF stack id): a stack seen before costs one pointer lookup.
+    uint64_t callstack(const PyStackRef& stack);
 
     // InternedData fields for the packet being written (empty: none new); clear after use.
     std::string& pending() { return pending_; }
@@ -55,6 +56,8 @@ private:
 
     Table names_, categories_, annotation_names_, string_values_, function_names_, source_paths_;
     Table source_locations_, frames_, callstacks_; // keyed by their fields' bytes
+    // The capture's stacks as met, holding them so that no address is reused for another stack.
+    std::unordered_map<const PyStack*, std::pair<PyStackRef, uint64_t>> stack_refs_;
     std::string pending_, key_;
     std::vector<uint64_t> frame_ids_;
 };

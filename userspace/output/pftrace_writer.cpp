@@ -301,10 +301,11 @@ void PftraceWriter::call(const ApiCall& c) {
     e.varint(kCategoryIids, t.interning.category("cuda_api"));
     e.varint(kNameIid, t.interning.event_name(api_name(c.api)));
     if (c.correlation) e.fixed64(kFlowIds, flow_id(c.pid, c.correlation));
-    if (!c.py_stack.empty()) {
-        e.varint(kCallstackIid, t.interning.callstack(c.py_stack));
-        if (const PyFrame* src = c.py_stack.source_frame()) e.varint(kSourceLocationIid, t.interning.source_location(*src));
+    if (c.stack) {
+        e.varint(kCallstackIid, t.interning.callstack(c.stack));
+        if (const PyFrame* src = c.stack->source_frame()) e.varint(kSourceLocationIid, t.interning.source_location(*src));
     }
+    if (c.by_agent) annotation_string(t, "recorded_by", "agent");
     if (c.ret) {
         e.begin(kDebugAnnotations);
         e.varint(1, t.interning.annotation_name("ret"));
@@ -338,9 +339,9 @@ void PftraceWriter::torch_range(const TorchRange& r) {
     auto& e = begin_event(t, r.start_ns, kSliceBegin);
     e.varint(kCategoryIids, t.interning.category("torch_range"));
     e.varint(kNameIid, t.interning.event_name(r.name));
-    if (!r.stack.empty()) {
+    if (r.stack) {
         e.varint(kCallstackIid, t.interning.callstack(r.stack));
-        if (const PyFrame* src = r.stack.source_frame()) e.varint(kSourceLocationIid, t.interning.source_location(*src));
+        if (const PyFrame* src = r.stack->source_frame()) e.varint(kSourceLocationIid, t.interning.source_location(*src));
     }
     end_event(t);
     begin_event(t, std::max(r.end_ns, r.start_ns), kSliceEnd);
