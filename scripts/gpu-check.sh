@@ -47,5 +47,6 @@ for _ in $(seq 1 120); do
 done
 sleep 3 # initialized and training: gtrace attaches to a running process
 echo "gpu-check: attaching to the running training loop (pid $JOB) for 5 s"
-"$GTRACE" attach --pid $JOB --duration 5 -o "$OUT/trace.json" --force "${OPTIONS[@]}" 2>&1 | tee "$OUT/gtrace.log"
+# JSON explicitly: gpu_check_verify.py reads it with plain python3 (no protobuf module on GPU hosts).
+"$GTRACE" attach --pid $JOB --duration 5 --format json -o "$OUT/trace.json" --force "${OPTIONS[@]}" 2>&1 | tee "$OUT/gtrace.log"
 "$PY" "$HERE/gpu_check_verify.py" "$OUT/trace.json" --device "$DEVICE"

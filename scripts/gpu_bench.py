@@ -78,7 +78,8 @@ class Gtrace:
         while options and re.fullmatch(r"[A-Z_][A-Z0-9_]*=.*", options[0]):
             var, value = options.pop(0).split("=", 1)
             env[var] = value
-        self.p = subprocess.Popen([gtrace, "attach", "--pid", str(pid), "-o", trace, "--force", *options],
+        # JSON explicitly: the GPU host reads it with plain python3 (no protobuf module there).
+        self.p = subprocess.Popen([gtrace, "attach", "--pid", str(pid), "--format", "json", "-o", trace, "--force", *options],
                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
         want = "GPU agent active" if device == "cuda" and "--no-gpu" not in options else "attached to PID"
         if want == "GPU agent active" and not any(o == "uprobes" or o.endswith("=uprobes") for o in options):
