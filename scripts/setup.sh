@@ -9,6 +9,7 @@ PACKAGES=(
   libboost-program-options-dev libcapstone-dev
   catch2 nlohmann-json3-dev libfmt-dev
   python3 python3-torch austin time
+  protobuf-compiler python3-protobuf # tests decode .pftrace with the protobuf runtime, not gtrace's reader
   chromium
   qemu-system-x86 busybox-static kmod cpio xz-utils
 )
