@@ -338,11 +338,20 @@ def load_kineto(directory):
     for path in files:
         with open(path) as f:
             t = json.load(f)
+        # GPU rows (and flow ends) sit on pid = device: back on the file's process, as the JSON
+        # writer has them; the device stays in "kineto_pid".
+        hosts = {e["pid"] for e in t["traceEvents"] if e.get("ph") == "M" and e.get("name") == "process_labels"}
+        host = hosts.pop() if len(hosts) == 1 else None
         for e in t["traceEvents"]:
             if e.get("cat") in KINETO_CATEGORIES and not e["name"].startswith("ProfilerStep#"):
                 e["kineto_cat"], e["cat"] = e["cat"], KINETO_CATEGORIES[e["cat"]]
             if e.get("cat") == "cuda_api":
                 e.setdefault("args", {}).setdefault("ret", 0)
+            if host is not None and (e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset") or
+                                     (e.get("cat") == "ac2g" and e["ph"] == "f")):
+                e["kineto_pid"], e["pid"] = e["pid"], host
+                if e["ph"] == "f":
+                    e.setdefault("args", {})["correlation"] = e["id"]
             events.append(e)
         other = t.get("otherData", other)
     return {"traceEvents": events, "otherData": other, "files": files}
