@@ -10,26 +10,11 @@ namespace {
 
 std::string hex(uint64_t v) { return fmt::format("{:#x}", v); }
 
-const char* gpu_category(GpuOpKind k) {
-    switch (k) {
-    case GpuOpKind::Kernel: return "kernel";
-    case GpuOpKind::Memcpy: return "gpu_memcpy";
-    case GpuOpKind::Memset: return "gpu_memset";
-    default: return "gpu_sync";
-    }
-}
-
-void append_string(std::string& out, std::string_view s) {
-    out += '"';
-    append_json_escaped(out, s);
-    out += '"';
-}
-
 // {"name":"...","cat":"...","ph":"X","pid":P,"tid":T,"ts":...,"dur":... (no closing brace)
 void begin_slice(std::string& out, std::string_view name, std::string_view cat, uint32_t pid, uint32_t tid, uint64_t start_ns,
                  uint64_t end_ns) {
     out += "{\"name\":";
-    append_string(out, name);
+    append_json_string(out, name);
     fmt::format_to(std::back_inserter(out), ",\"cat\":\"{}\",\"ph\":\"X\",\"pid\":{},\"tid\":{},\"ts\":", cat, pid, tid);
     append_us(out, start_ns);
     out += ",\"dur\":";
@@ -42,13 +27,13 @@ void append_py_stack_args(std::string& out, const PyStackRef& stack, bool source
     if (!stack) return;
     auto source = [&] {
         out += ",\"source\":";
-        append_string(out, stack->source);
+        append_json_string(out, stack->source);
     };
     if (source_first) source();
     out += ",\"py_stack\":[";
     for (size_t i = 0; i < stack->texts.size(); ++i) {
         if (i) out += ',';
-        append_string(out, stack->texts[i]);
+        append_json_string(out, stack->texts[i]);
     }
     out += ']';
     if (!source_first) source();
@@ -70,7 +55,7 @@ void ChromeTraceWriter::call(const ApiCall& c) {
     if (c.launch) {
         const LaunchArgs& l = *c.launch;
         buf_ += ",\"kernel\":";
-        append_string(buf_, c.kernel);
+        append_json_string(buf_, c.kernel);
         fmt::format_to(out, ",\"grid\":[{},{},{}],\"block\":[{},{},{}],\"shared_mem\":{}", l.grid.x, l.grid.y, l.grid.z,
                        l.block.x, l.block.y, l.block.z, l.shared_mem);
     }
@@ -103,7 +88,7 @@ void ChromeTraceWriter::gpu_op(const GpuOp& op) {
     if (!track_names_.contains(key)) track_names_[key] = fmt::format("GPU {} · stream {}", op.device, op.stream);
     buf_.clear();
     auto out = std::back_inserter(buf_);
-    begin_slice(buf_, op.name, gpu_category(op.kind), op.pid, tid, op.start_ns, op.end_ns);
+    begin_slice(buf_, op.name, gpu_op_category(op.kind), op.pid, tid, op.start_ns, op.end_ns);
     fmt::format_to(out, ",\"args\":{{\"correlation\":{},\"device\":{},\"context\":{},\"stream\":{}", op.correlation,
                    op.device, op.context, op.stream);
     if (op.kind == GpuOpKind::Kernel) {

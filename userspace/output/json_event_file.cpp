@@ -6,6 +6,12 @@
 
 namespace gtrace {
 
+void append_json_string(std::string& out, std::string_view s) {
+    out += '"';
+    append_json_escaped(out, s);
+    out += '"';
+}
+
 void append_json_escaped(std::string& out, std::string_view s) {
     for (unsigned char c : s) {
         switch (c) {

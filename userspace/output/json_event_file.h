@@ -18,6 +18,8 @@ namespace gtrace {
 // Appends s to out as the contents of a JSON string (without quotes). Bytes that are not
 // printable ASCII become '?' (symbol names are ASCII; never emit invalid UTF-8).
 void append_json_escaped(std::string& out, std::string_view s);
+// ... and as a JSON string, quotes included.
+void append_json_string(std::string& out, std::string_view s);
 // Nanoseconds as microseconds with three decimals ("5000003022.500").
 void append_us(std::string& out, uint64_t ns);
 

@@ -16,24 +16,10 @@ namespace {
 // Kineto's categories of CUDA calls: the runtime API (cuda*) and the driver API (cu*).
 const char* call_category(std::string_view api) { return api.starts_with("cuda") ? "cuda_runtime" : "cuda_driver"; }
 
-const char* gpu_category(GpuOpKind k) {
-    switch (k) {
-    case GpuOpKind::Kernel: return "kernel";
-    case GpuOpKind::Memcpy: return "gpu_memcpy";
-    default: return "gpu_memset";
-    }
-}
-
-void append_string(std::string& out, std::string_view s) {
-    out += '"';
-    append_json_escaped(out, s);
-    out += '"';
-}
-
 void begin_x(std::string& out, std::string_view cat, std::string_view name, uint32_t pid, uint32_t tid, uint64_t start,
              uint64_t end) {
     fmt::format_to(std::back_inserter(out), "{{\"ph\":\"X\",\"cat\":\"{}\",\"name\":", cat);
-    append_string(out, name);
+    append_json_string(out, name);
     fmt::format_to(std::back_inserter(out), ",\"pid\":{},\"tid\":{},\"ts\":", pid, tid);
     append_us(out, start);
     out += ",\"dur\":";
@@ -121,7 +107,7 @@ void KinetoWriter::call(const ApiCall& c) {
     if (c.correlation) fmt::format_to(out, "\"External id\":{},\"correlation\":{},", c.correlation, c.correlation);
     if (c.launch) {
         buf_ += "\"kernel\":";
-        append_string(buf_, c.kernel);
+        append_json_string(buf_, c.kernel);
         buf_ += ',';
     }
     if (c.bytes) fmt::format_to(out, "\"bytes\":{},", *c.bytes);
@@ -165,7 +151,7 @@ void KinetoWriter::gpu_op(const GpuOp& op) {
     f->devices.insert(op.device);
     buf_.clear();
     auto out = std::back_inserter(buf_);
-    begin_x(buf_, gpu_category(op.kind), op.name, op.device, op.stream, op.start_ns, op.end_ns);
+    begin_x(buf_, gpu_op_category(op.kind), op.name, op.device, op.stream, op.start_ns, op.end_ns);
     fmt::format_to(out, ",\"args\":{{\"External id\":{},\"queued\":0,\"device\":{},\"context\":{},\"stream\":{},\"correlation\":{}",
                    op.correlation, op.device, op.context, op.stream, op.correlation);
     if (op.kind == GpuOpKind::Kernel) {

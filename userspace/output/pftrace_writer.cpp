@@ -44,15 +44,6 @@ constexpr size_t kMaxUnlinkedOps = 1 << 16;
 
 uint64_t flow_id(uint32_t pid, uint32_t correlation) { return (uint64_t{pid} << 32) | correlation; }
 
-const char* gpu_category(GpuOpKind k) {
-    switch (k) {
-    case GpuOpKind::Kernel: return "kernel";
-    case GpuOpKind::Memcpy: return "gpu_memcpy";
-    case GpuOpKind::Memset: return "gpu_memset";
-    default: return "gpu_sync";
-    }
-}
-
 void attribute(proto::Encoder& e, std::string_view key, std::string_view value) {
     e.begin(1); // TraceAttributes.attribute
     e.bytes(1, key);
@@ -353,7 +344,7 @@ void PftraceWriter::gpu_op(const GpuOp& op) {
     Track& t = track(Kind::Gpu, op.pid, op.device, op.stream);
     uint64_t key = flow_id(op.pid, op.correlation);
     auto& e = begin_event(t, op.start_ns, kSliceBegin);
-    e.varint(kCategoryIids, t.interning.category(gpu_category(op.kind)));
+    e.varint(kCategoryIids, t.interning.category(gpu_op_category(op.kind)));
     e.varint(kNameIid, t.interning.event_name(op.name));
     if (pending_flow_key_ == key && op.correlation) {
         e.fixed64(kTerminatingFlowIds, pending_flow_id_);

@@ -11,4 +11,13 @@ std::string process_labels_json(const ProcessInfo& p) {
     return labels.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+const char* gpu_op_category(GpuOpKind k) {
+    switch (k) {
+    case GpuOpKind::Kernel: return "kernel";
+    case GpuOpKind::Memcpy: return "gpu_memcpy";
+    case GpuOpKind::Memset: return "gpu_memset";
+    default: return "gpu_sync";
+    }
+}
+
 } // namespace gtrace

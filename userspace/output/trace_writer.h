@@ -50,6 +50,9 @@ struct TraceCut {
 // world_size, forked_from.
 std::string process_labels_json(const ProcessInfo& p);
 
+// The category a GPU op's slice has in every format: kernel, gpu_memcpy, gpu_memset, gpu_sync.
+const char* gpu_op_category(GpuOpKind k);
+
 class TraceWriter {
 public:
     virtual ~TraceWriter() = default;
