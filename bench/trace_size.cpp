@@ -59,6 +59,7 @@ const char* kForwardSites[][2] = {{"forward", "/usr/lib/python3/dist-packages/to
 constexpr int kForwardPerLayer = 14; // the block's launches: the sites above, twice (attention and MLP halves)
 
 struct Stream {
+    Stream(TraceWriter& writer, TraceModel& trace_model) : w(writer), model(trace_model) {}
     TraceWriter& w;
     TraceModel& model;
     uint64_t t = 5'000'000'000'000;
