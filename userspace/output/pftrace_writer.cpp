@@ -40,9 +40,6 @@ enum : uint32_t { kSeqIncrementalStateCleared = 1, kSeqNeedsIncrementalState = 2
 enum : uint32_t { kClockRealtime = 1, kClockMonotonic = 3, kClockBoottime = 6, kClockIncremental = 64 };
 constexpr uint32_t kMetadataSequence = 1;
 constexpr uint64_t kClockSnapshotEveryNs = 10'000'000'000ull;
-constexpr size_t kMaxUnlinkedOps = 1 << 16;
-
-uint64_t flow_id(uint32_t pid, uint32_t correlation) { return (uint64_t{pid} << 32) | correlation; }
 
 void attribute(proto::Encoder& e, std::string_view key, std::string_view value) {
     e.begin(1); // TraceAttributes.attribute
@@ -291,7 +288,7 @@ void PftraceWriter::call(const ApiCall& c) {
     auto& e = begin_event(t, c.start_ns, kSliceBegin);
     e.varint(kCategoryIids, t.interning.category("cuda_api"));
     e.varint(kNameIid, t.interning.event_name(api_name(c.api)));
-    if (c.correlation) e.fixed64(kFlowIds, flow_id(c.pid, c.correlation));
+    if (c.correlation) e.fixed64(kFlowIds, flows_.call_written(c.pid, c.tid, c.start_ns, c.correlation));
     if (c.stack) {
         e.varint(kCallstackIid, t.interning.callstack(c.stack));
         if (const PyFrame* src = c.stack->source_frame()) e.varint(kSourceLocationIid, t.interning.source_location(*src));
@@ -342,20 +339,16 @@ void PftraceWriter::torch_range(const TorchRange& r) {
 
 void PftraceWriter::gpu_op(const GpuOp& op) {
     Track& t = track(Kind::Gpu, op.pid, op.device, op.stream);
-    uint64_t key = flow_id(op.pid, op.correlation);
     auto& e = begin_event(t, op.start_ns, kSliceBegin);
     e.varint(kCategoryIids, t.interning.category(gpu_op_category(op.kind)));
     e.varint(kNameIid, t.interning.event_name(op.name));
-    if (pending_flow_key_ == key && op.correlation) {
-        e.fixed64(kTerminatingFlowIds, pending_flow_id_);
+    if (pending_flow_ && op.correlation && pending_flow_->first == PftraceFlows::op_key(op)) {
+        e.fixed64(kTerminatingFlowIds, pending_flow_->second);
     } else {
         annotation_uint(t, "correlation", op.correlation);
-        if (op.correlation) {
-            unlinked_ops_[key] = op.start_ns;
-            if (unlinked_ops_.size() > kMaxUnlinkedOps) unlinked_ops_.erase(unlinked_ops_.begin());
-        }
+        if (op.correlation) flows_.op_written_unlinked(op);
     }
-    pending_flow_key_ = pending_flow_id_ = 0;
+    pending_flow_.reset();
     if (op.kind == GpuOpKind::Kernel) {
         annotation_string(t, "launch", fmt::format("grid [{},{},{}] block [{},{},{}] registers_per_thread {} shared_memory {}+{}{}",
                                                    op.grid[0], op.grid[1], op.grid[2], op.block[0], op.block[1], op.block[2],
@@ -374,28 +367,27 @@ void PftraceWriter::gpu_op(const GpuOp& op) {
 }
 
 void PftraceWriter::flow(const CallRef& call, const GpuOp& op) {
-    uint64_t id = flow_id(op.pid, op.correlation);
-    if (call.via_api_record) {
-        // The call's slice went out without the id (CUPTI's API record brought it later): the
-        // flow starts at an instant inside the call.
+    PftraceFlows::Join flow = flows_.join(call, op);
+    if (flow.needs_start) {
+        // The call's slice went out without this flow (its id came later from CUPTI's API
+        // record, or another op of it took the slice's flow): it starts at an instant inside.
         Track& t = track(Kind::Thread, call.pid, call.tid);
         auto& e = begin_event(t, call.start_ns + (call.end_ns - call.start_ns) / 2, kInstant);
         e.varint(kCategoryIids, t.interning.category("ac2g"));
         e.varint(kNameIid, t.interning.event_name(api_name(call.api)));
-        e.fixed64(kFlowIds, id);
+        e.fixed64(kFlowIds, flow.id);
         end_event(t);
     }
-    if (auto it = unlinked_ops_.find(id); it != unlinked_ops_.end()) {
+    if (flows_.take_written_unlinked(op)) {
         // The GPU op's slice is written already: the flow ends at an instant at its start.
         Track& t = track(Kind::Gpu, op.pid, op.device, op.stream);
-        auto& e = begin_event(t, it->second, kInstant);
+        auto& e = begin_event(t, op.start_ns, kInstant);
         e.varint(kCategoryIids, t.interning.category("ac2g"));
         e.varint(kNameIid, t.interning.event_name(api_name(call.api)));
-        e.fixed64(kTerminatingFlowIds, id);
+        e.fixed64(kTerminatingFlowIds, flow.id);
         end_event(t);
-        unlinked_ops_.erase(it);
     } else {
-        pending_flow_key_ = id, pending_flow_id_ = id;
+        pending_flow_.emplace(PftraceFlows::op_key(op), flow.id);
     }
     commit_with_metadata();
 }

@@ -15,16 +15,18 @@
 //  - slices are SLICE_BEGIN/SLICE_END pairs: CUDA calls (category cuda_api) with their interned
 //    Python callstack, source location and arguments; torch ranges (torch_range); GPU work
 //    (kernel, gpu_memcpy, gpu_memset) on its stream's track; sampled frames (sample) on a child
-//    track of their thread. A call with a CUPTI correlation id starts the flow pid << 32 | id,
-//    which its GPU work terminates. GPU memory is a counter track per process and device.
+//    track of their thread. Flows go from a call to its GPU work, each id started and ended once
+//    (output/pftrace_flows.h). GPU memory is a counter track per process and device.
 #pragma once
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <tuple>
 
 #include "output/clocks.h"
+#include "output/pftrace_flows.h"
 #include "output/pftrace_interning.h"
 #include "output/proto_encoder.h"
 #include "output/trace_sink.h"
@@ -102,9 +104,9 @@ private:
     uint64_t next_uuid_ = 1;
     uint32_t next_sequence_ = 2; // 1: metadata
     uint64_t last_clocks_ns_;
-    // A flow waiting for its GPU op's slice (flow() comes just before gpu_op()).
-    uint64_t pending_flow_key_ = 0, pending_flow_id_ = 0;
-    std::map<uint64_t, uint64_t> unlinked_ops_; // (pid, correlation) -> GPU track uuid, ops written without their flow
+    PftraceFlows flows_;
+    // A flow waiting for its GPU op's slice (flow() comes just before gpu_op(), with the same op).
+    std::optional<std::pair<PftraceFlows::OpKey, uint64_t>> pending_flow_;
 };
 
 } // namespace gtrace

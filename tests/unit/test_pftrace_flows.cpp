@@ -1,0 +1,150 @@
+// Flows in a .pftrace start once and end once, and start in the call their GPU op was joined
+// to, however calls and ops pair up: twin calls with one correlation id, a graph launch's
+// several kernels, an op written before its call, an id known only from CUPTI's API record.
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <vector>
+
+#include "analyze/proto_wire.h"
+#include "output/trace_formats.h"
+#include "temp_dir.h"
+
+using namespace gtrace;
+
+namespace {
+
+constexpr uint32_t kPid = 4242;
+
+struct FlowEvent {
+    uint32_t type = 0;     // TrackEvent.type: 1 slice begin, 3 instant
+    uint64_t flow = 0;     // flow_ids (0: none)
+    uint64_t ends = 0;     // terminating_flow_ids
+};
+
+// The track events of a trace that start or end a flow, in file order.
+std::vector<FlowEvent> flow_events(const std::string& bytes) {
+    std::vector<FlowEvent> out;
+    proto::WireReader trace(bytes);
+    uint32_t field, type;
+    while (trace.next(field, type)) {
+        std::string_view packet = trace.bytes_of(type);
+        if (field != 1) continue;
+        proto::WireReader p(packet);
+        while (p.next(field, type)) {
+            std::string_view te = p.bytes_of(type);
+            if (field != 11) continue; // TracePacket.track_event
+            proto::WireReader e(te);
+            FlowEvent f;
+            while (e.next(field, type)) {
+                if (field == 9) f.type = static_cast<uint32_t>(e.varint_of(type));
+                else if (field == 47) f.flow = e.fixed64_of(type);
+                else if (field == 48) f.ends = e.fixed64_of(type);
+                else e.skip(type);
+            }
+            REQUIRE_FALSE(e.failed());
+            if (f.flow || f.ends) out.push_back(f);
+        }
+    }
+    REQUIRE_FALSE(trace.failed());
+    return out;
+}
+
+ApiCall launch(uint64_t start, uint32_t correlation) {
+    ApiCall c;
+    c.api = GT_API_CUDA_LAUNCH_KERNEL, c.pid = kPid, c.tid = kPid, c.start_ns = start, c.end_ns = start + 4'000;
+    c.correlation = correlation;
+    return c;
+}
+
+GpuOp kernel(uint64_t start, uint32_t correlation) {
+    GpuOp op;
+    op.kind = GpuOpKind::Kernel, op.pid = kPid, op.correlation = correlation, op.stream = 7;
+    op.start_ns = start, op.end_ns = start + 1'000, op.name = "k";
+    return op;
+}
+
+CallRef ref(const ApiCall& c, bool via_api_record = false) { return {c.pid, c.tid, c.start_ns, c.end_ns, c.api, via_api_record}; }
+
+} // namespace
+
+TEST_CASE("every .pftrace flow starts once and ends once, in the call its op was joined to") {
+    TempDir dir("unit-flows");
+    TraceModel model;
+    model.add_process(kPid, 1, false, std::nullopt);
+    auto w = create_trace_writer({TraceFormat::Pftrace, dir.at("t.pftrace")}, false, model);
+    REQUIRE(w);
+    TraceWriter& t = **w;
+    uint64_t ts = 5'000'000'000'000;
+
+    // Twins: two calls with correlation 7 (a call recorded twice); the op is joined to the second.
+    ApiCall twin_a = launch(ts, 7), twin_b = launch(ts + 10'000, 7);
+    t.call(twin_a);
+    t.call(twin_b);
+    GpuOp op7 = kernel(ts + 20'000, 7);
+    t.flow(ref(twin_b), op7);
+    t.gpu_op(op7);
+    // A graph launch: one call, two kernels with its correlation id.
+    ApiCall graph = launch(ts + 30'000, 8);
+    t.call(graph);
+    GpuOp op8a = kernel(ts + 40'000, 8), op8b = kernel(ts + 41'000, 8);
+    t.flow(ref(graph), op8a);
+    t.gpu_op(op8a);
+    t.flow(ref(graph), op8b);
+    t.gpu_op(op8b);
+    // The GPU record before its call.
+    GpuOp op9 = kernel(ts + 60'000, 9);
+    t.gpu_op(op9);
+    ApiCall late = launch(ts + 50'000, 9);
+    t.call(late);
+    t.flow(ref(late), op9);
+    // The id from CUPTI's API record: the call's slice went out without it.
+    ApiCall plain = launch(ts + 70'000, 0);
+    t.call(plain);
+    GpuOp op10 = kernel(ts + 80'000, 10);
+    t.flow(ref(plain, true), op10);
+    t.gpu_op(op10);
+    REQUIRE(t.finish(model, {{"tool", "gtrace"}}));
+
+    std::vector<FlowEvent> events = flow_events(read_file(dir.at("t.pftrace")));
+    std::map<uint64_t, int> starts, ends;
+    std::map<uint64_t, uint32_t> started_by; // id -> the type of the event that starts it
+    std::vector<uint64_t> slice_flows;       // the flows on call slices, in call order
+    std::vector<uint64_t> ended;             // the flows ended, in order
+    for (const auto& e : events) {
+        if (e.flow) {
+            ++starts[e.flow];
+            started_by[e.flow] = e.type;
+            if (e.type == 1) slice_flows.push_back(e.flow);
+        }
+        if (e.ends) {
+            ++ends[e.ends];
+            ended.push_back(e.ends);
+        }
+    }
+    for (auto [id, n] : starts) {
+        INFO(id);
+        CHECK(n == 1);
+        CHECK((id & 0xFFFFFFFF) != 0); // the readers take the correlation id from the low 32 bits
+    }
+    for (auto [id, n] : ends) {
+        INFO(id);
+        CHECK(n == 1);
+        CHECK(starts.contains(id));
+    }
+    REQUIRE(slice_flows.size() == 4); // twin_a, twin_b, graph, late
+    REQUIRE(ended.size() == 5);       // op7, op8a, op8b, op9, op10
+    // op7 was joined to twin_b, whose slice starts no flow of twin_a's id: an instant in twin_b does.
+    CHECK(ended[0] != slice_flows[0]);
+    CHECK(started_by[ended[0]] == 3);
+    CHECK((ended[0] & 0xFFFFFFFF) == 7);
+    // The graph's first kernel ends the call slice's flow, the second a flow of its own.
+    CHECK(ended[1] == slice_flows[2]);
+    CHECK(started_by[ended[2]] == 3);
+    CHECK((ended[2] & 0xFFFFFFFF) == 8);
+    // The op written first: its flow from the late call's slice ends at an instant.
+    CHECK(ended[3] == slice_flows[3]);
+    // The API record's id: an instant in the call starts it.
+    CHECK(started_by[ended[4]] == 3);
+    CHECK((ended[4] & 0xFFFFFFFF) == 10);
+}

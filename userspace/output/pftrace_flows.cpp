@@ -1,0 +1,51 @@
+#include "output/pftrace_flows.h"
+
+namespace gtrace {
+namespace {
+
+// Calls waiting for their GPU op, as many as GpuJoin keeps; past that the oldest call's flow
+// starts at an instant when its op comes after all.
+constexpr size_t kMaxStarted = 1 << 20;
+constexpr size_t kMaxUnlinkedOps = 1 << 16;
+
+} // namespace
+
+uint64_t PftraceFlows::next_id(uint32_t correlation) {
+    if (++serial_ == 0) serial_ = 1; // after 2^32 flows; a serial 0 would reuse an id of the first round
+    return (uint64_t{serial_} << 32) | correlation;
+}
+
+uint64_t PftraceFlows::call_written(uint32_t pid, uint32_t tid, uint64_t start_ns, uint32_t correlation) {
+    uint64_t id = next_id(correlation), k = key(pid, correlation);
+    // A second call with the same id keeps the first's entry: GpuJoin joins ops to the first one.
+    if (started_.try_emplace(k, Started{tid, start_ns, id}).second) {
+        started_order_.emplace_back(k, id);
+        if (started_order_.size() > kMaxStarted) {
+            auto [old_key, old_id] = started_order_.front();
+            started_order_.pop_front();
+            if (auto it = started_.find(old_key); it != started_.end() && it->second.id == old_id) started_.erase(it);
+        }
+    }
+    return id;
+}
+
+PftraceFlows::Join PftraceFlows::join(const CallRef& call, const GpuOp& op) {
+    auto it = started_.find(key(op.pid, op.correlation));
+    if (it != started_.end() && it->second.tid == call.tid && it->second.start_ns == call.start_ns) {
+        Join j{it->second.id, false};
+        started_.erase(it); // a second op of the call (a graph launch) gets a flow of its own
+        return j;
+    }
+    return {next_id(op.correlation), true};
+}
+
+void PftraceFlows::op_written_unlinked(const GpuOp& op) {
+    unlinked_ops_.insert(op_key(op));
+    if (unlinked_ops_.size() > kMaxUnlinkedOps) unlinked_ops_.erase(unlinked_ops_.begin());
+}
+
+bool PftraceFlows::take_written_unlinked(const GpuOp& op) {
+    return unlinked_ops_.erase(op_key(op)) > 0;
+}
+
+} // namespace gtrace
