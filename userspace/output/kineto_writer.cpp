@@ -171,8 +171,10 @@ void KinetoWriter::flow(const CallRef& call, const GpuOp& op) {
     if (!f) return;
     buf_.clear();
     auto out = std::back_inserter(buf_);
+    // At the call's midpoint, as the other writers: a flow start binds to the slice around it, and
+    // at the call's start that may be the call before it, ending at the same microsecond.
     fmt::format_to(out, "{{\"ph\":\"s\",\"id\":{},\"pid\":{},\"tid\":{},\"ts\":", op.correlation, call.pid, call.tid);
-    append_us(buf_, call.start_ns);
+    append_us(buf_, call.start_ns + (call.end_ns - call.start_ns) / 2);
     buf_ += ",\"cat\":\"ac2g\",\"name\":\"ac2g\"}";
     emit(*f, buf_);
     buf_.clear();
