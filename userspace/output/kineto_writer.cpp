@@ -106,9 +106,12 @@ void KinetoWriter::call(const ApiCall& c) {
     buf_ += ",\"args\":{";
     if (c.correlation) fmt::format_to(out, "\"External id\":{},\"correlation\":{},", c.correlation, c.correlation);
     if (c.launch) {
+        const LaunchArgs& l = *c.launch;
         buf_ += "\"kernel\":";
         append_json_string(buf_, c.kernel);
-        buf_ += ',';
+        // The launch's own configuration (Kineto's runtime events have none; the kernel row has it).
+        fmt::format_to(out, ",\"grid\":[{},{},{}],\"block\":[{},{},{}],\"shared_mem\":{},", l.grid.x, l.grid.y, l.grid.z, l.block.x,
+                       l.block.y, l.block.z, l.shared_mem);
     }
     if (c.bytes) fmt::format_to(out, "\"bytes\":{},", *c.bytes);
     if (c.copy_kind) fmt::format_to(out, "\"kind\":\"{}\",", copy_kind_name(*c.copy_kind));
