@@ -1,6 +1,8 @@
 #include "analyze/pftrace_reader.h"
 
+#include <algorithm>
 #include <charconv>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -91,9 +93,11 @@ class Reader {
 public:
     Reader(TraceData& t) : t_(t) {}
 
-    bool read(const TraceFile& file, size_t length) {
-        WireReader trace(file.begin(), file.begin() + length);
-        TraceFile::Dropper drop(file, file.begin());
+    // `file`, when the bytes are its mapping: pages read are dropped as the reading goes.
+    bool read(std::string_view bytes, const TraceFile* file) {
+        WireReader trace(bytes);
+        std::optional<TraceFile::Dropper> drop;
+        if (file) drop.emplace(*file, bytes.data());
         uint32_t field, type;
         while (trace.next(field, type)) {
             if (field != 1 || type != 2) {
@@ -101,13 +105,22 @@ public:
                 continue;
             }
             if (!packet(trace.bytes())) return false;
-            drop.done_before(trace.position());
+            if (drop) drop->done_before(trace.position());
         }
         return !trace.failed();
     }
 
     std::string tool;
     std::string facts;
+
+    PftraceOpenSlices open_slices() const {
+        PftraceOpenSlices open;
+        open.last_ts = last_ts_;
+        for (const auto& [uuid, track] : tracks_)
+            if (!track.open.empty()) open.tracks.emplace_back(uuid, track.open.size());
+        std::sort(open.tracks.begin(), open.tracks.end());
+        return open;
+    }
 
 private:
     bool packet(std::string_view bytes) {
@@ -147,6 +160,7 @@ private:
         } else if (clock != kClockMonotonic) {
             return true; // gtrace writes CLOCK_MONOTONIC only
         }
+        last_ts_ = std::max(last_ts_, ts);
         return event(s, p.event, ts);
     }
 
@@ -437,6 +451,7 @@ private:
     uint32_t last_id_ = 0;
     std::unordered_map<uint64_t, Track> tracks_;
     ProcessData* last_process_ = nullptr;
+    uint64_t last_ts_ = 0;
 };
 
 // The header's first packet: TraceAttributes with tool = gtrace.
@@ -473,6 +488,10 @@ bool holds_facts(std::string_view packet) {
     return packet.find("other_data") != std::string_view::npos && packet.size() > 12;
 }
 
+Error not_valid(const std::string& path) {
+    return make_error(ExitCode::BadTrace, fmt::format("{} is not a valid Perfetto trace (truncated or corrupted?); re-capture it", path));
+}
+
 } // namespace
 
 bool looks_like_pftrace(std::string_view bytes) { return !bytes.empty() && static_cast<unsigned char>(bytes[0]) == 0x0a; }
@@ -500,8 +519,7 @@ std::optional<PftraceEnd> find_pftrace_end(std::string_view bytes) {
 
 Result<void> read_pftrace(const TraceFile& file, size_t length, const std::string& path, TraceData& t) {
     Reader reader(t);
-    if (!reader.read(file, std::min(length, file.size())))
-        return make_error(ExitCode::BadTrace, fmt::format("{} is not a valid Perfetto trace (truncated or corrupted?); re-capture it", path));
+    if (!reader.read({file.begin(), std::min(length, file.size())}, &file)) return not_valid(path);
     if (reader.tool != "gtrace")
         return make_error(ExitCode::BadTrace, fmt::format("{} was not written by gtrace (no tool attribute); "
                                                           "gtrace report reads gtrace's own traces", path));
@@ -512,6 +530,13 @@ Result<void> read_pftrace(const TraceFile& file, size_t length, const std::strin
             t.has_gpu = facts["gpu"]["enabled"].get<bool>();
     }
     return {};
+}
+
+std::optional<PftraceOpenSlices> pftrace_open_slices(std::string_view whole_packets) {
+    TraceData scratch;
+    Reader reader(scratch);
+    if (!reader.read(whole_packets, nullptr)) return std::nullopt;
+    return reader.open_slices();
 }
 
 } // namespace gtrace

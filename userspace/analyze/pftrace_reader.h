@@ -7,6 +7,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "analyze/trace_data.h"
 #include "foundation/result.h"
@@ -26,6 +28,15 @@ std::optional<PftraceEnd> find_pftrace_end(std::string_view bytes);
 bool looks_like_pftrace(std::string_view bytes);
 
 class TraceFile;
+
+// The slices a trace's whole packets leave open, per track, and its latest event's time: what the
+// closing of a trace cut short (a full disk, gtrace killed) must end. Null: malformed packets.
+struct PftraceOpenSlices {
+    std::vector<std::pair<uint64_t, size_t>> tracks; // track uuid, slices open on it
+    uint64_t last_ts = 0;
+};
+std::optional<PftraceOpenSlices> pftrace_open_slices(std::string_view whole_packets);
+
 // Reads the packets in the file's first `length` bytes (whole ones: cut a partial first) into
 // `t`. Errors: not a gtrace trace, or malformed (ExitCode::BadTrace, naming `path`).
 Result<void> read_pftrace(const TraceFile& file, size_t length, const std::string& path, TraceData& t);

@@ -97,6 +97,7 @@ Result<void> move_into_place(int fd, uint64_t size, const std::string& partial, 
 struct PartialView {
     bool pftrace = false;
     std::optional<PartialEnd> end;
+    PftraceOpenSlices open; // a .pftrace's slices open at the end
 };
 
 PartialView find_end(std::string_view bytes) {
@@ -106,6 +107,7 @@ PartialView find_end(std::string_view bytes) {
         v.end = find_partial_end(bytes);
     } else if (auto e = find_pftrace_end(bytes)) {
         v.end = PartialEnd{e->complete, e->cut, e->packets};
+        if (!e->complete) v.open = pftrace_open_slices(bytes.substr(0, e->cut)).value_or(PftraceOpenSlices{});
     }
     return v;
 }
@@ -147,8 +149,9 @@ Result<void> recover_file(const std::string& partial, const std::string& output,
                       {"lost_events", nullptr}, // unknown: the counters died with the capture
                       {"counters", nlohmann::json::object()},
                       {"recovered", {{"from", absolute_output_path(partial)}, {"events_kept", end->events}, {"bytes_dropped", size - end->cut}}}});
-        std::string closing = view.pftrace ? pftrace_facts_packet(facts)
-                                           : partial_closing(facts.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+        std::string closing = partial_closing(facts.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+        // The slices open where the capture died (sampled frames) end at its last event.
+        if (view.pftrace) closing = pftrace_slice_ends(view.open) + pftrace_facts_packet(facts);
         if (ftruncate(fd, static_cast<off_t>(end->cut)) != 0)
             return make_error(write_error_code(errno), fmt::format("cannot complete {}: {}", partial, strerror(errno)));
         if (auto w = write_all_at(fd, end->cut, closing, partial); !w || fsync(fd) != 0) {

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "analyze/pftrace_reader.h"
+#include "analyze/trace_file.h"
 #include "decode/api_table.h"
 
 namespace gtrace {
@@ -28,6 +30,7 @@ enum : uint32_t {
     kCategoryIids = 3,
     kNameIid = 10,
     kType = 9,
+    kTrackUuid = 11,
     kCounterValue = 30,
     kFlowIds = 47,
     kTerminatingFlowIds = 48,
@@ -39,6 +42,7 @@ enum : uint32_t { kSliceBegin = 1, kSliceEnd = 2, kInstant = 3, kCounter = 4 };
 enum : uint32_t { kSeqIncrementalStateCleared = 1, kSeqNeedsIncrementalState = 2 };
 enum : uint32_t { kClockRealtime = 1, kClockMonotonic = 3, kClockBoottime = 6, kClockIncremental = 64 };
 constexpr uint32_t kMetadataSequence = 1;
+constexpr uint32_t kClosingSequence = 0x7FFFFFFF; // a cut trace's slice ends; tracks' sequences count up from 2
 constexpr uint64_t kClockSnapshotEveryNs = 10'000'000'000ull;
 
 void attribute(proto::Encoder& e, std::string_view key, std::string_view value) {
@@ -100,6 +104,29 @@ std::string pftrace_facts_packet(const nlohmann::json& facts) {
     attribute(e, kPftraceFactsKey, facts.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     e.end();
     e.end();
+    return out;
+}
+
+std::string pftrace_slice_ends(const PftraceOpenSlices& open) {
+    std::string out;
+    proto::Encoder e(out);
+    bool first = true;
+    for (auto [uuid, depth] : open.tracks)
+        for (size_t i = 0; i < depth; ++i) {
+            // A sequence of their own, with absolute times: the cut may have taken the packets
+            // that the tracks' own sequences' incremental clocks count from.
+            e.begin(kTracePacket);
+            e.varint(kTimestamp, open.last_ts);
+            e.varint(kTimestampClockId, kClockMonotonic);
+            e.varint(kSequenceId, kClosingSequence);
+            e.varint(kSequenceFlags, first ? kSeqIncrementalStateCleared | kSeqNeedsIncrementalState : kSeqNeedsIncrementalState);
+            e.begin(kTrackEvent);
+            e.varint(kType, kSliceEnd);
+            e.varint(kTrackUuid, uuid);
+            e.end();
+            e.end();
+            first = false;
+        }
     return out;
 }
 
@@ -432,12 +459,21 @@ void PftraceWriter::metadata(const TraceModel&) {
     commit_with_metadata();
 }
 
+std::string PftraceWriter::slice_ends_before(uint64_t offset) const {
+    auto file = TraceFile::open(sink_.partial_path());
+    if (!file || offset > file->size()) return {};
+    auto open = pftrace_open_slices({file->begin(), static_cast<size_t>(offset)});
+    return open ? pftrace_slice_ends(*open) : std::string();
+}
+
 Result<std::optional<TraceCut>> PftraceWriter::finish(const TraceModel&, const nlohmann::json& facts) {
     commit_with_metadata();
     const uint64_t units = sink_.units();
     auto closing = [&](const SinkCut* sink_cut) {
-        // After a cut, descriptors written into the stream may be gone with the packets cut off.
+        // After a cut, descriptors written into the stream may be gone with the packets cut off,
+        // and the slices open at the cut (sampled frames) end at its last event.
         std::string tail = pending_descriptors(sink_cut != nullptr);
+        if (sink_cut) tail += slice_ends_before(sink_cut->offset);
         tail += pftrace_clock_packet(read_clocks());
         nlohmann::json other = facts;
         if (sink_cut)

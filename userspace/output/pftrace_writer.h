@@ -25,6 +25,7 @@
 #include <string>
 #include <tuple>
 
+#include "analyze/pftrace_reader.h"
 #include "output/clocks.h"
 #include "output/pftrace_flows.h"
 #include "output/pftrace_interning.h"
@@ -45,6 +46,8 @@ std::string pftrace_header(const ClockReading& clocks);
 std::string pftrace_facts_packet(const nlohmann::json& facts);
 // A ClockSnapshot packet.
 std::string pftrace_clock_packet(const ClockReading& clocks);
+// Packets that end the slices a cut trace leaves open, at its last event.
+std::string pftrace_slice_ends(const PftraceOpenSlices& open);
 
 class PftraceWriter final : public TraceWriter {
 public:
@@ -93,6 +96,8 @@ private:
     void annotation_uint(Track& t, std::string_view name, uint64_t value);
     void annotation_double(Track& t, std::string_view name, double value);
     void commit_with_metadata(); // new descriptors first, then the packets buffered
+    // The slice ends that close the partial file's first `offset` bytes ("" if unreadable).
+    std::string slice_ends_before(uint64_t offset) const;
 
     TraceSink sink_;
     const TraceModel& model_;

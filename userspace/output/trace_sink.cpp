@@ -74,7 +74,7 @@ Result<SinkCut> TraceSink::cut_back(const Closing& closing) {
     uint64_t room = 0; // first the latest boundary (an I/O error need not mean a full disk), then further back
     for (size_t i = kept.size(); i-- > 0;) {
         if (end - kept[i].offset < room && i > 0) continue;
-        SinkCut cut{strerror(error_), kept[i].units};
+        SinkCut cut{strerror(error_), kept[i].units, kept[i].offset};
         std::string tail = closing(&cut);
         uint64_t reached = 0;
         if (ftruncate(file_.fd(), static_cast<off_t>(kept[i].offset)) == 0 &&

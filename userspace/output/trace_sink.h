@@ -24,6 +24,7 @@ namespace gtrace {
 struct SinkCut {
     std::string error; // strerror of the failed write
     uint64_t units_kept = 0;
+    uint64_t offset = 0; // where the units kept end
 };
 
 class TraceSink {
