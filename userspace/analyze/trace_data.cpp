@@ -329,7 +329,7 @@ Result<TraceData> load_trace(const std::string& path, unsigned readers) {
             for (const auto& [pid, p] : t.processes) t.has_gpu = t.has_gpu || !p.gpu.empty();
     } else if (tool != "gtrace")
         return make_error(ExitCode::BadTrace, fmt::format("{} was not written by gtrace (otherData.tool is missing); "
-                                                          "gtrace report reads gtrace's own traces", path));
+                                                          "gtrace report reads gtrace's traces and Kineto (torch.profiler) traces", path));
     return t;
 }
 
