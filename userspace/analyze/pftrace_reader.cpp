@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "analyze/pftrace_sequence.h"
 #include "analyze/proto_wire.h"
 #include "analyze/trace_file.h"
 
@@ -16,56 +17,15 @@ namespace gtrace {
 namespace {
 
 using proto::WireReader;
+using pftrace_in::Ann;
+using pftrace_in::Cat;
+using pftrace_in::Sequence;
+using pftrace_in::get;
+using pftrace_in::kClockIncremental;
+using pftrace_in::kClockMonotonic;
 
-constexpr uint64_t kMaxIid = 1 << 22; // interned ids gtrace hands out count from 1; more is not gtrace's
-constexpr uint32_t kClockMonotonic = 3, kClockIncremental = 64;
 constexpr uint32_t kSliceBegin = 1, kSliceEnd = 2, kCounter = 4;
-
-enum class Cat : uint8_t { Other, Call, Range, Kernel, Memcpy, Memset, Sample };
-enum class Ann : uint8_t { Other, Bytes, Kind, Correlation };
 enum class TrackKind : uint8_t { Unknown, Process, Thread, Samples, Gpu, Counter };
-
-Cat category_of(std::string_view s) {
-    if (s == "cuda_api") return Cat::Call;
-    if (s == "torch_range") return Cat::Range;
-    if (s == "kernel") return Cat::Kernel;
-    if (s == "gpu_memcpy") return Cat::Memcpy;
-    if (s == "gpu_memset") return Cat::Memset;
-    if (s == "sample") return Cat::Sample;
-    return Cat::Other;
-}
-
-Ann annotation_of(std::string_view s) {
-    if (s == "bytes") return Ann::Bytes;
-    if (s == "kind") return Ann::Kind;
-    if (s == "correlation") return Ann::Correlation;
-    return Ann::Other;
-}
-
-template <typename T>
-bool put(std::vector<T>& table, uint64_t iid, T value) {
-    if (iid == 0 || iid > kMaxIid) return false;
-    if (table.size() <= iid) table.resize(iid + 1);
-    table[iid] = value;
-    return true;
-}
-
-template <typename T>
-T get(const std::vector<T>& table, uint64_t iid) {
-    return iid < table.size() ? table[iid] : T{};
-}
-
-struct Sequence {
-    std::vector<std::string_view> names, strings, sources;
-    std::vector<Cat> categories;
-    std::vector<Ann> annotations;
-    uint64_t track = 0;
-    uint32_t clock = 0;
-    bool incremental_known = false;
-    uint64_t incremental = 0; // the incremental clock's value
-    int64_t offset = 0;       // CLOCK_MONOTONIC minus it
-    void clear() { *this = Sequence(); }
-};
 
 struct Open {
     uint64_t start = 0;
@@ -145,9 +105,9 @@ private:
         if (r.failed()) return false;
         Sequence& s = sequence(p.sequence);
         if (p.flags & 1) s.clear();
-        if (!p.defaults.empty() && !defaults(s, p.defaults)) return false;
-        if (!p.clocks.empty() && !clock_snapshot(s, p.clocks)) return false;
-        if (!p.interned.empty() && !interned(s, p.interned)) return false;
+        if (!p.defaults.empty() && !s.read_defaults(p.defaults)) return false;
+        if (!p.clocks.empty() && !s.read_clock_snapshot(p.clocks)) return false;
+        if (!p.interned.empty() && !s.read_interned(p.interned, t_.strings)) return false;
         if (!p.attributes.empty() && !attributes(p.attributes)) return false;
         if (!p.descriptor.empty() && !descriptor(p.descriptor)) return false;
         if (p.event.empty()) return true;
@@ -170,86 +130,6 @@ private:
         return *(last_ = &sequences_[id]);
     }
 
-    bool defaults(Sequence& s, std::string_view bytes) {
-        WireReader r(bytes);
-        uint32_t field, type;
-        while (r.next(field, type)) {
-            if (field == 58) s.clock = static_cast<uint32_t>(r.varint_of(type));
-            else if (field == 11 && type == 2) {
-                WireReader d(r.bytes());
-                while (d.next(field, type)) {
-                    if (field == 11) s.track = d.varint_of(type);
-                    else d.skip(type);
-                }
-                if (d.failed()) return false;
-            } else r.skip(type);
-        }
-        return !r.failed();
-    }
-
-    bool clock_snapshot(Sequence& s, std::string_view bytes) {
-        WireReader r(bytes);
-        uint32_t field, type;
-        bool has_mono = false, has_inc = false;
-        uint64_t mono = 0, inc = 0;
-        while (r.next(field, type)) {
-            if (field != 1 || type != 2) {
-                r.skip(type);
-                continue;
-            }
-            WireReader c(r.bytes());
-            uint32_t id = 0;
-            uint64_t ts = 0;
-            while (c.next(field, type)) {
-                if (field == 1) id = static_cast<uint32_t>(c.varint_of(type));
-                else if (field == 2) ts = c.varint_of(type);
-                else c.skip(type);
-            }
-            if (c.failed()) return false;
-            if (id == kClockMonotonic) has_mono = true, mono = ts;
-            if (id == kClockIncremental) has_inc = true, inc = ts;
-        }
-        if (has_mono && has_inc) {
-            s.incremental_known = true;
-            s.incremental = inc;
-            s.offset = static_cast<int64_t>(mono - inc);
-        }
-        return !r.failed();
-    }
-
-    // {iid = 1, name or str = 2} entries; SourceLocation {iid 1, file 2, function 3, line 4}.
-    bool interned(Sequence& s, std::string_view bytes) {
-        WireReader r(bytes);
-        uint32_t field, type;
-        while (r.next(field, type)) {
-            if (type != 2 || (field != 1 && field != 2 && field != 3 && field != 4 && field != 29)) {
-                r.skip(type);
-                continue;
-            }
-            WireReader e(r.bytes());
-            uint64_t iid = 0, line = 0;
-            std::string_view name, file, function;
-            uint32_t f, t;
-            while (e.next(f, t)) {
-                if (f == 1) iid = e.varint_of(t);
-                else if (f == 2) name = e.bytes_of(t);
-                else if (f == 3 && field == 4) function = e.bytes_of(t);
-                else if (f == 4 && field == 4) line = e.varint_of(t);
-                else e.skip(t);
-            }
-            if (e.failed()) return false;
-            bool ok = true;
-            switch (field) {
-            case 1: ok = put(s.categories, iid, category_of(name)); break;
-            case 2: ok = put(s.names, iid, pool(name)); break;
-            case 3: ok = put(s.annotations, iid, annotation_of(name)); break;
-            case 29: ok = put(s.strings, iid, pool(name)); break;
-            case 4: ok = put(s.sources, iid, pool(fmt::format("{} ({}:{})", function, name, line))); break;
-            }
-            if (!ok) return false;
-        }
-        return !r.failed();
-    }
 
     bool attributes(std::string_view bytes) {
         WireReader r(bytes);

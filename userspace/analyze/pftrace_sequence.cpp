@@ -1,0 +1,122 @@
+#include "analyze/pftrace_sequence.h"
+
+#include <fmt/format.h>
+
+#include "analyze/proto_wire.h"
+
+namespace gtrace::pftrace_in {
+namespace {
+
+using proto::WireReader;
+
+constexpr uint64_t kMaxIid = 1 << 22; // interned ids gtrace hands out count from 1; more is not gtrace's
+
+Cat category_of(std::string_view s) {
+    if (s == "cuda_api") return Cat::Call;
+    if (s == "torch_range") return Cat::Range;
+    if (s == "kernel") return Cat::Kernel;
+    if (s == "gpu_memcpy") return Cat::Memcpy;
+    if (s == "gpu_memset") return Cat::Memset;
+    if (s == "sample") return Cat::Sample;
+    return Cat::Other;
+}
+
+Ann annotation_of(std::string_view s) {
+    if (s == "bytes") return Ann::Bytes;
+    if (s == "kind") return Ann::Kind;
+    if (s == "correlation") return Ann::Correlation;
+    return Ann::Other;
+}
+
+template <typename T>
+bool put(std::vector<T>& table, uint64_t iid, T value) {
+    if (iid == 0 || iid > kMaxIid) return false;
+    if (table.size() <= iid) table.resize(iid + 1);
+    table[iid] = value;
+    return true;
+}
+
+} // namespace
+
+bool Sequence::read_defaults(std::string_view bytes) {
+    WireReader r(bytes);
+    uint32_t field, type;
+    while (r.next(field, type)) {
+        if (field == 58) clock = static_cast<uint32_t>(r.varint_of(type));
+        else if (field == 11 && type == 2) {
+            WireReader d(r.bytes());
+            while (d.next(field, type)) {
+                if (field == 11) track = d.varint_of(type);
+                else d.skip(type);
+            }
+            if (d.failed()) return false;
+        } else r.skip(type);
+    }
+    return !r.failed();
+}
+
+bool Sequence::read_clock_snapshot(std::string_view bytes) {
+    WireReader r(bytes);
+    uint32_t field, type;
+    bool has_mono = false, has_inc = false;
+    uint64_t mono = 0, inc = 0;
+    while (r.next(field, type)) {
+        if (field != 1 || type != 2) {
+            r.skip(type);
+            continue;
+        }
+        WireReader c(r.bytes());
+        uint32_t id = 0;
+        uint64_t ts = 0;
+        while (c.next(field, type)) {
+            if (field == 1) id = static_cast<uint32_t>(c.varint_of(type));
+            else if (field == 2) ts = c.varint_of(type);
+            else c.skip(type);
+        }
+        if (c.failed()) return false;
+        if (id == kClockMonotonic) has_mono = true, mono = ts;
+        if (id == kClockIncremental) has_inc = true, inc = ts;
+    }
+    if (has_mono && has_inc) {
+        incremental_known = true;
+        incremental = inc;
+        offset = static_cast<int64_t>(mono - inc);
+    }
+    return !r.failed();
+}
+
+// {iid = 1, name or str = 2} entries; SourceLocation {iid 1, file 2, function 3, line 4}.
+bool Sequence::read_interned(std::string_view bytes, StringPool& pool) {
+    WireReader r(bytes);
+    uint32_t field, type;
+    while (r.next(field, type)) {
+        if (type != 2 || (field != 1 && field != 2 && field != 3 && field != 4 && field != 29)) {
+            r.skip(type);
+            continue;
+        }
+        WireReader e(r.bytes());
+        uint64_t iid = 0, line = 0;
+        std::string_view name, file, function;
+        uint32_t f, t;
+        while (e.next(f, t)) {
+            if (f == 1) iid = e.varint_of(t);
+            else if (f == 2) name = e.bytes_of(t);
+            else if (f == 3 && field == 4) function = e.bytes_of(t);
+            else if (f == 4 && field == 4) line = e.varint_of(t);
+            else e.skip(t);
+        }
+        if (e.failed()) return false;
+        bool ok = true;
+        switch (field) {
+        case 1: ok = put(categories, iid, category_of(name)); break;
+        case 2: ok = put(names, iid, pool.intern(name)); break;
+        case 3: ok = put(annotations, iid, annotation_of(name)); break;
+        case 29: ok = put(strings, iid, pool.intern(name)); break;
+        case 4: ok = put(sources, iid, pool.intern(fmt::format("{} ({}:{})", function, name, line))); break;
+        }
+        if (!ok) return false;
+    }
+    return !r.failed();
+}
+
+} // namespace gtrace::pftrace_in

@@ -1,0 +1,43 @@
+// One packet sequence's state while reading a .pftrace (analyze/pftrace_reader.h): the interned
+// ids the analysis needs (event names, categories, annotation names and string values, source
+// locations), the sequence's default track and clock, and its incremental clock.
+#pragma once
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "analyze/trace_data.h"
+
+namespace gtrace::pftrace_in {
+
+// Perfetto's builtin clock ids (BuiltinClock in clock_snapshot.proto): gtrace writes
+// CLOCK_MONOTONIC, and an incremental clock of its own above 63 (sequence-scoped ids).
+constexpr uint32_t kClockMonotonic = 3, kClockIncremental = 64;
+
+enum class Cat : uint8_t { Other, Call, Range, Kernel, Memcpy, Memset, Sample };
+enum class Ann : uint8_t { Other, Bytes, Kind, Correlation };
+
+template <typename T>
+T get(const std::vector<T>& table, uint64_t iid) {
+    return iid < table.size() ? table[iid] : T{};
+}
+
+struct Sequence {
+    std::vector<std::string_view> names, strings, sources;
+    std::vector<Cat> categories;
+    std::vector<Ann> annotations;
+    uint64_t track = 0;
+    uint32_t clock = 0;
+    bool incremental_known = false;
+    uint64_t incremental = 0; // the incremental clock's value
+    int64_t offset = 0;       // CLOCK_MONOTONIC minus it
+    void clear() { *this = Sequence(); }
+
+    // TracePacketDefaults, ClockSnapshot and InternedData; false: malformed. Strings kept go
+    // into `pool` (the trace data's).
+    bool read_defaults(std::string_view bytes);
+    bool read_clock_snapshot(std::string_view bytes);
+    bool read_interned(std::string_view bytes, StringPool& pool);
+};
+
+} // namespace gtrace::pftrace_in
