@@ -129,7 +129,7 @@ void serve(Agent& a) {
     bool was_active = ring->state == GT_AGENT_ACTIVE;
     if (was_active) stop_session();
     std::lock_guard lock(a.mutex);
-    __atomic_store_n(&ring->state, was_active ? GT_AGENT_DETACHED : ring->state, __ATOMIC_RELEASE);
+    __atomic_store_n(&ring->state, was_active ? uint32_t{GT_AGENT_DETACHED} : ring->state, __ATOMIC_RELEASE);
     a.offer.close_all();
     publish_idle();
     a.active = false;
