@@ -32,9 +32,11 @@ uint32_t correlation_of(const CUpti_Activity* a) {
 
 } // namespace
 
-void write_record(gt_agent_ring* ring, const CUpti_Activity* a, const std::vector<uint32_t>& trimmed) {
+void write_record(gt_agent_ring* ring, const CUpti_Activity* a, const StopTrim& trim) {
     uint64_t pos = 0;
-    if (uint32_t id = trimmed.empty() ? 0 : correlation_of(a); id && std::binary_search(trimmed.begin(), trimmed.end(), id)) {
+    const auto& trimmed = trim.in_flight;
+    if (uint32_t id = trimmed.empty() && !trim.after ? 0 : correlation_of(a);
+        id && ((trim.after && id > trim.after) || std::binary_search(trimmed.begin(), trimmed.end(), id))) {
         ++ring->ops_trimmed_at_stop;
         return;
     }

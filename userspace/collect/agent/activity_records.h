@@ -10,8 +10,15 @@
 
 namespace gtrace::agent {
 
-// Writes one record into the ring (the ring's lock held). GPU ops whose correlation id is in
-// `trimmed` (sorted: calls in flight when the session stopped) are left out and counted.
-void write_record(gt_agent_ring* ring, const CUpti_Activity* a, const std::vector<uint32_t>& trimmed);
+// What a stopping session leaves out: GPU ops of calls in flight when the callbacks went off
+// (their ends are past the capture), and of calls made after (ids above the last one the
+// callbacks saw: CUPTI's ids only grow), whose kernels CUPTI may still record.
+struct StopTrim {
+    std::vector<uint32_t> in_flight; // sorted
+    uint32_t after = 0;              // 0: none
+};
+
+// Writes one record into the ring (the ring's lock held); ops `trim` names are counted instead.
+void write_record(gt_agent_ring* ring, const CUpti_Activity* a, const StopTrim& trim);
 
 } // namespace gtrace::agent

@@ -49,7 +49,7 @@ struct Cupti {
 
 struct Session {
     Cupti cupti;
-    std::vector<uint32_t> trimmed; // correlation ids of calls in flight at the stop (sorted)
+    StopTrim trim; // what the stop leaves out
     gt_agent_ring* ring = nullptr;
     std::mutex ring_mutex; // CUPTI may complete buffers on more than one thread
     std::atomic<int> buffers{0};
@@ -148,7 +148,7 @@ void CUPTIAPI on_buffer_completed(CUcontext context, uint32_t stream, uint8_t* b
         if (s.ring) {
             CUpti_Activity* record = nullptr;
             for (int n = 1; s.ring && s.cupti.cuptiActivityGetNextRecord(buffer, valid, &record) == CUPTI_SUCCESS; ++n) {
-                write_record(s.ring, record, s.trimmed);
+                write_record(s.ring, record, s.trim);
                 if (n % kRecordsPerLock == 0) {
                     lock.unlock();
                     lock.lock();
@@ -273,7 +273,7 @@ std::string start_session(gt_agent_ring* ring, const SessionConfig& config) {
 
     {
         std::lock_guard lock(s.ring_mutex);
-        s.trimmed.clear();
+        s.trim = {};
     }
     if (config.callbacks) {
         g_session_generation.fetch_add(1, std::memory_order_relaxed);
@@ -349,14 +349,15 @@ void stop_session() {
         // Calls in flight now will never show their end (no exit callback, and gtrace stops
         // reading): their GPU ops are past the capture's end. Left out, and counted.
         s.callbacks_on = false;
-        std::vector<uint32_t> trimmed;
+        StopTrim trim;
         for (uint32_t i = 0; i < GT_AGENT_SLOTS; ++i) {
             uint64_t v = __atomic_load_n(&gtrace_agent_slots[i], __ATOMIC_ACQUIRE);
-            if (v & kSlotInCall) trimmed.push_back(static_cast<uint32_t>(v));
+            if (v & kSlotInCall) trim.in_flight.push_back(static_cast<uint32_t>(v));
+            trim.after = std::max(trim.after, static_cast<uint32_t>(v));
         }
-        std::sort(trimmed.begin(), trimmed.end());
+        std::sort(trim.in_flight.begin(), trim.in_flight.end());
         std::lock_guard lock(s.ring_mutex);
-        s.trimmed = std::move(trimmed);
+        s.trim = std::move(trim);
     }
     gtrace_agent_announce(nullptr);
     for (auto kind : s.enabled) s.cupti.cuptiActivityDisable(kind);
