@@ -20,6 +20,7 @@ import tomllib
 
 import command_runs
 import gpu_checks
+import json_checks
 import trace_formats
 from kernel_state import leftover_bpf_objects, process_tree
 
@@ -357,6 +358,7 @@ def check_run(expect, rc, err_text, out_text, program_lines):
         if present != sorted(allowed):
             fail(f"{d} holds {present}, expected {sorted(allowed)} (no half-written files)")
     check_files(expect)
+    json_checks.check_json_files(expect, program_lines)
     if "trace" in expect:
         check_trace(load_trace(expect["trace"]), expect, program_lines)
     if "gpu_truth" in expect:

@@ -34,3 +34,33 @@ TEST_CASE("call sites: a file that is not an ELF object is refused") {
     CHECK_FALSE(find_call_sites("/etc/hostname", {"x"}));
     CHECK_FALSE(find_call_sites("/dev/null", {"x"}));
 }
+
+TEST_CASE("return sites: every ret instruction of a function, none for one that leaves by a tail call") {
+    std::string lib = std::string(TEST_PROGRAMS) + "/libcall_sites_lib.so";
+    auto syms = ElfSymbols::load(lib);
+    REQUIRE(syms);
+    const ElfSymbol* target = (*syms)->find("gt_target");
+    const ElfSymbol* user = (*syms)->find("gt_caller_user");
+    const ElfSymbol* tail = (*syms)->find("gt_caller_tail");
+    REQUIRE((target && user && tail));
+    auto rets = find_return_sites(lib, {{target->vaddr, target->size}, {user->vaddr, user->size}, {tail->vaddr, tail->size}});
+    REQUIRE(rets);
+    CHECK(rets->at(tail->vaddr).empty()); // jmp gt_target@plt: its end is gt_target's
+    FILE* f = fopen(lib.c_str(), "rb");
+    REQUIRE(f);
+    for (const ElfSymbol* s : {target, user}) {
+        REQUIRE_FALSE(rets->at(s->vaddr).empty());
+        for (uint64_t offset : rets->at(s->vaddr)) {
+            auto start = (*syms)->vaddr_to_offset(s->vaddr);
+            REQUIRE(start);
+            CHECK(offset >= *start);
+            CHECK(offset < *start + s->size);
+            fseek(f, static_cast<long>(offset), SEEK_SET);
+            int byte = fgetc(f);
+            if (byte == 0xf3) byte = fgetc(f); // repz ret
+            CHECK(byte == 0xc3);
+        }
+    }
+    fclose(f);
+    CHECK_FALSE(find_return_sites("/etc/hostname", {{0, 1}}));
+}

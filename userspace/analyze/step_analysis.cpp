@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "analyze/collectives.h"
 #include "analyze/memory_curve.h"
 #include "discover/proc_tree.h"
 #include "foundation/redact.h"
@@ -21,15 +22,6 @@ bool is_sync_call(std::string_view name) {
 }
 
 bool is_launch(std::string_view name) { return name.starts_with("cudaLaunchKernel") || name.starts_with("cuLaunchKernel"); }
-
-bool contains_ignoring_case(std::string_view text, std::string_view word) {
-    auto eq = [](char a, char b) { return std::tolower(static_cast<unsigned char>(a)) == b; };
-    return std::search(text.begin(), text.end(), word.begin(), word.end(), eq) != text.end();
-}
-
-bool is_communication_kernel(std::string_view name) {
-    return contains_ignoring_case(name, "nccl") || contains_ignoring_case(name, "gloo");
-}
 
 bool is_dataloader_frame(std::string_view name) {
     return (name.starts_with("__next__ (") || name.starts_with("_next_data (")) && name.find("dataloader.py") != std::string::npos;
@@ -45,7 +37,7 @@ uint64_t capture_start(const TraceData& trace) {
         for (const auto& s : spans) first = std::min(first, s.start_ns);
     };
     for (const auto& [pid, p] : trace.processes) {
-        earliest(p.calls), earliest(p.gpu), earliest(p.main_samples), earliest(p.ranges);
+        earliest(p.calls), earliest(p.gpu), earliest(p.main_samples), earliest(p.ranges), earliest(p.collectives);
         for (const auto& m : p.memory) first_memory = std::min(first_memory, m.ts_ns);
     }
     if (first == UINT64_MAX) first = first_memory;
@@ -183,6 +175,9 @@ void break_down(const ProcessData& p, std::vector<StepBreakdown>& steps) {
         add(s, kCpuExec);
         if (!loader_ranges && is_dataloader_frame(s.name)) add(s, kDataLoader);
     }
+    // The main thread in a collective's call or blocked in the wait on it.
+    for (const auto& c : p.collectives)
+        if (c.tid == p.pid) add(c, kCommunication);
     // torch ranges of the main thread: waiting for a batch, or running the model and optimizer.
     // (Not Kineto's ProfilerStep#N: it is the step itself, not work in it.)
     for (const auto& r : p.ranges)
@@ -307,6 +302,7 @@ std::vector<ProcessAnalysis> analyze_processes(const TraceData& trace, const Ana
         }
         out.push_back(std::move(r));
     }
+    measure_collectives(trace, out);
     std::stable_sort(out.begin(), out.end(), report_order);
     return out;
 }

@@ -5,6 +5,7 @@
 // step's wall time. The figures only; analyze/verdict.h judges them.
 #pragma once
 #include <array>
+#include <map>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -32,6 +33,17 @@ struct MemoryCurve {
     double peak_ms = 0; // when the peak was first reached
 };
 
+// One collective (by name) on one process, over its steps: from c10d's calls and waits on the
+// CPU (analyze/collectives.h), or NCCL's kernels on the GPU.
+struct CollectiveFigures {
+    std::string name;    // "all_reduce"; GPU kernels: "AllReduce (NCCL kernels)"
+    uint64_t count = 0;
+    double ms = 0;       // in its calls and waits (every thread), or its kernels' GPU time
+    double wait_ms = 0;  // of that, waiting for the rank that arrived last
+    std::map<int, double> waited_for_ms; // by that rank
+    bool gpu = false;
+};
+
 struct ProcessAnalysis {
     uint32_t pid = 0;
     std::optional<int> rank; // none: a process without RANK (plain `python train.py`, a notebook, a server)
@@ -49,6 +61,8 @@ struct ProcessAnalysis {
     double h2d_gbps = 0, d2h_gbps = 0;
     std::vector<std::pair<std::string, double>> top_kernels_ms; // name, total ms
     MemoryCurve memory;
+    std::vector<CollectiveFigures> collectives; // largest time first
+    double collective_wait_ms_per_step = 0;     // waiting for the last rank to arrive, all collectives
     // Filled by analyze/verdict.h:
     std::string verdict;  // data_loading, copy, launch_overhead, gpu, communication, mixed, straggler; empty: no steps
     std::string leading;  // with `mixed`: the verdict the figures lean to (the largest identified cause)

@@ -189,6 +189,7 @@ private:
             to.pid = pid;
             append(to.calls, from.calls), append(to.gpu, from.gpu), append(to.main_samples, from.main_samples);
             append(to.ranges, from.ranges), append(to.memory, from.memory);
+            append(to.collectives, from.collectives);
             if (auto it = w.reader.meta().find(pid); it != w.reader.meta().end()) {
                 if (it->second.label) to.label = std::move(from.label);
                 if (it->second.labels) to.forked = from.forked, to.cmdline = std::move(from.cmdline);

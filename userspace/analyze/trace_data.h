@@ -60,6 +60,14 @@ struct RangeSpan : Span {
     uint32_t tid = 0;
 };
 
+// A c10d collective's call (issue) or a wait on its Work, on the thread that made it.
+struct CollectiveSpan : Span {
+    std::string_view name; // "all_reduce"
+    uint64_t issued_ns = 0; // a wait: its collective's issue start; 0: an issue, or not seen
+    uint32_t tid = 0;
+    bool wait = false;
+};
+
 // The CUDA caching allocator's total on one device, after a change.
 struct MemoryPoint {
     uint64_t ts_ns = 0;
@@ -77,6 +85,7 @@ struct ProcessData {
     std::vector<GpuSpan> gpu;
     std::vector<CallSpan> main_samples; // sample slices of the main thread (name = frame)
     std::vector<RangeSpan> ranges;
+    std::vector<CollectiveSpan> collectives;
     std::vector<MemoryPoint> memory; // in file order
 };
 

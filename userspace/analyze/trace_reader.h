@@ -96,7 +96,7 @@ private:
 // stay text until the event is known to be kept (half of a trace is flow events); empty: absent.
 struct Event {
     std::string_view name, cat, ph, source, kind, arg_name, labels;
-    std::string_view pid, tid, ts, dur, bytes, correlation, device, allocated;
+    std::string_view pid, tid, ts, dur, bytes, correlation, device, allocated, phase, issued;
 };
 
 // Which metadata a reader applied to a process, so that merging replays only those.
@@ -196,6 +196,8 @@ private:
             else if (is(key, "device")) num(e.device);
             else if (is(key, "name")) str(e.arg_name, s_arg_name_);
             else if (is(key, "labels")) str(e.labels, s_labels_);
+            else if (is(key, "phase")) str(e.phase, s_phase_);
+            else if (is(key, "issued_us")) num(e.issued);
             else c_.skip();
         }
     }
@@ -230,7 +232,7 @@ private:
         bool kept = is(e.cat, "cuda_api") || is(e.cat, "kernel") || is(e.cat, "gpu_memcpy") || is(e.cat, "gpu_memset") ||
                     is(e.cat, "sample") || is(e.cat, "torch_range") || // gtrace's JSON; Kineto's names:
                     is(e.cat, "cuda_runtime") || is(e.cat, "cuda_driver") || is(e.cat, "python_function") ||
-                    is(e.cat, "user_annotation");
+                    is(e.cat, "user_annotation") || is(e.cat, "collective");
         if (!kept) return;
         uint32_t pid = u32(e.pid), tid = u32(e.tid);
         ProcessData& p = process(pid);
@@ -252,6 +254,11 @@ private:
             CallSpan s;
             s.start_ns = start, s.end_ns = end, s.name = intern_(e.name), s.tid = pid;
             p.main_samples.push_back(s);
+        } else if (is(e.cat, "collective")) {
+            CollectiveSpan c;
+            c.start_ns = start, c.end_ns = end, c.name = intern_(e.name), c.tid = tid;
+            c.wait = is(e.phase, "wait"), c.issued_ns = e.issued.empty() ? 0 : us_to_ns(e.issued);
+            p.collectives.push_back(c);
         } else if (is(e.cat, "torch_range") || is(e.cat, "user_annotation")) {
             RangeSpan r;
             r.start_ns = start, r.end_ns = end, r.name = intern_(e.name), r.tid = tid;
@@ -267,7 +274,7 @@ private:
     ProcessData* last_ = nullptr;
     std::map<uint32_t, MetaSeen> meta_;
     // One buffer per string field, for the strings that had escapes.
-    std::string s_name_, s_cat_, s_ph_, s_source_, s_kind_, s_arg_name_, s_labels_;
+    std::string s_name_, s_cat_, s_ph_, s_source_, s_kind_, s_arg_name_, s_labels_, s_phase_;
 };
 
 

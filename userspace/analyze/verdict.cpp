@@ -30,11 +30,30 @@ std::string bandwidths(const ProcessAnalysis& r) {
     return out.empty() ? "no timed copies" : out;
 }
 
+// "all_reduce 31.20 ms per step (2 calls), 30.10 ms of it waiting for rank 1": the two largest.
+std::string collective_summary(const ProcessAnalysis& r) {
+    std::string out;
+    double n = static_cast<double>(r.steps.size());
+    for (size_t i = 0; i < r.collectives.size() && i < 2; ++i) {
+        const CollectiveFigures& f = r.collectives[i];
+        out += fmt::format("{}{} {:.2f} ms per step ({:.3g} {} per step)", out.empty() ? "" : "; ", f.name, f.ms / n,
+                           static_cast<double>(f.count) / n, f.gpu ? "kernels" : "calls");
+        auto most = std::max_element(f.waited_for_ms.begin(), f.waited_for_ms.end(), [](auto& a, auto& b) { return a.second < b.second; });
+        if (most != f.waited_for_ms.end() && f.wait_ms / n >= 0.01)
+            out += fmt::format(", {:.2f} ms of it waiting for {}", f.wait_ms / n,
+                               f.waited_for_ms.size() == 1 ? fmt::format("rank {}", most->first) : "the last rank to arrive");
+    }
+    return out;
+}
+
 Candidate candidate(const ProcessAnalysis& r) {
     const auto& s = r.share;
     std::string busy = fmt::format("GPU busy {} of the step", pct(r.gpu_utilization));
     if (s[kCommunication] >= 0.3)
-        return {"communication", fmt::format("communication kernels {} of the step", pct(s[kCommunication])), {kCommunication}};
+        return {"communication",
+                fmt::format("in collectives {} of the step ({:.2f} ms per step){}", pct(s[kCommunication]),
+                            s[kCommunication] * r.step_ms, r.collectives.empty() ? "" : ": " + collective_summary(r)),
+                {kCommunication}};
     if (s[kMemcpy] >= 0.3 && s[kMemcpy] >= s[kKernel])
         return {"copy",
                 fmt::format("Memcpy {} of the step ({:.2f} ms per step; {}); {}", pct(s[kMemcpy]), s[kMemcpy] * r.step_ms,
@@ -64,8 +83,8 @@ Candidate candidate(const ProcessAnalysis& r) {
         // Sampling sees on-CPU time only: a main thread that is neither in CUDA nor running
         // Python is blocked — in a training loop, waiting for its next batch.
         return {"data_loading",
-                fmt::format("the main thread is blocked outside CUDA for {} of the step ({:.2f} ms per step: "
-                            "typically waiting for the DataLoader's next batch); {}",
+                fmt::format("the main thread is blocked outside CUDA, collectives and DataLoader ranges for {} of the step "
+                            "({:.2f} ms per step: no probe names what it waits in; typically the DataLoader's next batch); {}",
                             pct(s[kOther]), s[kOther] * r.step_ms, busy),
                 {kOther}};
     auto top = static_cast<Category>(std::max_element(s.begin(), s.begin() + kOther) - s.begin());
@@ -167,8 +186,34 @@ std::optional<Straggler> straggler(const std::vector<const ProcessAnalysis*>& ra
     std::sort(others.begin(), others.end());
     double typical = others[others.size() / 2];
     if (slowest->kernel_ms_per_step > 1.5 * typical && slowest->kernel_ms_per_step - typical > 0.1 * slowest->step_ms)
-        return Straggler{*slowest->rank, slowest->kernel_ms_per_step, typical};
+        return Straggler{*slowest->rank, slowest->kernel_ms_per_step, typical, {}, -1, 0};
     return std::nullopt;
+}
+
+// A rank's wait per step for `rank` in collectives, and the collective it waits in most.
+std::pair<double, std::string> waits_for(const ProcessAnalysis& r, int rank) {
+    double total = 0, most = 0;
+    std::string in;
+    for (const auto& f : r.collectives)
+        if (auto it = f.waited_for_ms.find(rank); it != f.waited_for_ms.end()) {
+            total += it->second;
+            if (it->second > most) most = it->second, in = f.name;
+        }
+    return {r.steps.empty() ? 0 : total / static_cast<double>(r.steps.size()), in};
+}
+
+// Measured: the rank another waits for longest in collectives, when that wait is a tenth of the
+// waiting rank's step or more and the one waited for waits less than half as long itself.
+std::optional<Straggler> collective_straggler(const std::vector<const ProcessAnalysis*>& ranks) {
+    std::optional<Straggler> best;
+    for (const auto* w : ranks)
+        for (const auto* s : ranks) {
+            if (w == s) continue;
+            auto [ms, in] = waits_for(*w, *s->rank);
+            if (ms < 0.1 * w->step_ms || ms < 0.05 || s->collective_wait_ms_per_step >= 0.5 * ms || (best && ms <= best->wait_ms)) continue;
+            best = Straggler{*s->rank, s->kernel_ms_per_step, w->kernel_ms_per_step, in, *w->rank, ms};
+        }
+    return best;
 }
 
 } // namespace
@@ -213,18 +258,29 @@ JobVerdict judge_job(std::vector<ProcessAnalysis>& processes) {
         v.evidence = fmt::format("the verdict of {} of {} processes, e.g. {}: {}",
                                  std::count_if(judged.begin(), judged.end(), [&](const auto* q) { return q->verdict == lead->verdict; }),
                                  judged.size(), lead->name, lead->evidence);
-    // The straggler is judged on kernel time, which blaming leaves alone.
-    if (has_ranks) v.straggler = straggler(judged);
+    // The straggler is measured in collectives where they were probed; else judged on kernel
+    // time, which blaming leaves alone.
+    if (has_ranks) v.straggler = collective_straggler(judged);
+    if (has_ranks && !v.straggler) v.straggler = straggler(judged);
     if (v.straggler) {
         const Straggler& slow = *v.straggler;
         v.verdict = "straggler", v.leading.clear();
-        v.evidence = fmt::format("rank {} runs {:.2f} ms of kernels per step, the others about {:.2f} ms", slow.rank, slow.kernel_ms,
-                                 slow.others_ms);
+        if (slow.collective.empty())
+            v.evidence = fmt::format("rank {} runs {:.2f} ms of kernels per step, the others about {:.2f} ms", slow.rank, slow.kernel_ms,
+                                     slow.others_ms);
+        else
+            v.evidence = fmt::format("rank {} waits in {} for rank {} ({:.2f} ms per step)", slow.waiting_rank, slow.collective, slow.rank,
+                                     slow.wait_ms);
         for (auto& r : processes)
             if (r.rank && *r.rank != slow.rank && !r.steps.empty()) {
-                r.evidence = fmt::format("waits for rank {} in every collective (it runs {:.2f} ms of kernels per step, this "
-                                         "rank {:.2f} ms); own figures: {}",
-                                         slow.rank, slow.kernel_ms, r.kernel_ms_per_step, r.evidence);
+                auto [ms, in] = waits_for(r, slow.rank);
+                if (!slow.collective.empty() && ms > 0)
+                    r.evidence = fmt::format("waits in {} for rank {} ({:.2f} ms per step, {} of its step); own figures: {}", in,
+                                             slow.rank, ms, pct(r.step_ms > 0 ? ms / r.step_ms : 0), r.evidence);
+                else
+                    r.evidence = fmt::format("waits for rank {} in every collective (it runs {:.2f} ms of kernels per step, this "
+                                             "rank {:.2f} ms); own figures: {}",
+                                             slow.rank, slow.kernel_ms, r.kernel_ms_per_step, r.evidence);
                 r.verdict = "straggler";
                 r.leading.clear();
             }

@@ -28,6 +28,11 @@ std::string remedy(const std::string& verdict, const std::string& leading = "");
 struct Straggler {
     int rank = 0;
     double kernel_ms = 0, others_ms = 0; // kernel time per step: its, and the other ranks' median
+    // Measured in collectives (else judged on kernel time): the rank that waits longest for it,
+    // in which collective most, and how long per step in all.
+    std::string collective;
+    int waiting_rank = -1;
+    double wait_ms = 0;
 };
 
 struct JobVerdict {
@@ -39,8 +44,9 @@ struct JobVerdict {
     std::optional<Straggler> straggler;
 };
 
-// Judges the job: a straggler when one rank's kernel time per step is well above the other
-// ranks' (then every other rank's verdict becomes `straggler`, its evidence saying whom it waits
+// Judges the job: a straggler when the other ranks wait for one in collectives (measured: a tenth
+// of a rank's step or more, while that one waits under half as long), or when one rank's kernel
+// time per step is well above the other ranks' (then every other rank's verdict becomes `straggler`, its evidence saying whom it waits
 // for). Otherwise, ranks step in lockstep, so the rank that waits least for the others (least
 // Other and Communication) bounds the job: its verdict is the job's. A job without ranks gets
 // its processes' most common verdict — a single process's own.

@@ -17,6 +17,7 @@
 #include "proctree.skel.h"
 #include "sampling.skel.h"
 #include "torch_ranges.skel.h"
+#include "comm.skel.h"
 
 #include <linux/perf_event.h>
 #include <sys/syscall.h>
@@ -117,6 +118,7 @@ Result<std::unique_ptr<BpfSession>> BpfSession::create(const BpfOptions& options
     if (s->cuda_->mode() == CudaProbeMode::PerProbe) raise_fd_limit();
 
     if (auto r = s->load_torch_ranges(); !r) return r.error();
+    if (auto r = s->load_comm(); !r) return r.error();
     if (int err = gtrace_proctree__attach(s->proc_)) return bpf_error("attaching sched fork/exec/exit tracepoints", err);
     s->mmap_link_ = bpf_program__attach(s->proc_->progs.on_mmap); // nullptr: fall back to polling
     if (options.sample_hz)
@@ -131,6 +133,7 @@ std::vector<ProgramStats> BpfSession::program_stats() const {
     if (stats_fd_ < 0) return out;
     std::vector<bpf_program*> progs = cuda_->programs();
     progs.push_back(torch_->progs.torch_range_probe);
+    progs.push_back(comm_->progs.comm_probe);
     progs.push_back(proc_->progs.on_mmap);
     if (sampling_) progs.push_back(sampling_->progs.on_sample);
     for (bpf_program* p : progs) {
@@ -150,6 +153,16 @@ Result<void> BpfSession::load_torch_ranges() {
     if (cuda_->mode() != CudaProbeMode::PerProbe)
         bpf_program__set_expected_attach_type(torch_->progs.torch_range_probe, static_cast<bpf_attach_type>(kTraceUprobeMulti));
     if (int err = gtrace_torch_ranges__load(torch_)) return bpf_error("loading the PyTorch range BPF program", err);
+    return {};
+}
+
+Result<void> BpfSession::load_comm() {
+    comm_ = gtrace_comm__open();
+    if (!comm_) return bpf_error("opening the collective BPF object", errno);
+    if (auto r = join_session(comm_, proc_); !r) return r;
+    if (cuda_->mode() != CudaProbeMode::PerProbe)
+        bpf_program__set_expected_attach_type(comm_->progs.comm_probe, static_cast<bpf_attach_type>(kTraceUprobeMulti));
+    if (int err = gtrace_comm__load(comm_)) return bpf_error("loading the collective BPF program", err);
     return {};
 }
 
@@ -189,6 +202,7 @@ BpfSession::~BpfSession() {
     if (sampling_) gtrace_sampling__destroy(sampling_);
     if (mmap_link_) bpf_link__destroy(mmap_link_);
     if (torch_) gtrace_torch_ranges__destroy(torch_);
+    if (comm_) gtrace_comm__destroy(comm_);
     cuda_.reset();
     if (proc_) gtrace_proctree__destroy(proc_);
 }
@@ -223,6 +237,11 @@ Result<std::vector<UprobeLink>> BpfSession::attach_api_probes(const std::string&
 Result<std::vector<UprobeLink>> BpfSession::attach_torch_probes(const std::string& path, const std::string& shown,
                                                                 const std::vector<ApiProbeSite>& sites) {
     return attach_probes(torch_->progs.torch_range_probe, path, shown, sites, false);
+}
+
+Result<std::vector<UprobeLink>> BpfSession::attach_comm_probes(const std::string& path, const std::string& shown,
+                                                               const std::vector<ApiProbeSite>& sites) {
+    return attach_probes(comm_->progs.comm_probe, path, shown, sites, false);
 }
 
 Result<std::vector<UprobeLink>> BpfSession::attach_probes(bpf_program* prog, const std::string& path, const std::string& shown,

@@ -16,6 +16,7 @@
 struct gtrace_proctree;
 struct gtrace_sampling;
 struct gtrace_torch_ranges;
+struct gtrace_comm;
 struct bpf_program;
 struct bpf_link;
 
@@ -84,6 +85,11 @@ public:
     Result<std::vector<UprobeLink>> attach_torch_probes(const std::string& path, const std::string& shown,
                                                         const std::vector<ApiProbeSite>& sites);
 
+    // Entry uprobes on c10d's collectives and Work::wait, entries and ret instructions (cookies:
+    // enum gt_comm_site).
+    Result<std::vector<UprobeLink>> attach_comm_probes(const std::string& path, const std::string& shown,
+                                                       const std::vector<ApiProbeSite>& sites);
+
     int ring_buffer_fd() const;
     // Sum over CPUs of every counter in enum gt_counter (loss per event class and the others).
     std::array<uint64_t, GT_CNT_COUNT> read_counters() const;
@@ -96,6 +102,7 @@ private:
     BpfSession() = default;
     Result<void> start_sampling(uint32_t hz);
     Result<void> load_torch_ranges();
+    Result<void> load_comm();
     Result<std::vector<UprobeLink>> attach_probes(bpf_program* prog, const std::string& path, const std::string& shown,
                                                   const std::vector<ApiProbeSite>& sites, bool at_return);
     gtrace_proctree* proc_ = nullptr;
@@ -103,6 +110,7 @@ private:
     bpf_link* mmap_link_ = nullptr;
     gtrace_sampling* sampling_ = nullptr;
     gtrace_torch_ranges* torch_ = nullptr;
+    gtrace_comm* comm_ = nullptr;
     std::vector<bpf_link*> sample_links_; // one CPU-clock perf event per CPU
     int stats_fd_ = -1;
     uint32_t layout_epoch_ = 0;                   // holds the kernel's BPF run-time statistics on

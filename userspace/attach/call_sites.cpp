@@ -257,4 +257,27 @@ Result<std::map<std::string, std::vector<CallSite>>> find_call_sites(const std::
     return found;
 }
 
+Result<std::map<uint64_t, std::vector<uint64_t>>> find_return_sites(const std::string& path,
+                                                                    const std::vector<std::pair<uint64_t, uint64_t>>& functions) {
+    ElfImage img;
+    if (auto r = img.open(path); !r) return r.error();
+    csh cs;
+    if (cs_open(CS_ARCH_X86, CS_MODE_64, &cs) != CS_ERR_OK) return make_error(ExitCode::Internal, "capstone is unusable");
+    std::map<uint64_t, std::vector<uint64_t>> found;
+    cs_insn* insn = cs_malloc(cs);
+    for (const auto& [start, size] : functions) {
+        const Section* sec = section_of(img, start);
+        if (!sec || !size) continue;
+        const uint8_t* code = sec->bytes + (start - sec->addr);
+        size_t left = static_cast<size_t>(std::min(start + size, sec->addr + sec->size) - start);
+        uint64_t addr = start;
+        std::vector<uint64_t>& rets = found[start];
+        while (cs_disasm_iter(cs, &code, &left, &addr, insn))
+            if (insn->id == X86_INS_RET) rets.push_back(insn->address - sec->addr + sec->offset);
+    }
+    cs_free(insn, 1);
+    cs_close(&cs);
+    return found;
+}
+
 } // namespace gtrace

@@ -32,4 +32,11 @@ struct CallSite {
 Result<std::map<std::string, std::vector<CallSite>>> find_call_sites(const std::string& path,
                                                                      const std::vector<std::string>& functions);
 
+// The `ret` instructions of each function (start vaddr, size) in `path`, as file offsets, keyed by
+// the function's start: an entry probe there sees the function return without a return probe,
+// whose replaced return address breaks C++ exceptions thrown through the frame. Found by
+// disassembling the function from its start; a function whose code cannot be read has none.
+Result<std::map<uint64_t, std::vector<uint64_t>>> find_return_sites(const std::string& path,
+                                                                    const std::vector<std::pair<uint64_t, uint64_t>>& functions);
+
 } // namespace gtrace

@@ -10,6 +10,7 @@
 
 #include "cli/preflight.h"
 #include "decode/api_table.h"
+#include "decode/collective.h"
 #include "decode/torch_range.h"
 #include "discover/proc_tree.h"
 
@@ -55,6 +56,7 @@ Result<std::unique_ptr<Capture>> Capture::attach(const CaptureOptions& options) 
     c->bpf_ = std::move(*bpf);
     c->probes_ = std::make_unique<CudaProbes>(*c->bpf_);
     c->torch_probes_ = std::make_unique<TorchProbes>(*c->bpf_);
+    c->comm_probes_ = std::make_unique<CommProbes>(*c->bpf_);
     auto reader = RingReader::open(c->bpf_->ring_buffer_fd(), *c);
     if (!reader) return reader.error();
     c->reader_.emplace(std::move(*reader));
@@ -113,6 +115,7 @@ Result<void> Capture::scan(int pid) {
     auto added = probes_->scan_maps(pid, maps);
     if (!added) return added.error();
     if (auto torch = torch_probes_->scan_maps(pid, maps); !torch) return torch.error();
+    if (auto comm = comm_probes_->scan_maps(pid, maps); !comm) return comm.error();
     inject_if_cuda(pid, maps);
     addresses_.set_maps(static_cast<uint32_t>(pid), std::move(maps));
     if (waiting_for_cuda_ && probes_->any_mapped()) {
@@ -203,6 +206,12 @@ void Capture::on_torch_range(const gt_torch_range_event& e) {
     writer_.torch_range(range);
     ++torch_ranges_;
     on_step_marker(e.pid, range.name, e.end_ns);
+}
+
+void Capture::on_collective(const gt_collective_event& e) {
+    Collective c = decode_collective(e);
+    writer_.write_slice(c.name, "collective", e.pid, e.tid, e.start_ns, e.end_ns - e.start_ns, c.args.dump());
+    ++collectives_;
 }
 
 void Capture::on_func_name(const gt_func_name_event& e) { kernel_names_.on_func_name(e); }
@@ -366,6 +375,8 @@ nlohmann::json Capture::other_data(const std::string& stop_reason, double elapse
             {"calls", calls},
             {"probed_objects", objects},
             {"torch_libraries", torch_probes_->facts()},
+            {"c10d_libraries", comm_probes_->facts()},
+            {"collectives", collectives_},
             {"capture_script", script_facts()},
             {"bpf_stats", bpf_stats_facts()},
             {"api_capture", api_capture_facts()},

@@ -11,6 +11,7 @@
 
 #include "attach/bpf_session.h"
 #include "attach/cuda_probes.h"
+#include "attach/comm_probes.h"
 #include "attach/torch_probes.h"
 #include "foundation/result.h"
 #include "collect/agent_channel.h"
@@ -93,6 +94,7 @@ public:
     void on_pystack(const gt_py_stack_event& e) override;
     void on_sample(const gt_sample_event& e) override;
     void on_torch_range(const gt_torch_range_event& e) override;
+    void on_collective(const gt_collective_event& e) override;
 
 private:
     explicit Capture(const CaptureOptions& o) : options_(o) {}
@@ -135,6 +137,7 @@ private:
     std::unique_ptr<BpfSession> bpf_;
     std::unique_ptr<CudaProbes> probes_;
     std::unique_ptr<TorchProbes> torch_probes_;
+    std::unique_ptr<CommProbes> comm_probes_;
     std::optional<RingReader> reader_;
     AddressSymbols addresses_;
     KernelNames kernel_names_{addresses_};
@@ -161,7 +164,7 @@ private:
     std::chrono::steady_clock::time_point started_;
     uint64_t start_wall_unix_ms_ = 0;
     uint64_t calls_at_last_status_ = 0;
-    uint64_t torch_ranges_ = 0;
+    uint64_t torch_ranges_ = 0, collectives_ = 0;
     std::regex step_regex_;
     uint64_t started_ns_ = 0; // CLOCK_MONOTONIC when the capture loop began
     uint64_t window_open_ns_ = 0, window_close_ns_ = UINT64_MAX;

@@ -51,6 +51,9 @@ int RingReader::dispatch(void* ctx, void* data, size_t size) {
     case GT_EV_TORCH_RANGE:
         if (size >= sizeof(gt_torch_range_event)) sink->on_torch_range(*static_cast<const gt_torch_range_event*>(data));
         break;
+    case GT_EV_COLLECTIVE:
+        if (size >= sizeof(gt_collective_event)) sink->on_collective(*static_cast<const gt_collective_event*>(data));
+        break;
     default:
         break;
     }

@@ -27,6 +27,18 @@ struct ElfHandle {
 
 Result<std::shared_ptr<const ElfSymbols>> ElfSymbols::load(const std::string& path,
                                                             const std::unordered_set<std::string_view>* only) {
+    if (!only) return load_filtered(path, false, {});
+    return load_filtered(path, true, [only](std::string_view name) { return only->contains(name); });
+}
+
+Result<std::shared_ptr<const ElfSymbols>> ElfSymbols::load_matching(const std::string& path,
+                                                                     const std::function<bool(std::string_view)>& keep) {
+    return load_filtered(path, false, keep);
+}
+
+// `keep` empty: every function; `objects`: data objects too.
+Result<std::shared_ptr<const ElfSymbols>> ElfSymbols::load_filtered(const std::string& path, bool objects,
+                                                                     const std::function<bool(std::string_view)>& keep) {
     if (elf_version(EV_CURRENT) == EV_NONE) return make_error(ExitCode::Internal, "libelf is unusable");
     ElfHandle h;
     auto file = open_input_file(path);
@@ -57,9 +69,9 @@ Result<std::shared_ptr<const ElfSymbols>> ElfSymbols::load(const std::string& pa
             GElf_Sym sym;
             if (!gelf_getsym(data, i, &sym) || sym.st_shndx == SHN_UNDEF || sym.st_value == 0) continue;
             int type = GELF_ST_TYPE(sym.st_info);
-            if (type != STT_FUNC && type != STT_GNU_IFUNC && !(only && type == STT_OBJECT)) continue;
+            if (type != STT_FUNC && type != STT_GNU_IFUNC && !(objects && type == STT_OBJECT)) continue;
             const char* name = elf_strptr(h.elf, sh.sh_link, sym.st_name);
-            if (!name || !*name || (only && !only->contains(name))) continue;
+            if (!name || !*name || (keep && !keep(name))) continue;
             syms->by_addr_.push_back({sym.st_value, sym.st_size, name});
         }
     }

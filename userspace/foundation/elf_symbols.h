@@ -2,6 +2,7 @@
 // for naming kernels from their host stubs.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -25,6 +26,9 @@ public:
     // All function symbols, or with `only` set just the named functions and data objects.
     static Result<std::shared_ptr<const ElfSymbols>> load(const std::string& path,
                                                           const std::unordered_set<std::string_view>* only = nullptr);
+    // The function symbols whose names `keep` accepts (a pattern rather than a list of names).
+    static Result<std::shared_ptr<const ElfSymbols>> load_matching(const std::string& path,
+                                                                   const std::function<bool(std::string_view)>& keep);
 
     // The defined function with this exact name, if any.
     const ElfSymbol* find(std::string_view name) const;
@@ -34,8 +38,11 @@ public:
     // The symbol covering vaddr (or starting exactly at it when its size is 0).
     const ElfSymbol* covering(uint64_t vaddr) const;
     size_t size() const { return by_addr_.size(); }
+    const std::vector<ElfSymbol>& all() const { return by_addr_; } // by address
 
 private:
+    static Result<std::shared_ptr<const ElfSymbols>> load_filtered(const std::string& path, bool objects,
+                                                                   const std::function<bool(std::string_view)>& keep);
     struct Segment {
         uint64_t vaddr, offset, filesz;
     };

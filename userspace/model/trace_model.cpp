@@ -141,6 +141,8 @@ const char* counter_name(unsigned index) {
     case GT_EV_SAMPLE: return "lost_samples";
     case GT_EV_TORCH_RANGE: return "lost_torch_ranges";
     case GT_CNT_RANGES_OPEN_FULL: return "torch_ranges_not_remembered";
+    case GT_EV_COLLECTIVE: return "lost_collectives";
+    case GT_CNT_COLLECTIVES_OPEN_FULL: return "collectives_not_remembered";
     default: return nullptr;
     }
 }

@@ -31,6 +31,20 @@ nlohmann::json per_step(const ProcessAnalysis& r) {
     return steps;
 }
 
+// Per collective: count, time and wait for the last rank to arrive, over the steps and per step.
+// Bytes are not measured (reading tensor sizes would need libtorch's private struct layouts).
+nlohmann::json collectives_json(const ProcessAnalysis& r) {
+    double n = r.steps.empty() ? 1 : static_cast<double>(r.steps.size());
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& f : r.collectives) {
+        nlohmann::json waited = nlohmann::json::object();
+        for (const auto& [rank, ms] : f.waited_for_ms) waited[std::to_string(rank)] = ms;
+        out.push_back({{"name", f.name}, {"on", f.gpu ? "gpu" : "cpu"}, {"count", f.count}, {"ms", f.ms}, {"ms_per_step", f.ms / n},
+                       {"wait_ms", f.wait_ms}, {"wait_ms_per_step", f.wait_ms / n}, {"waited_for_ms", waited}});
+    }
+    return out;
+}
+
 nlohmann::json process_json(const ProcessAnalysis& r) {
     nlohmann::json breakdown = nlohmann::json::object(), share = nlohmann::json::object();
     for (int c = 0; c < kCategoryCount; ++c) {
@@ -66,7 +80,9 @@ nlohmann::json process_json(const ProcessAnalysis& r) {
                         {"evidence", r.evidence},
                         {"causes", causes_json(r.causes, r.step_ms)},
                         {"per_step", per_step(r)},
-                        {"memory", memory}};
+                        {"memory", memory},
+                        {"collectives", collectives_json(r)},
+                        {"collective_wait_ms_per_step", r.collective_wait_ms_per_step}};
     if (!r.leading.empty()) j["leading"] = r.leading;
     return j;
 }
@@ -87,6 +103,9 @@ nlohmann::json report_json(const JobReport& report) {
     if (!v.leading.empty()) verdict["leading"] = v.leading;
     nlohmann::json out = {{"traces", report.traces}, {"verdict", verdict}, {"ranks", entries}};
     if (v.straggler) out["straggler_rank"] = v.straggler->rank;
+    if (v.straggler && !v.straggler->collective.empty())
+        out["straggler"] = {{"rank", v.straggler->rank}, {"waiting_rank", v.straggler->waiting_rank},
+                            {"collective", v.straggler->collective}, {"wait_ms_per_step", v.straggler->wait_ms}};
     return out;
 }
 

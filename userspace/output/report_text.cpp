@@ -47,6 +47,16 @@ std::string details(const ProcessAnalysis& r) {
         if (!r.top_kernels_ms.empty()) out += "  top kernels (GPU time over the steps):\n";
         for (const auto& [name, ms] : r.top_kernels_ms) out += fmt::format("    {:>10.2f} ms  {}\n", ms, shortened(name, 100));
     }
+    double n = r.steps.empty() ? 1 : static_cast<double>(r.steps.size());
+    if (!r.collectives.empty())
+        out += fmt::format("  collectives ({}; waits for the last rank to arrive: {:.2f} ms per step):\n",
+                           r.steps.empty() ? "over the capture" : "per step", r.collective_wait_ms_per_step);
+    for (const auto& f : r.collectives) {
+        std::string waited;
+        for (const auto& [rank, ms] : f.waited_for_ms) waited += fmt::format("{}rank {} {:.2f} ms", waited.empty() ? "" : ", ", rank, ms / n);
+        out += fmt::format("    {:>10.2f} ms  {:>6.3g} {}  {}{}\n", f.ms / n, static_cast<double>(f.count) / n, f.gpu ? "kernels" : "calls  ",
+                           f.name, waited.empty() ? "" : "  (waiting for " + waited + ")");
+    }
     if (r.memory.peak_bytes)
         out += fmt::format("  GPU memory: peak {:.1f} MiB allocated, at {:.1f} ms\n", static_cast<double>(r.memory.peak_bytes) / (1 << 20),
                            r.memory.peak_ms);
@@ -60,8 +70,7 @@ std::string format_report(const JobReport& report) {
     for (const auto& r : report.processes) out += details(r);
     const JobVerdict& v = report.verdict;
     if (v.straggler)
-        out += fmt::format("\nJOB VERDICT: straggler — rank {} runs {:.2f} ms of kernels per step, the others about {:.2f} ms\n",
-                           v.straggler->rank, v.straggler->kernel_ms, v.straggler->others_ms);
+        out += fmt::format("\nJOB VERDICT: straggler — {}\n", v.evidence);
     else if (!v.verdict.empty())
         out += fmt::format("\nJOB VERDICT: {}{}\n", v.verdict, v.leading.empty() ? "" : " — no dominant cause; leading cause: " + v.leading);
     if (!v.straggler && report.processes.size() > 1 && !v.evidence.empty()) out += fmt::format("  {}\n", v.evidence);

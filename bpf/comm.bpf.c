@@ -1,0 +1,154 @@
+// SPDX-License-Identifier: GPL-2.0
+/* c10d collectives and the waits on them. A backend's collective method (ProcessGroupGloo::
+ * allreduce, …) enqueues the work and returns a Work; the caller blocks in Work::wait until
+ * every rank took part (gloo on the CPU; NCCL only makes the stream wait). Probes on the entry
+ * and on the ret instructions of both give the call and the wait, per thread; the Work's
+ * address pairs a wait with the collective that made it, so the wait names it.
+ *
+ * A call is matched to its return by the stack pointer: at the entry and at the ret it points
+ * at the same return address. Only the outermost call of a kind counts (an override may call
+ * the base class's wait); one left open by an exception is replaced by the thread's next call
+ * at the same depth or above, whose frame could not exist were the old one still live. */
+#include "common.bpf.h"
+#include "gtrace/comm.h"
+
+#define GT_MAX_OPEN_WORKS 16384
+
+struct open_call {
+	__u64 sp; /* at the entry: where the return address is; 0: none open */
+	__u64 start_ns;
+	__u64 work; /* a wait's Work (this) */
+	__u8 op, backend, returns_void, pad[5];
+};
+
+struct thread_state {
+	struct open_call call, wait;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct thread_state);
+} comm_threads SEC(".maps");
+
+struct work_key {
+	__u32 tgid;
+	__u32 pad;
+	__u64 work;
+};
+
+struct open_work {
+	__u64 issued_ns;
+	__u8 op, backend, pad[6];
+};
+
+/* Works issued and not yet waited for. LRU: one never waited on (NCCL's, freed unwaited)
+ * cannot fill the map for good. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, GT_MAX_OPEN_WORKS);
+	__type(key, struct work_key);
+	__type(value, struct open_work);
+} open_works SEC(".maps");
+
+static __always_inline void emit(__u8 phase, __u8 op, __u8 backend, __u32 tgid, __u32 tid, __u64 start, __u64 issued,
+				 __u64 work)
+{
+	struct gt_collective_event *e = gt_reserve(sizeof(*e), GT_EV_COLLECTIVE);
+	if (!e)
+		return;
+	e->cls = GT_EV_COLLECTIVE;
+	e->phase = phase;
+	e->op = op;
+	e->backend = backend;
+	e->pid = tgid;
+	e->tid = tid;
+	e->pad = 0;
+	e->start_ns = start;
+	e->end_ns = bpf_ktime_get_ns();
+	e->issued_ns = issued;
+	e->work = work;
+	bpf_ringbuf_submit(e, gt_submit_flags());
+}
+
+/* An entry: opens the thread's call of this kind unless one is open further up the stack. */
+static __always_inline void entered(struct open_call *c, __u64 sp, __u64 cookie, __u64 work)
+{
+	if (c->sp && c->sp > sp)
+		return; /* nested in an open one (or below one an exception left: replaced higher up) */
+	c->sp = sp;
+	c->start_ns = bpf_ktime_get_ns();
+	c->op = (cookie >> 8) & 0xff;
+	c->backend = (cookie >> 16) & 0xff;
+	c->returns_void = ((cookie >> 24) & GT_COLL_RETURNS_VOID) != 0;
+	c->work = work;
+}
+
+static __always_inline void collective_returned(struct open_call *c, __u64 result, __u32 tgid, __u32 tid)
+{
+	__u64 work = 0;
+	/* rax holds the hidden result pointer at the return: the intrusive_ptr<Work> is there. */
+	if (!c->returns_void && bpf_probe_read_user(&work, sizeof(work), (void *)result))
+		work = 0;
+	if (work) {
+		struct work_key key = {.tgid = tgid, .work = work};
+		struct open_work w = {.issued_ns = c->start_ns, .op = c->op, .backend = c->backend};
+		if (bpf_map_update_elem(&open_works, &key, &w, BPF_ANY))
+			gt_count(GT_CNT_COLLECTIVES_OPEN_FULL);
+	}
+	emit(GT_COMM_ISSUE, c->op, c->backend, tgid, tid, c->start_ns, c->start_ns, work);
+}
+
+static __always_inline void wait_returned(struct open_call *c, __u32 tgid, __u32 tid)
+{
+	struct work_key key = {.tgid = tgid, .work = c->work};
+	struct open_work *w = bpf_map_lookup_elem(&open_works, &key);
+	__u8 op = GT_COLL_UNKNOWN, backend = GT_BACKEND_UNKNOWN;
+	__u64 issued = 0;
+	if (w) {
+		op = w->op, backend = w->backend, issued = w->issued_ns;
+		bpf_map_delete_elem(&open_works, &key); /* a second wait on it returns at once */
+	}
+	emit(GT_COMM_WAIT, op, backend, tgid, tid, c->start_ns, issued, c->work);
+}
+
+/* One program for every site; the attach cookie says which (enum gt_comm_site). */
+SEC("uprobe")
+int comm_probe(struct pt_regs *ctx)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tgid = pid_tgid >> 32, tid = (__u32)pid_tgid;
+	if (!gt_is_tracked(tgid))
+		return 0;
+	__u64 cookie = bpf_get_attach_cookie(ctx);
+	__u64 kind = cookie & 0xff, sp = PT_REGS_SP(ctx);
+	bool entry = kind == GT_COMM_SITE_CALL || kind == GT_COMM_SITE_WAIT;
+	struct thread_state *t = bpf_task_storage_get(&comm_threads, bpf_get_current_task_btf(), 0,
+						      entry ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+	if (!t)
+		return 0;
+	switch (kind) {
+	case GT_COMM_SITE_CALL:
+		entered(&t->call, sp, cookie, 0);
+		break;
+	case GT_COMM_SITE_WAIT:
+		entered(&t->wait, sp, cookie, PT_REGS_PARM1(ctx));
+		break;
+	case GT_COMM_SITE_CALL_RET:
+		if (t->call.sp == sp) {
+			collective_returned(&t->call, PT_REGS_RC(ctx), tgid, tid);
+			t->call.sp = 0;
+		}
+		break;
+	case GT_COMM_SITE_WAIT_RET:
+		if (t->wait.sp == sp) {
+			wait_returned(&t->wait, tgid, tid);
+			t->wait.sp = 0;
+		}
+		break;
+	}
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "GPL";

@@ -1,0 +1,180 @@
+// Collectives: which libtorch symbols are probed (torch 1.13's gloo names as Debian ships them,
+// torch 2.x's from its public source), how an event is named, and the analysis: time in
+// collectives is Communication, each rank's wait for the last to arrive is measured, and a rank
+// the others wait for is the straggler, named with the collective.
+#include <catch2/catch.hpp>
+
+#include "analyze/collectives.h"
+#include "analyze/job_report.h"
+#include "analyze/step_analysis.h"
+#include "analyze/verdict.h"
+#include "attach/comm_probes.h"
+#include "decode/collective.h"
+#include "output/report_json.h"
+#include "output/report_text.h"
+
+using namespace gtrace;
+
+namespace {
+
+uint64_t op_of(const CommSymbol& s) { return (s.cookie >> 8) & 0xff; }
+uint64_t backend_of(const CommSymbol& s) { return (s.cookie >> 16) & 0xff; }
+
+} // namespace
+
+TEST_CASE("c10d symbols: a backend's collectives and every Work's wait, by mangled name") {
+    // torch 1.13 (Debian's libtorch_cpu)
+    CommSymbol gloo = classify_comm_symbol("_ZN4c10d16ProcessGroupGloo9allreduceERSt6vectorIN2at6TensorESaIS3_EERKNS_16AllreduceOptionsE");
+    CHECK(gloo.kind == CommSymbol::Collective);
+    CHECK(op_of(gloo) == GT_COLL_ALLREDUCE);
+    CHECK(backend_of(gloo) == GT_BACKEND_GLOO);
+    CHECK(op_of(classify_comm_symbol("_ZN4c10d16ProcessGroupGloo15_allgather_baseERN2at6TensorES3_RKNS_16AllgatherOptionsE")) ==
+          GT_COLL_ALLGATHER_BASE);
+    CommSymbol monitored = classify_comm_symbol("_ZN4c10d16ProcessGroupGloo16monitoredBarrierERKNS_14BarrierOptionsEb");
+    CHECK(op_of(monitored) == GT_COLL_MONITORED_BARRIER);
+    CHECK((monitored.cookie >> 24) == GT_COLL_RETURNS_VOID);
+    CHECK(classify_comm_symbol("_ZN4c10d4Work4waitENSt6chrono8durationIlSt5ratioILl1ELl1000EEEE").kind == CommSymbol::Wait);
+    CHECK(classify_comm_symbol("_ZN4c10d16ProcessGroupGloo8SendWork4waitENSt6chrono8durationIlSt5ratioILl1ELl1000EEEE").kind ==
+          CommSymbol::Wait);
+    // torch 2.x: ProcessGroupNCCL (a c10d::Backend) and its WorkNCCL
+    CommSymbol nccl = classify_comm_symbol(
+        "_ZN4c10d16ProcessGroupNCCL14reduce_scatterERSt6vectorIN2at6TensorESaIS3_EERS1_IS5_SaIS5_EERKNS_20ReduceScatterOptionsE");
+    CHECK(nccl.kind == CommSymbol::Collective);
+    CHECK(op_of(nccl) == GT_COLL_REDUCE_SCATTER);
+    CHECK(backend_of(nccl) == GT_BACKEND_NCCL);
+    CHECK(classify_comm_symbol("_ZN4c10d16ProcessGroupNCCL8WorkNCCL4waitENSt6chrono8durationIlSt5ratioILl1ELl1000EEEE").kind ==
+          CommSymbol::Wait);
+    // torch 1.12 and before: ProcessGroup::Work
+    CHECK(classify_comm_symbol("_ZN4c10d12ProcessGroup4Work4waitENSt6chrono8durationIlSt5ratioILl1ELl1000EEEE").kind == CommSymbol::Wait);
+    // Not probed: helpers, other classes, constructors, other namespaces
+    for (const char* other : {"_ZN4c10d16ProcessGroupGloo10getContextEj",
+                              "_ZN4c10d16ProcessGroupNCCL14allreduce_implERN2at6TensorEPKcRKNS_16AllreduceOptionsE",
+                              "_ZN4c10d19ProcessGroupWrapper9allreduceERSt6vectorIN2at6TensorESaIS3_EERKNS_16AllreduceOptionsE",
+                              "_ZN4c10d16ProcessGroupGloo8SendWorkC1ERN2at6TensorESt10unique_ptrIN4gloo9transport13UnboundBufferESt14default_deleteIS8_EE",
+                              "_ZN5other4Work4waitEv", "_ZN4c10d4WorkD2Ev", "_ZN4c10d1", "not mangled"})
+        CHECK(classify_comm_symbol(other).kind == CommSymbol::None);
+}
+
+TEST_CASE("a collective event is named as torch.distributed names it; a wait carries its issue time") {
+    gt_collective_event e{};
+    e.cls = GT_EV_COLLECTIVE, e.phase = GT_COMM_WAIT, e.op = GT_COLL_ALLREDUCE, e.backend = GT_BACKEND_GLOO;
+    e.issued_ns = 5'000'000'123'456;
+    Collective c = decode_collective(e);
+    CHECK(c.name == "all_reduce");
+    CHECK(c.args["phase"] == "wait");
+    CHECK(c.args["op"] == "allreduce");
+    CHECK(c.args["backend"] == "gloo");
+    CHECK(c.args["issued_us"].get<double>() == Approx(5'000'000'123.456).epsilon(1e-15));
+    e.phase = GT_COMM_ISSUE, e.op = GT_COLL_ALLGATHER_BASE;
+    CHECK(decode_collective(e).name == "all_gather_into_tensor");
+    CHECK_FALSE(decode_collective(e).args.contains("issued_us"));
+    e.phase = GT_COMM_WAIT, e.op = GT_COLL_UNKNOWN, e.backend = 0;
+    CHECK(decode_collective(e).name == "wait (collective not seen)");
+    CHECK_FALSE(decode_collective(e).args.contains("backend"));
+}
+
+namespace {
+
+constexpr uint64_t kStart = 9'000'000'000, kMs = 1'000'000;
+
+ProcessData& rank_process(TraceData& t, uint32_t pid, int rank) {
+    ProcessData& p = t.processes[pid];
+    p.pid = pid, p.rank = rank, p.cmdline = "/usr/bin/python3 train.py";
+    p.label = "rank " + std::to_string(rank);
+    return p;
+}
+
+// Steps of 40 ms: the late rank sleeps `late_ms` and then calls all_reduce; the other calls it
+// at once and waits in it until the late one arrives; both finish 1 ms after that; the
+// optimizer's step follows.
+void add_job(TraceData& t, double late_ms, int steps = 6) {
+    ProcessData& r0 = rank_process(t, 100, 0);
+    ProcessData& r1 = rank_process(t, 101, 1);
+    auto ns = [](double ms) { return static_cast<uint64_t>(ms * 1e6); };
+    std::string_view all_reduce = t.strings.intern("all_reduce"), step = t.strings.intern("Optimizer.step#SGD.step");
+    for (int i = 0; i <= steps; ++i) {
+        uint64_t at = kStart + static_cast<uint64_t>(i) * 40 * kMs, done = at + ns(late_ms) + kMs;
+        for (ProcessData* p : {&r0, &r1}) {
+            uint64_t arrival = p == &r1 ? at + ns(late_ms) : at;
+            p->collectives.push_back({{arrival, arrival + 20'000}, all_reduce, 0, p->pid, false});
+            p->collectives.push_back({{arrival + 20'000, done}, all_reduce, arrival, p->pid, true});
+            p->ranges.push_back({{at + 39 * kMs, at + 40 * kMs}, step, p->pid});
+        }
+    }
+}
+
+} // namespace
+
+TEST_CASE("time in collectives is Communication; the rank that waits for a late one names it and the collective") {
+    TraceData t;
+    add_job(t, 30);
+    JobReport r;
+    r.processes = analyze_processes(t);
+    for (auto& p : r.processes) judge_process(p, "^Optimizer\\.step");
+    r.verdict = judge_job(r.processes);
+    REQUIRE(r.processes.size() == 2);
+    const ProcessAnalysis& r0 = r.processes[0];
+    const ProcessAnalysis& r1 = r.processes[1];
+    REQUIRE(r0.steps.size() == 6);
+    CHECK(r0.step_ms == Approx(40));
+    CHECK(r0.share[kCommunication] * r0.step_ms == Approx(31)); // arrival to done
+    CHECK(r1.share[kCommunication] * r1.step_ms == Approx(1));
+    REQUIRE(r0.collectives.size() == 1);
+    CHECK(r0.collectives[0].name == "all_reduce");
+    CHECK(r0.collectives[0].count == 6);
+    CHECK(r0.collective_wait_ms_per_step == Approx(30));
+    CHECK(r0.collectives[0].waited_for_ms.at(1) == Approx(180));
+    CHECK(r1.collective_wait_ms_per_step == Approx(0));
+    REQUIRE(r.verdict.straggler);
+    CHECK(r.verdict.straggler->rank == 1);
+    CHECK(r.verdict.straggler->collective == "all_reduce");
+    CHECK(r.verdict.evidence == "rank 0 waits in all_reduce for rank 1 (30.00 ms per step)");
+    CHECK(r0.verdict == "straggler");
+    CHECK(r0.evidence.starts_with("waits in all_reduce for rank 1 (30.00 ms per step, 75% of its step); own figures: in "
+                                  "collectives 78% of the step"));
+    std::string text = format_report(r);
+    CHECK(text.find("JOB VERDICT: straggler — rank 0 waits in all_reduce for rank 1 (30.00 ms per step)") != std::string::npos);
+    CHECK(text.find("all_reduce  (waiting for rank 1 30.00 ms)") != std::string::npos);
+    auto j = report_json(r);
+    CHECK(j["straggler"]["collective"] == "all_reduce");
+    CHECK(j["straggler"]["waiting_rank"] == 0);
+    CHECK(j["ranks"][0]["collectives"][0]["wait_ms_per_step"].get<double>() == Approx(30));
+    CHECK(j["ranks"][0]["collectives"][0]["count"] == 6);
+    CHECK(j["ranks"][0]["collectives"][0]["on"] == "cpu");
+}
+
+TEST_CASE("ranks that arrive together wait for no one: no straggler") {
+    TraceData t;
+    add_job(t, 0);
+    auto ps = analyze_processes(t);
+    for (auto& p : ps) judge_process(p, "^Optimizer\\.step");
+    JobVerdict v = judge_job(ps);
+    CHECK_FALSE(v.straggler);
+    CHECK(ps[0].collective_wait_ms_per_step == Approx(0));
+}
+
+TEST_CASE("NCCL's kernels on the GPU are Communication, per collective") {
+    CHECK(is_communication_kernel("ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)"));
+    CHECK(is_communication_kernel("ncclDevKernel_AllGather_RING_LL(ncclDevComm*, unsigned long, ncclWork*)"));
+    CHECK_FALSE(is_communication_kernel("ampere_sgemm_128x64_nn"));
+    TraceData t;
+    ProcessData& p = rank_process(t, 100, 0);
+    std::string_view nccl = t.strings.intern("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)");
+    std::string_view gemm = t.strings.intern("gemm"), step = t.strings.intern("Optimizer.step");
+    p.calls.push_back({{kStart, kStart + 1000}, t.strings.intern("cudaMalloc"), {}, {}, 0, p.pid, 0});
+    for (int i = 0; i <= 4; ++i) {
+        uint64_t at = kStart + static_cast<uint64_t>(i) * 10 * kMs;
+        p.gpu.push_back({{at, at + 2 * kMs}, gemm, {}, 0, 0, GpuKind::Kernel});
+        p.gpu.push_back({{at + 2 * kMs, at + 8 * kMs}, nccl, {}, 0, 0, GpuKind::Kernel});
+        p.ranges.push_back({{at + 9 * kMs, at + 10 * kMs}, step, p.pid});
+    }
+    p.gpu.push_back({{kStart + 60 * kMs, kStart + 61 * kMs}, gemm, {}, 0, 0, GpuKind::Kernel}); // the GPU records go on
+    auto ps = analyze_processes(t);
+    REQUIRE(ps.size() == 1);
+    CHECK(ps[0].share[kCommunication] == Approx(0.6));
+    REQUIRE(ps[0].collectives.size() == 1);
+    CHECK(ps[0].collectives[0].name == "AllReduce (NCCL kernels)");
+    CHECK(ps[0].collectives[0].gpu);
+    CHECK(ps[0].collectives[0].count == 4);
+    CHECK(ps[0].collectives[0].ms == Approx(24));
+}

@@ -1,0 +1,133 @@
+#include "analyze/collectives.h"
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+
+#include <fmt/format.h>
+
+namespace gtrace {
+namespace {
+
+// One collective call on one rank: from its call (arrival) to the end of the wait on its Work.
+struct Instance {
+    std::string_view name;
+    uint64_t arrival = 0, done = 0, busy_ns = 0; // busy: in the call and the wait
+    uint64_t wait_ns = 0;                        // for the last rank to arrive
+    int waited_for = -1;
+};
+
+bool contains_ignoring_case(std::string_view text, std::string_view word) {
+    auto eq = [](char a, char b) { return std::tolower(static_cast<unsigned char>(a)) == b; };
+    return std::search(text.begin(), text.end(), word.begin(), word.end(), eq) != text.end();
+}
+
+std::vector<Instance> instances(const ProcessData& p) {
+    std::map<std::pair<uint32_t, uint64_t>, const CollectiveSpan*> waits; // (tid, issued) → its wait
+    std::map<uint64_t, const CollectiveSpan*> waits_any_thread;
+    for (const auto& c : p.collectives)
+        if (c.wait && c.issued_ns) waits[{c.tid, c.issued_ns}] = &c, waits_any_thread[c.issued_ns] = &c;
+    std::vector<Instance> out;
+    for (const auto& c : p.collectives) {
+        if (c.wait && c.issued_ns) continue; // with its issue
+        Instance i{c.name, c.start_ns, c.end_ns, c.dur()};
+        if (!c.wait) {
+            auto w = waits.find({c.tid, c.start_ns});
+            const CollectiveSpan* wait = w != waits.end() ? w->second : nullptr;
+            if (!wait)
+                if (auto a = waits_any_thread.find(c.start_ns); a != waits_any_thread.end()) wait = a->second;
+            if (wait) i.done = std::max(i.done, wait->end_ns), i.busy_ns += wait->dur();
+        }
+        out.push_back(i);
+    }
+    std::sort(out.begin(), out.end(), [](const Instance& a, const Instance& b) { return a.done < b.done; });
+    return out;
+}
+
+// On another rank, the same call as `a`: of those overlapping it, the one finishing nearest.
+const Instance* same_call(const Instance& a, const std::vector<Instance>& other) {
+    auto it = std::lower_bound(other.begin(), other.end(), a.done, [](const Instance& i, uint64_t t) { return i.done < t; });
+    const Instance* best = nullptr;
+    uint64_t best_gap = UINT64_MAX;
+    auto consider = [&](const Instance& b) {
+        if (b.name != a.name || b.arrival > a.done || b.done < a.arrival) return;
+        uint64_t gap = b.done > a.done ? b.done - a.done : a.done - b.done;
+        if (gap < best_gap) best = &b, best_gap = gap;
+    };
+    for (auto f = it; f != other.end() && f->arrival <= a.done; ++f) consider(*f); // sorted by done: later ones may overlap too
+    for (auto b = it; b != other.begin();) {
+        --b;
+        if (b->done < a.arrival) break;
+        consider(*b);
+    }
+    return best;
+}
+
+// "ncclDevKernel_AllReduce_Sum_f32_RING_LL" → "AllReduce (NCCL kernels)".
+std::string nccl_collective(std::string_view kernel) {
+    size_t start = kernel.find('_');
+    if (!kernel.starts_with("nccl") || start == std::string_view::npos) return "NCCL kernels";
+    size_t end = kernel.find('_', start + 1);
+    return fmt::format("{} (NCCL kernels)", kernel.substr(start + 1, end == std::string_view::npos ? end : end - start - 1));
+}
+
+void add_gpu_figures(const ProcessData& p, const Span& window, std::map<std::string, CollectiveFigures>& by_name) {
+    for (const auto& g : p.gpu) {
+        if (g.kind != GpuKind::Kernel || g.start_ns < window.start_ns || g.start_ns >= window.end_ns || !is_communication_kernel(g.name))
+            continue;
+        CollectiveFigures& f = by_name[nccl_collective(g.name)];
+        f.gpu = true;
+        ++f.count;
+        f.ms += static_cast<double>(g.dur()) / 1e6;
+    }
+}
+
+} // namespace
+
+bool is_communication_kernel(std::string_view name) {
+    return contains_ignoring_case(name, "nccl") || contains_ignoring_case(name, "gloo");
+}
+
+void measure_collectives(const TraceData& trace, std::vector<ProcessAnalysis>& out) {
+    std::map<uint32_t, std::vector<Instance>> by_pid;
+    for (const auto& r : out)
+        if (auto it = trace.processes.find(r.pid); it != trace.processes.end()) by_pid[r.pid] = instances(it->second);
+    // Each rank's wait for the last to arrive at each of its calls.
+    for (auto& a : out) {
+        if (!a.rank) continue;
+        for (Instance& i : by_pid[a.pid]) {
+            uint64_t last = i.arrival;
+            for (const auto& b : out) {
+                if (!b.rank || b.pid == a.pid) continue;
+                if (const Instance* same = same_call(i, by_pid[b.pid]); same && same->arrival > last)
+                    last = same->arrival, i.waited_for = *b.rank;
+            }
+            i.wait_ns = std::min(last - i.arrival, i.done - i.arrival);
+        }
+    }
+    for (auto& r : out) {
+        Span window{0, UINT64_MAX};
+        if (!r.steps.empty()) window = {r.steps.front().span.start_ns, r.steps.back().span.end_ns};
+        std::map<std::string, CollectiveFigures> by_name;
+        uint64_t wait_ns = 0;
+        for (const Instance& i : by_pid[r.pid]) {
+            if (i.arrival < window.start_ns || i.arrival >= window.end_ns) continue;
+            CollectiveFigures& f = by_name[std::string(i.name)];
+            ++f.count;
+            f.ms += static_cast<double>(i.busy_ns) / 1e6;
+            f.wait_ms += static_cast<double>(i.wait_ns) / 1e6;
+            if (i.waited_for >= 0 && i.wait_ns) f.waited_for_ms[i.waited_for] += static_cast<double>(i.wait_ns) / 1e6;
+            wait_ns += i.wait_ns;
+        }
+        if (auto it = trace.processes.find(r.pid); it != trace.processes.end()) add_gpu_figures(it->second, window, by_name);
+        r.collectives.clear();
+        for (auto& [name, f] : by_name) {
+            f.name = name;
+            r.collectives.push_back(std::move(f));
+        }
+        std::stable_sort(r.collectives.begin(), r.collectives.end(), [](const auto& x, const auto& y) { return x.ms > y.ms; });
+        r.collective_wait_ms_per_step = r.steps.empty() ? 0 : static_cast<double>(wait_ns) / 1e6 / static_cast<double>(r.steps.size());
+    }
+}
+
+} // namespace gtrace

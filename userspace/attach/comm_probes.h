@@ -1,0 +1,56 @@
+// Finds the libtorch each process mapped that holds c10d (libtorch_cpu for gloo and MPI,
+// libtorch_cuda for NCCL, or a monolithic libtorch) and probes its collectives and Work::wait,
+// at their entries and at their own ret instructions (gtrace/comm.h says why not return
+// probes). The functions are found by their mangled names — c10d::ProcessGroup<Backend>::
+// <method> for the methods of gtrace/comm.h, and every c10d class's Work…::wait — so torch 1.13
+// and 2.x (ProcessGroupNCCL as a c10d::Backend) match alike. One set of probes per file.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "attach/bpf_session.h"
+#include "discover/proc_maps.h"
+#include "foundation/elf_symbols.h"
+#include "foundation/result.h"
+
+namespace gtrace {
+
+// What a mangled name is to the collective probes: a backend's collective (its enum gt_comm_site
+// cookie without the site kind), a wait, or neither.
+struct CommSymbol {
+    enum Kind { None, Collective, Wait } kind = None;
+    uint64_t cookie = 0; // op << 8 | backend << 16 | flags << 24
+};
+CommSymbol classify_comm_symbol(std::string_view mangled);
+
+class CommProbes {
+public:
+    explicit CommProbes(BpfSession& bpf) : bpf_(bpf) {}
+
+    // Probe the c10d libraries among a process's mappings; returns how many new files got probes.
+    Result<int> scan_maps(int pid, const std::vector<Mapping>& maps);
+    // Files probed and how many collectives and waits, for the capture's facts.
+    nlohmann::json facts() const;
+
+private:
+    struct Probed {
+        std::string path;
+        size_t collectives = 0, waits = 0, return_sites = 0;
+        std::vector<std::string> without_ret; // functions left out: no ret instruction to see them end
+    };
+    static std::vector<ApiProbeSite> plan(const std::string& path, const ElfSymbols& syms, Probed& probed);
+
+    BpfSession& bpf_;
+    std::map<std::pair<uint64_t, uint64_t>, Probed> probed_; // (dev, inode) -> what was probed
+    std::set<std::pair<uint64_t, uint64_t>> skipped_;
+    std::vector<UprobeLink> links_;
+};
+
+} // namespace gtrace

@@ -1,0 +1,51 @@
+#include "decode/collective.h"
+
+namespace gtrace {
+namespace {
+
+struct OpNames {
+    const char* method;
+    const char* shown;
+};
+
+constexpr OpNames kOps[] = {
+    {nullptr, nullptr},
+#define GT_COLL_NAMES(id, method, shown, flags) {method, shown},
+    GT_COLLECTIVE_LIST(GT_COLL_NAMES)
+#undef GT_COLL_NAMES
+};
+static_assert(sizeof(kOps) / sizeof(kOps[0]) == GT_COLL_COUNT);
+
+struct BackendNames {
+    const char* cls;
+    const char* shown;
+};
+
+constexpr BackendNames kBackends[] = {
+    {nullptr, nullptr},
+#define GT_BACKEND_NAMES(id, cls, shown) {cls, shown},
+    GT_COMM_BACKEND_LIST(GT_BACKEND_NAMES)
+#undef GT_BACKEND_NAMES
+};
+static_assert(sizeof(kBackends) / sizeof(kBackends[0]) == GT_BACKEND_COUNT);
+
+} // namespace
+
+const char* collective_method(unsigned op) { return op < GT_COLL_COUNT ? kOps[op].method : nullptr; }
+const char* collective_shown_name(unsigned op) { return op < GT_COLL_COUNT ? kOps[op].shown : nullptr; }
+const char* backend_class(unsigned backend) { return backend < GT_BACKEND_COUNT ? kBackends[backend].cls : nullptr; }
+const char* backend_name(unsigned backend) { return backend < GT_BACKEND_COUNT ? kBackends[backend].shown : nullptr; }
+
+Collective decode_collective(const gt_collective_event& e) {
+    Collective c;
+    const char* shown = collective_shown_name(e.op);
+    c.name = shown ? shown : "wait (collective not seen)";
+    c.args = {{"phase", e.phase == GT_COMM_WAIT ? "wait" : "issue"}};
+    if (const char* method = collective_method(e.op)) c.args["op"] = method;
+    if (const char* backend = backend_name(e.backend)) c.args["backend"] = backend;
+    // The trace's own time unit (µs, to the ns): the analysis pairs the wait with its issue by it.
+    if (e.phase == GT_COMM_WAIT && e.issued_ns) c.args["issued_us"] = static_cast<double>(e.issued_ns) / 1000.0;
+    return c;
+}
+
+} // namespace gtrace
