@@ -1,8 +1,10 @@
 """A 2-rank gloo job (under torchrun) in which one rank is late to every all_reduce: before each
 step's all_reduce, rank --late-rank sleeps --sleep-ms. The other ranks wait for it inside the
 all_reduce. Each rank prints "ready rank N", waits for --go-file, runs --steps steps of a small
-model (forward, backward, all_reduce of the gradients, optimizer step), then prints
-"GTRACE_COMM_TRUTH {json}": the late rank's measured mean sleep, the injected wait."""
+model (forward, backward, one all_reduce of the flattened gradients, optimizer step), then the
+late rank prints "GTRACE_COMM_TRUTH {json}": its measured mean sleep per step (`sleep_ms`: the
+injected wait) and that plus its own mean time inside the all_reduce (`blocked_ms`: how long
+the other ranks are in the all_reduce per step, from their arrival to its end)."""
 import argparse
 import json
 import os
@@ -28,19 +30,26 @@ def main():
     print(f"ready rank {rank}", flush=True)
     while a.go_file and not os.path.exists(a.go_file):
         time.sleep(0.01)
-    slept = []
+    slept, reduced = [], []
     for _ in range(a.steps):
         model(x).square().mean().backward()
+        grads = torch.cat([p.grad.flatten() for p in model.parameters()])
         if rank == a.late_rank:
             t0 = time.monotonic()
             time.sleep(a.sleep_ms / 1000)
             slept.append(time.monotonic() - t0)
+        t0 = time.monotonic()
+        dist.all_reduce(grads)
+        reduced.append(time.monotonic() - t0)
+        offset = 0
         for p in model.parameters():
-            dist.all_reduce(p.grad)
+            p.grad.copy_(grads[offset:offset + p.grad.numel()].view_as(p.grad))
+            offset += p.grad.numel()
         opt.step()
         opt.zero_grad()
     if slept:
-        print("GTRACE_COMM_TRUTH " + json.dumps({"rank": rank, "sleep_ms": 1000 * sum(slept) / len(slept), "steps": len(slept)}),
+        sleep_ms, reduce_ms = 1000 * sum(slept) / len(slept), 1000 * sum(reduced) / len(reduced)
+        print("GTRACE_COMM_TRUTH " + json.dumps({"rank": rank, "sleep_ms": sleep_ms, "blocked_ms": sleep_ms + reduce_ms, "steps": len(slept)}),
               flush=True)
     dist.destroy_process_group()
 

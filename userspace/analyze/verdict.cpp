@@ -36,8 +36,9 @@ std::string collective_summary(const ProcessAnalysis& r) {
     double n = static_cast<double>(r.steps.size());
     for (size_t i = 0; i < r.collectives.size() && i < 2; ++i) {
         const CollectiveFigures& f = r.collectives[i];
-        out += fmt::format("{}{} {:.2f} ms per step ({:.3g} {} per step)", out.empty() ? "" : "; ", f.name, f.ms / n,
-                           static_cast<double>(f.count) / n, f.gpu ? "kernels" : "calls");
+        double per_step = static_cast<double>(f.count) / n;
+        out += fmt::format("{}{} {:.2f} ms per step ({:.3g} {}{} per step)", out.empty() ? "" : "; ", f.name, f.ms / n, per_step,
+                           f.gpu ? "kernel" : "call", per_step == 1 ? "" : "s");
         auto most = std::max_element(f.waited_for_ms.begin(), f.waited_for_ms.end(), [](auto& a, auto& b) { return a.second < b.second; });
         if (most != f.waited_for_ms.end() && f.wait_ms / n >= 0.01)
             out += fmt::format(", {:.2f} ms of it waiting for {}", f.wait_ms / n,
