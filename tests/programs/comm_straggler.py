@@ -4,8 +4,13 @@ all_reduce. Each rank prints "ready rank N", waits for --go-file, runs --steps s
 model (forward, backward, one all_reduce of the flattened gradients, optimizer step), then the
 late rank prints "GTRACE_COMM_TRUTH {json}": its measured mean sleep per step (`sleep_ms`: the
 injected wait) and that plus its own mean time inside the all_reduce (`blocked_ms`: how long
-the other ranks are in the all_reduce per step, from their arrival to its end)."""
+the other ranks are in the all_reduce per step, from their arrival to its end).
+
+--throw instead makes the late rank never come: the others' all_reduce times out after
+--timeout-s, and gloo throws the error through Work::wait; they catch it, print "caught
+RuntimeError", and every rank exits 0 (a probe that broke C++ unwinding would abort them)."""
 import argparse
+import datetime
 import json
 import os
 import time
@@ -20,8 +25,10 @@ def main():
     ap.add_argument("--sleep-ms", type=float, default=30.0)
     ap.add_argument("--late-rank", type=int, default=1)
     ap.add_argument("--go-file")
+    ap.add_argument("--throw", action="store_true")
+    ap.add_argument("--timeout-s", type=float, default=2.0)
     a = ap.parse_args()
-    dist.init_process_group("gloo")
+    dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=a.timeout_s))
     rank = dist.get_rank()
     torch.manual_seed(0)
     model = torch.nn.Linear(64, 64)
@@ -30,6 +37,15 @@ def main():
     print(f"ready rank {rank}", flush=True)
     while a.go_file and not os.path.exists(a.go_file):
         time.sleep(0.01)
+    if a.throw:
+        if rank != a.late_rank:
+            try:
+                dist.all_reduce(torch.ones(4))
+            except RuntimeError:
+                print("caught RuntimeError", flush=True)
+        else:
+            time.sleep(2 * a.timeout_s)
+        os._exit(0)  # the group is broken: no orderly shutdown
     slept, reduced = [], []
     for _ in range(a.steps):
         model(x).square().mean().backward()

@@ -358,6 +358,9 @@ def check_run(expect, rc, err_text, out_text, program_lines):
         if present != sorted(allowed):
             fail(f"{d} holds {present}, expected {sorted(allowed)} (no half-written files)")
     check_files(expect)
+    for pattern in expect.get("program_output", []):  # a line the programs printed
+        if not any(re.search(pattern, line) for line in program_lines):
+            fail(f"no program printed a line matching /{pattern}/")
     json_checks.check_json_files(expect, program_lines)
     if "trace" in expect:
         check_trace(load_trace(expect["trace"]), expect, program_lines)
