@@ -178,3 +178,25 @@ TEST_CASE("NCCL's kernels on the GPU are Communication, per collective") {
     CHECK(ps[0].collectives[0].count == 4);
     CHECK(ps[0].collectives[0].ms == Approx(24));
 }
+
+TEST_CASE("the main thread's waits are named: collectives, the DataLoader, CUDA syncs, and the rest") {
+    TraceData t;
+    add_job(t, 30);
+    ProcessData& r0 = t.processes[100];
+    std::string_view sync = t.strings.intern("cudaStreamSynchronize");
+    for (int i = 1; i <= 6; ++i) { // 2 ms in a sync, right after each all_reduce
+        uint64_t at = kStart + static_cast<uint64_t>(i) * 40 * kMs + 32 * kMs;
+        r0.calls.push_back({{at, at + 2 * kMs}, sync, {}, {}, 0, r0.pid, 0});
+    }
+    auto ps = analyze_processes(t);
+    REQUIRE(ps[0].steps.size() == 6);
+    CHECK(ps[0].waits.collective == Approx(31));
+    CHECK(ps[0].waits.cuda_sync == Approx(2));
+    CHECK(ps[0].waits.dataloader == 0);
+    CHECK(ps[0].waits.other == Approx(40 - 31 - 2 - 1)); // the optimizer's range is CPU Exec
+    JobReport r;
+    r.processes = ps;
+    CHECK(format_report(r).find("main thread waits per step: in collectives 31.00 ms, for the DataLoader 0.00 ms, in CUDA syncs "
+                                "2.00 ms, blocked elsewhere (not named) 6.00 ms") != std::string::npos);
+    CHECK(report_json(r)["ranks"][0]["main_thread_waits_ms_per_step"]["cuda_sync"].get<double>() == Approx(2));
+}

@@ -261,6 +261,13 @@ void summarize(const ProcessData& p, ProcessAnalysis& r) {
     r.kernel_ms_per_step = static_cast<double>(kernel_ns) / 1e6 / static_cast<double>(n);
     r.h2d_gbps = h2d_ns ? static_cast<double>(h2d_bytes) / static_cast<double>(h2d_ns) : 0;
     r.d2h_gbps = d2h_ns ? static_cast<double>(d2h_bytes) / static_cast<double>(d2h_ns) : 0;
+    double sync_ns = 0, collective_ns = 0;
+    for (const auto& c : p.calls)
+        if (c.tid == p.pid && is_sync_call(c.name) && inside(c)) sync_ns += static_cast<double>(c.dur());
+    for (const auto& c : p.collectives)
+        if (c.tid == p.pid && inside(c)) collective_ns += static_cast<double>(c.dur());
+    r.waits = {collective_ns / 1e6 / static_cast<double>(n), r.share[kDataLoader] * r.step_ms, sync_ns / 1e6 / static_cast<double>(n),
+               r.share[kOther] * r.step_ms};
     r.top_kernels_ms.assign(per_kernel.begin(), per_kernel.end());
     std::sort(r.top_kernels_ms.begin(), r.top_kernels_ms.end(), [](auto& a, auto& b) { return a.second > b.second; });
     if (r.top_kernels_ms.size() > 5) r.top_kernels_ms.resize(5);

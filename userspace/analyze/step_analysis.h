@@ -44,6 +44,13 @@ struct CollectiveFigures {
     bool gpu = false;
 };
 
+// Where the main thread waits, ms per step: what the probes name — a collective's call or wait,
+// the DataLoader's queue (its ranges), a synchronizing CUDA call — and blocked elsewhere (Other:
+// neither on CPU in a sample nor in anything probed).
+struct MainThreadWaits {
+    double collective = 0, dataloader = 0, cuda_sync = 0, other = 0;
+};
+
 struct ProcessAnalysis {
     uint32_t pid = 0;
     std::optional<int> rank; // none: a process without RANK (plain `python train.py`, a notebook, a server)
@@ -63,6 +70,7 @@ struct ProcessAnalysis {
     MemoryCurve memory;
     std::vector<CollectiveFigures> collectives; // largest time first
     double collective_wait_ms_per_step = 0;     // waiting for the last rank to arrive, all collectives
+    MainThreadWaits waits;
     // Filled by analyze/verdict.h:
     std::string verdict;  // data_loading, copy, launch_overhead, gpu, communication, mixed, straggler; empty: no steps
     std::string leading;  // with `mixed`: the verdict the figures lean to (the largest identified cause)

@@ -85,7 +85,8 @@ Candidate candidate(const ProcessAnalysis& r) {
         // Python is blocked — in a training loop, waiting for its next batch.
         return {"data_loading",
                 fmt::format("the main thread is blocked outside CUDA, collectives and DataLoader ranges for {} of the step "
-                            "({:.2f} ms per step: no probe names what it waits in; typically the DataLoader's next batch); {}",
+                            "({:.2f} ms per step: no probe names what it waits in; in a training loop typically the DataLoader's "
+                            "next batch); {}",
                             pct(s[kOther]), s[kOther] * r.step_ms, busy),
                 {kOther}};
     auto top = static_cast<Category>(std::max_element(s.begin(), s.begin() + kOther) - s.begin());

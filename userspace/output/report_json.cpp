@@ -82,7 +82,10 @@ nlohmann::json process_json(const ProcessAnalysis& r) {
                         {"per_step", per_step(r)},
                         {"memory", memory},
                         {"collectives", collectives_json(r)},
-                        {"collective_wait_ms_per_step", r.collective_wait_ms_per_step}};
+                        {"collective_wait_ms_per_step", r.collective_wait_ms_per_step},
+                        {"main_thread_waits_ms_per_step",
+                         {{"collective", r.waits.collective}, {"dataloader", r.waits.dataloader}, {"cuda_sync", r.waits.cuda_sync},
+                          {"other", r.waits.other}}}};
     if (!r.leading.empty()) j["leading"] = r.leading;
     return j;
 }

@@ -44,6 +44,9 @@ std::string details(const ProcessAnalysis& r) {
                            r.launches_per_step, r.median_launch_us, r.median_launch_interval_us, r.median_kernel_us,
                            r.kernels_shorter_than_launch * 100, r.median_launch_delay_us);
         out += fmt::format("  copies: HtoD {}, DtoH {}\n", rate(r.h2d_gbps), rate(r.d2h_gbps));
+        out += fmt::format("  main thread waits per step: in collectives {:.2f} ms, for the DataLoader {:.2f} ms, in CUDA syncs "
+                           "{:.2f} ms, blocked elsewhere (not named) {:.2f} ms\n",
+                           r.waits.collective, r.waits.dataloader, r.waits.cuda_sync, r.waits.other);
         if (!r.top_kernels_ms.empty()) out += "  top kernels (GPU time over the steps):\n";
         for (const auto& [name, ms] : r.top_kernels_ms) out += fmt::format("    {:>10.2f} ms  {}\n", ms, shortened(name, 100));
     }
