@@ -302,6 +302,7 @@ struct Counting final : TraceWriter {
     int calls = 0, flows = 0, begins = 0, ends = 0;
     void call(const ApiCall&) override { ++calls; }
     void torch_range(const TorchRange&) override {}
+    void collective(const Collective&) override {}
     void gpu_op(const GpuOp&) override {}
     void flow(const CallRef&, const GpuOp&) override { ++flows; }
     void memory(const MemorySample&) override {}

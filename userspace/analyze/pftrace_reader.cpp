@@ -30,8 +30,8 @@ enum class TrackKind : uint8_t { Unknown, Process, Thread, Samples, Gpu, Counter
 struct Open {
     uint64_t start = 0;
     Cat cat = Cat::Other;
-    std::string_view name, source, kind;
-    uint64_t bytes = 0;
+    std::string_view name, source, kind, phase;
+    uint64_t bytes = 0, issued_ns = 0;
     uint32_t correlation = 0;
 };
 
@@ -276,6 +276,8 @@ private:
         if (name == Ann::Bytes) o.bytes = value;
         else if (name == Ann::Kind) o.kind = text;
         else if (name == Ann::Correlation) o.correlation = static_cast<uint32_t>(value);
+        else if (name == Ann::Phase) o.phase = text;
+        else if (name == Ann::IssuedNs) o.issued_ns = value;
     }
 
     void span(const Track& tr, const Open& o, uint64_t end) {
@@ -305,6 +307,13 @@ private:
                 p.main_samples.push_back(s);
             }
             break;
+        case Cat::Collective: {
+            CollectiveSpan c;
+            c.start_ns = o.start, c.end_ns = end, c.name = o.name, c.tid = tr.tid;
+            c.wait = o.phase == "wait", c.issued_ns = o.issued_ns;
+            p.collectives.push_back(c);
+            break;
+        }
         case Cat::Range: {
             RangeSpan rg;
             rg.start_ns = o.start, rg.end_ns = end, rg.name = o.name, rg.tid = tr.tid;

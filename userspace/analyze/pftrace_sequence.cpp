@@ -18,6 +18,7 @@ Cat category_of(std::string_view s) {
     if (s == "gpu_memcpy") return Cat::Memcpy;
     if (s == "gpu_memset") return Cat::Memset;
     if (s == "sample") return Cat::Sample;
+    if (s == "collective") return Cat::Collective;
     return Cat::Other;
 }
 
@@ -25,6 +26,8 @@ Ann annotation_of(std::string_view s) {
     if (s == "bytes") return Ann::Bytes;
     if (s == "kind") return Ann::Kind;
     if (s == "correlation") return Ann::Correlation;
+    if (s == "phase") return Ann::Phase;
+    if (s == "issued_ns") return Ann::IssuedNs;
     return Ann::Other;
 }
 

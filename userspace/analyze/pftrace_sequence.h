@@ -14,8 +14,8 @@ namespace gtrace::pftrace_in {
 // CLOCK_MONOTONIC, and an incremental clock of its own above 63 (sequence-scoped ids).
 constexpr uint32_t kClockMonotonic = 3, kClockIncremental = 64;
 
-enum class Cat : uint8_t { Other, Call, Range, Kernel, Memcpy, Memset, Sample };
-enum class Ann : uint8_t { Other, Bytes, Kind, Correlation };
+enum class Cat : uint8_t { Other, Call, Range, Kernel, Memcpy, Memset, Sample, Collective };
+enum class Ann : uint8_t { Other, Bytes, Kind, Correlation, Phase, IssuedNs };
 
 template <typename T>
 T get(const std::vector<T>& table, uint64_t iid) {

@@ -209,8 +209,7 @@ void Capture::on_torch_range(const gt_torch_range_event& e) {
 }
 
 void Capture::on_collective(const gt_collective_event& e) {
-    Collective c = decode_collective(e);
-    writer_.write_slice(c.name, "collective", e.pid, e.tid, e.start_ns, e.end_ns - e.start_ns, c.args.dump());
+    writer_.collective(decode_collective(e));
     ++collectives_;
 }
 

@@ -1,5 +1,7 @@
 #include "decode/collective.h"
 
+#include <algorithm>
+
 namespace gtrace {
 namespace {
 
@@ -38,13 +40,13 @@ const char* backend_name(unsigned backend) { return backend < GT_BACKEND_COUNT ?
 
 Collective decode_collective(const gt_collective_event& e) {
     Collective c;
+    c.pid = e.pid, c.tid = e.tid, c.start_ns = e.start_ns, c.end_ns = std::max(e.end_ns, e.start_ns);
     const char* shown = collective_shown_name(e.op);
     c.name = shown ? shown : "wait (collective not seen)";
-    c.args = {{"phase", e.phase == GT_COMM_WAIT ? "wait" : "issue"}};
-    if (const char* method = collective_method(e.op)) c.args["op"] = method;
-    if (const char* backend = backend_name(e.backend)) c.args["backend"] = backend;
-    // The trace's own time unit (µs, to the ns): the analysis pairs the wait with its issue by it.
-    if (e.phase == GT_COMM_WAIT && e.issued_ns) c.args["issued_us"] = static_cast<double>(e.issued_ns) / 1000.0;
+    c.wait = e.phase == GT_COMM_WAIT;
+    c.op = collective_method(e.op);
+    c.backend = backend_name(e.backend);
+    if (c.wait) c.issued_ns = e.issued_ns;
     return c;
 }
 

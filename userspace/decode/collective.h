@@ -1,18 +1,22 @@
 // Names a c10d collective event as torch.distributed does ("all_reduce", "barrier") and gives
-// its trace arguments: the phase (issue: the call; wait: Work::wait on its result), the backend,
-// the c10d method, and for a wait the time its collective was issued.
+// what the trace shows with it: the phase (issue: the call; wait: Work::wait on its result), the
+// backend, the c10d method, and for a wait the time its collective was issued.
 #pragma once
+#include <cstdint>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "gtrace/comm.h"
 
 namespace gtrace {
 
 struct Collective {
+    uint32_t pid = 0, tid = 0;
+    uint64_t start_ns = 0, end_ns = 0;
     std::string name; // "all_reduce"; a wait whose collective was not seen: "wait (collective not seen)"
-    nlohmann::json args;
+    bool wait = false;             // Work::wait, not the call that issued it
+    const char* op = nullptr;      // the c10d method ("allreduce"); null: not known
+    const char* backend = nullptr; // "gloo"; null: not known
+    uint64_t issued_ns = 0;        // a wait: its collective's call entry; 0: not seen
 };
 
 Collective decode_collective(const gt_collective_event& e);

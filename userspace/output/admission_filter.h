@@ -32,6 +32,9 @@ public:
     void call(const ApiCall& call) override {
         if (admit(call.start_ns)) writer_->call(call);
     }
+    void collective(const Collective& c) override {
+        if (admit(c.start_ns)) writer_->collective(c);
+    }
     void torch_range(const TorchRange& range) override {
         if (admit(range.start_ns)) writer_->torch_range(range);
     }

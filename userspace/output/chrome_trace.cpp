@@ -82,6 +82,14 @@ void ChromeTraceWriter::torch_range(const TorchRange& r) {
     file_.emit(buf_);
 }
 
+void ChromeTraceWriter::collective(const Collective& c) {
+    buf_.clear();
+    begin_slice(buf_, c.name, "collective", c.pid, c.tid, c.start_ns, c.end_ns);
+    append_collective_args(buf_, c);
+    buf_ += '}';
+    file_.emit(buf_);
+}
+
 void ChromeTraceWriter::gpu_op(const GpuOp& op) {
     uint32_t tid = gpu_track_tid(op.device, op.stream);
     auto key = std::make_pair(op.pid, tid);

@@ -29,6 +29,15 @@ void append_json_escaped(std::string& out, std::string_view s) {
 
 void append_us(std::string& out, uint64_t ns) { fmt::format_to(std::back_inserter(out), "{}.{:03}", ns / 1000, ns % 1000); }
 
+void append_collective_args(std::string& out, const Collective& c) {
+    out += ",\"args\":{\"phase\":";
+    out += c.wait ? "\"wait\"" : "\"issue\"";
+    if (c.op) out += ",\"op\":", append_json_string(out, c.op);
+    if (c.backend) out += ",\"backend\":", append_json_string(out, c.backend);
+    if (c.wait && c.issued_ns) out += ",\"issued_us\":", append_us(out, c.issued_ns);
+    out += '}';
+}
+
 Result<JsonEventFile> JsonEventFile::create(const std::string& path, bool force, std::string_view header) {
     auto sink = TraceSink::create(path, force, header);
     if (!sink) return sink.error();

@@ -22,6 +22,9 @@ void append_json_escaped(std::string& out, std::string_view s);
 void append_json_string(std::string& out, std::string_view s);
 // Nanoseconds as microseconds with three decimals ("5000003022.500").
 void append_us(std::string& out, uint64_t ns);
+// A collective slice's arguments, in both JSON formats: ,"args":{"phase":...,"op":...,
+// "backend":...,"issued_us":...} (the analysis pairs a wait with its issue by issued_us).
+void append_collective_args(std::string& out, const Collective& c);
 
 class JsonEventFile {
 public:

@@ -122,6 +122,16 @@ void KinetoWriter::call(const ApiCall& c) {
     emit(*f, buf_);
 }
 
+void KinetoWriter::collective(const Collective& c) {
+    File* f = file_of(c.pid);
+    if (!f) return;
+    buf_.clear();
+    begin_x(buf_, "collective", c.name, c.pid, c.tid, c.start_ns, c.end_ns);
+    append_collective_args(buf_, c);
+    buf_ += '}';
+    emit(*f, buf_);
+}
+
 void KinetoWriter::torch_range(const TorchRange& r) {
     File* f = file_of(r.pid);
     if (!f) return;

@@ -247,6 +247,21 @@ void PftraceWriter::torch_range(const TorchRange& r) {
     commit_with_metadata();
 }
 
+void PftraceWriter::collective(const Collective& c) {
+    Track& t = track(Kind::Thread, c.pid, c.tid);
+    auto& e = begin_event(t, c.start_ns, kSliceBegin);
+    e.varint(kCategoryIids, t.interning.category("collective"));
+    e.varint(kNameIid, t.interning.event_name(c.name));
+    annotation_string(t, "phase", c.wait ? "wait" : "issue");
+    if (c.op) annotation_string(t, "op", c.op);
+    if (c.backend) annotation_string(t, "backend", c.backend);
+    if (c.wait && c.issued_ns) annotation_uint(t, "issued_ns", c.issued_ns);
+    end_event(t);
+    begin_event(t, c.end_ns, kSliceEnd);
+    end_event(t);
+    commit_with_metadata();
+}
+
 void PftraceWriter::gpu_op(const GpuOp& op) {
     Track& t = track(Kind::Gpu, op.pid, op.device, op.stream);
     auto& e = begin_event(t, op.start_ns, kSliceBegin);

@@ -42,6 +42,7 @@ public:
 
     void call(const ApiCall& call) override;
     void torch_range(const TorchRange& range) override;
+    void collective(const Collective& c) override;
     void gpu_op(const GpuOp& op) override;
     void flow(const CallRef& call, const GpuOp& op) override;
     void memory(const MemorySample& sample) override;

@@ -13,6 +13,7 @@ public:
 
     void call(const ApiCall& c) override { a_->call(c), b_->call(c); }
     void torch_range(const TorchRange& r) override { a_->torch_range(r), b_->torch_range(r); }
+    void collective(const Collective& c) override { a_->collective(c), b_->collective(c); }
     void gpu_op(const GpuOp& op) override { a_->gpu_op(op), b_->gpu_op(op); }
     void flow(const CallRef& call, const GpuOp& op) override { a_->flow(call, op), b_->flow(call, op); }
     void memory(const MemorySample& m) override { a_->memory(m), b_->memory(m); }

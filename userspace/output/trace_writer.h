@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "decode/api_call.h"
+#include "decode/collective.h"
 #include "decode/gpu_activity.h"
 #include "decode/python_stacks.h"
 #include "foundation/result.h"
@@ -59,6 +60,9 @@ public:
 
     virtual void call(const ApiCall& call) = 0;
     virtual void torch_range(const TorchRange& range) = 0;
+    // A c10d collective's call or its Work::wait, on the thread that made it (category
+    // "collective"; arguments phase, op, backend, and a wait's issued_us in the JSON formats).
+    virtual void collective(const Collective& c) = 0;
     virtual void gpu_op(const GpuOp& op) = 0;
     // `call` issued `op`. Comes before gpu_op(op) when the call was known first (the usual
     // order: the capture joins an op before writing it), after it otherwise.
