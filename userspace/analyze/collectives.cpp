@@ -9,13 +9,7 @@
 namespace gtrace {
 namespace {
 
-// One collective call on one rank: from its call (arrival) to the end of the wait on its Work.
-struct Instance {
-    std::string_view name;
-    uint64_t arrival = 0, done = 0, busy_ns = 0; // busy: in the call and the wait
-    uint64_t wait_ns = 0;                        // for the last rank to arrive
-    int waited_for = -1;
-};
+using Instance = CollectiveCall;
 
 bool contains_ignoring_case(std::string_view text, std::string_view word) {
     auto eq = [](char a, char b) { return std::tolower(static_cast<unsigned char>(a)) == b; };
@@ -30,7 +24,7 @@ std::vector<Instance> instances(const ProcessData& p) {
     std::vector<Instance> out;
     for (const auto& c : p.collectives) {
         if (c.wait && c.issued_ns) continue; // with its issue
-        Instance i{c.name, c.start_ns, c.end_ns, c.dur()};
+        Instance i{std::string(c.name), c.start_ns, c.end_ns, c.dur()};
         if (!c.wait) {
             auto w = waits.find({c.tid, c.start_ns});
             const CollectiveSpan* wait = w != waits.end() ? w->second : nullptr;
@@ -88,29 +82,46 @@ bool is_communication_kernel(std::string_view name) {
     return contains_ignoring_case(name, "nccl") || contains_ignoring_case(name, "gloo");
 }
 
-void measure_collectives(const TraceData& trace, std::vector<ProcessAnalysis>& out) {
-    std::map<uint32_t, std::vector<Instance>> by_pid;
-    for (const auto& r : out)
-        if (auto it = trace.processes.find(r.pid); it != trace.processes.end()) by_pid[r.pid] = instances(it->second);
+static Span step_window(const ProcessAnalysis& r) {
+    return r.steps.empty() ? Span{0, UINT64_MAX} : Span{r.steps.front().span.start_ns, r.steps.back().span.end_ns};
+}
+
+void gather_collectives(const TraceData& trace, std::vector<ProcessAnalysis>& out) {
+    for (auto& r : out) {
+        auto it = trace.processes.find(r.pid);
+        if (it == trace.processes.end()) continue;
+        r.collective_calls = instances(it->second);
+        std::map<std::string, CollectiveFigures> gpu;
+        add_gpu_figures(it->second, step_window(r), gpu);
+        r.collective_kernels.clear();
+        for (auto& [name, f] : gpu) {
+            f.name = name;
+            r.collective_kernels.push_back(std::move(f));
+        }
+    }
+}
+
+void match_collectives(std::vector<ProcessAnalysis>& all) {
     // Each rank's wait for the last to arrive at each of its calls.
-    for (auto& a : out) {
+    for (auto& a : all) {
         if (!a.rank) continue;
-        for (Instance& i : by_pid[a.pid]) {
+        for (Instance& i : a.collective_calls) {
             uint64_t last = i.arrival;
-            for (const auto& b : out) {
-                if (!b.rank || b.pid == a.pid) continue;
-                if (const Instance* same = same_call(i, by_pid[b.pid]); same && same->arrival > last)
+            i.waited_for = -1;
+            for (const auto& b : all) {
+                if (!b.rank || &b == &a) continue;
+                if (const Instance* same = same_call(i, b.collective_calls); same && same->arrival > last)
                     last = same->arrival, i.waited_for = *b.rank;
             }
             i.wait_ns = std::min(last - i.arrival, i.done - i.arrival);
         }
     }
-    for (auto& r : out) {
-        Span window{0, UINT64_MAX};
-        if (!r.steps.empty()) window = {r.steps.front().span.start_ns, r.steps.back().span.end_ns};
+    for (auto& r : all) {
+        Span window = step_window(r);
         std::map<std::string, CollectiveFigures> by_name;
+        for (const auto& f : r.collective_kernels) by_name[f.name] = f;
         uint64_t wait_ns = 0;
-        for (const Instance& i : by_pid[r.pid]) {
+        for (const Instance& i : r.collective_calls) {
             if (i.arrival < window.start_ns || i.arrival >= window.end_ns) continue;
             CollectiveFigures& f = by_name[std::string(i.name)];
             ++f.count;
@@ -119,7 +130,6 @@ void measure_collectives(const TraceData& trace, std::vector<ProcessAnalysis>& o
             if (i.waited_for >= 0 && i.wait_ns) f.waited_for_ms[i.waited_for] += static_cast<double>(i.wait_ns) / 1e6;
             wait_ns += i.wait_ns;
         }
-        if (auto it = trace.processes.find(r.pid); it != trace.processes.end()) add_gpu_figures(it->second, window, by_name);
         r.collectives.clear();
         for (auto& [name, f] : by_name) {
             f.name = name;

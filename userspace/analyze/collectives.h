@@ -4,6 +4,7 @@
 // collective on two ranks overlaps in time (none finishes before the last arrives), and of the
 // overlapping ones the one finishing nearest is the same call.
 #pragma once
+#include <cstdint>
 #include <string_view>
 #include <vector>
 
@@ -15,8 +16,12 @@ namespace gtrace {
 // NCCL's kernels ("ncclKernel_AllReduce_…", "ncclDevKernel_AllReduce_…") and gloo's: Communication.
 bool is_communication_kernel(std::string_view name);
 
-// Fills `collectives` and `collective_wait_ms_per_step` of every process of `trace` in `out`
-// (its steps already found: the figures cover them).
-void measure_collectives(const TraceData& trace, std::vector<ProcessAnalysis>& out);
+// While `trace` is loaded: each of its processes in `out` (steps already found) keeps its
+// collective calls and its NCCL kernel figures (ProcessAnalysis::collective_calls, _kernels).
+void gather_collectives(const TraceData& trace, std::vector<ProcessAnalysis>& out);
+// Then, over processes of one trace or of every trace of a job (a Kineto trace is a file per
+// rank): each rank's wait for the last to arrive at each call, and from them and the kernels,
+// `collectives` and `collective_wait_ms_per_step`. Run again over more processes, it starts over.
+void match_collectives(std::vector<ProcessAnalysis>& all);
 
 } // namespace gtrace

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "analyze/collectives.h"
 #include "analyze/trace_data.h"
 #include "foundation/output_file.h"
 
@@ -44,7 +45,8 @@ size_t JobReport::rank_count() const {
 Result<JobReport> analyze_job(const std::vector<std::string>& traces, const AnalysisOptions& options) {
     JobReport report;
     report.traces = traces;
-    for (const auto& path : trace_files(traces)) {
+    const std::vector<std::string> files = trace_files(traces);
+    for (const auto& path : files) {
         auto t = load_trace(path);
         if (!t) return t.error();
         if (t->partial_events && partial_in_use(path))
@@ -55,6 +57,7 @@ Result<JobReport> analyze_job(const std::vector<std::string>& traces, const Anal
                                                "complete it with: gtrace recover {}", path, *t->partial_events, path));
         for (auto& p : analyze_processes(*t, options)) report.processes.push_back(std::move(p));
     }
+    if (files.size() > 1) match_collectives(report.processes); // across files: a Kineto trace's ranks
     std::stable_sort(report.processes.begin(), report.processes.end(), report_order);
     for (auto& p : report.processes) judge_process(p, options.step_marker);
     report.verdict = judge_job(report.processes);

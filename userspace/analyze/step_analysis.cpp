@@ -309,7 +309,8 @@ std::vector<ProcessAnalysis> analyze_processes(const TraceData& trace, const Ana
         }
         out.push_back(std::move(r));
     }
-    measure_collectives(trace, out);
+    gather_collectives(trace, out);
+    match_collectives(out);
     std::stable_sort(out.begin(), out.end(), report_order);
     return out;
 }

@@ -44,6 +44,14 @@ struct CollectiveFigures {
     bool gpu = false;
 };
 
+// One collective call on one rank: from its call (arrival) to the end of the wait on its Work.
+struct CollectiveCall {
+    std::string name;
+    uint64_t arrival = 0, done = 0, busy_ns = 0; // busy: in the call and the wait
+    uint64_t wait_ns = 0;                        // for the last rank to arrive
+    int waited_for = -1;
+};
+
 // Where the main thread waits, ms per step: what the probes name — a collective's call or wait,
 // the DataLoader's queue (its ranges), a synchronizing CUDA call — and blocked elsewhere (Other:
 // neither on CPU in a sample nor in anything probed).
@@ -70,6 +78,8 @@ struct ProcessAnalysis {
     MemoryCurve memory;
     std::vector<CollectiveFigures> collectives; // largest time first
     double collective_wait_ms_per_step = 0;     // waiting for the last rank to arrive, all collectives
+    std::vector<CollectiveCall> collective_calls;       // what those come from (analyze/collectives.h)
+    std::vector<CollectiveFigures> collective_kernels;
     MainThreadWaits waits;
     // Filled by analyze/verdict.h:
     std::string verdict;  // data_loading, copy, launch_overhead, gpu, communication, mixed, straggler; empty: no steps
