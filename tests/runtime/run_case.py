@@ -346,6 +346,9 @@ def check_run(expect, rc, err_text, out_text, program_lines):
     for pattern in expect.get("stdout", []):
         if not re.search(pattern, out_text):
             fail(f"stdout does not match /{pattern}/")
+    for pattern in expect.get("stdout_absent", []):
+        if re.search(pattern, out_text):
+            fail(f"stdout matches /{pattern}/, it must not")
     if "stderr_lines" in expect:
         n = len([x for x in err_text.splitlines() if x.strip()])
         if n != expect["stderr_lines"]:

@@ -9,6 +9,7 @@
 
 #include "discover/proc_maps.h"
 #include "discover/proc_tree.h"
+#include "discover/running_jobs.h"
 #include "model/trace_model.h"
 
 using namespace gtrace;
@@ -102,4 +103,81 @@ TEST_CASE("a tree can leave out a subtree (gtrace's own), and each process has i
     CHECK(std::find(without.begin(), without.end(), child.pid) == without.end());
     CHECK(read_real_uid(child.pid) == getuid());
     CHECK_FALSE(read_real_uid(999999999));
+}
+
+TEST_CASE("torchrun agents however started, by their argv") {
+    using V = std::vector<std::string>;
+    CHECK(is_torchrun_argv(V{"torchrun", "--nproc_per_node", "2", "train.py"}));
+    CHECK(is_torchrun_argv(V{"/opt/venv/bin/torchrun", "train.py"}));
+    CHECK(is_torchrun_argv(V{"/usr/bin/python3", "/usr/local/bin/torchrun", "--nnodes", "1", "train.py"})); // console script
+    CHECK(is_torchrun_argv(V{"python3", "-m", "torch.distributed.run", "--nproc_per_node", "2", "train.py"}));
+    CHECK(is_torchrun_argv(V{"/usr/bin/python3.11", "-u", "-X", "faulthandler", "-m", "torch.distributed.launch", "t.py"}));
+    CHECK(is_torchrun_argv(V{"python", "-um", "torch.distributed.run", "t.py"}));
+    CHECK(is_torchrun_argv(V{"python", "-mtorch.distributed.run", "t.py"}));
+    CHECK_FALSE(is_torchrun_argv(V{"python3", "-c", "import x", "-m", "torch.distributed.run"}));
+    CHECK_FALSE(is_torchrun_argv(V{"python3", "train.py", "-m", "torch.distributed.run"})); // the script's arguments
+    CHECK_FALSE(is_torchrun_argv(V{"python3", "-m", "torch.distributed.elastic.agent"}));
+    CHECK_FALSE(is_torchrun_argv(V{"vim", "torchrun"}));
+    CHECK_FALSE(is_torchrun_argv(V{"python3", "-m"}));
+    CHECK_FALSE(is_torchrun_argv(V{}));
+}
+
+TEST_CASE("a CUDA runtime or driver library mapped, whatever its directory") {
+    CHECK(maps_cuda_library(parse_maps("7f0000000000-7f0000001000 r-xp 00000000 08:01 1 /venv/nvidia/cuda_runtime/lib/libcudart.so.12\n")));
+    CHECK(maps_cuda_library(parse_maps("7f0000000000-7f0000001000 r-xp 00000000 08:01 1 /usr/lib/x86_64-linux-gnu/libcuda.so.535.1\n")));
+    CHECK(maps_cuda_library(parse_maps("7f0000000000-7f0000001000 r-xp 00000000 08:01 1 /x/cupy.libs/libcudart-a1b2c3.so.12\n")));
+    CHECK_FALSE(maps_cuda_library(parse_maps("7f0000000000-7f0000001000 r-xp 00000000 08:01 1 /usr/lib/libcudnn.so.9\n"
+                                             "7f0000001000-7f0000002000 r-xp 00000000 08:01 2 /usr/lib/libcupti.so.13\n")));
+}
+
+namespace {
+
+// A fake torchrun job: an agent named torchrun (a shell) whose two ranks are shells with RANK in
+// their environment, each with a child (a rank's DataLoader worker, say) that inherits it.
+struct FakeJob {
+    pid_t agent = fork();
+    FakeJob() {
+        if (agent == 0) {
+            const char* script = "RANK=1 WORLD_SIZE=2 LOCAL_RANK=1 sh -c 'sleep 30; :' & "
+                                 "RANK=0 WORLD_SIZE=2 LOCAL_RANK=0 HF_TOKEN=hunter2 sh -c 'sleep 30; :' & wait";
+            execl("/bin/sh", "torchrun", "-c", script, nullptr);
+            _exit(127);
+        }
+    }
+    ~FakeJob() {
+        for (int pid : list_tree(agent))
+            if (pid != agent) kill(pid, SIGKILL);
+        kill(agent, SIGKILL);
+        waitpid(agent, nullptr, 0);
+    }
+};
+
+} // namespace
+
+TEST_CASE("find_jobs lists an agent with its ranks in rank order, not the ranks' children") {
+    FakeJob job;
+    std::vector<JobProcess> mine;
+    for (int i = 0; i < 400; ++i) { // the shells start theirs
+        mine.clear();
+        for (auto& p : find_jobs(getpid()))
+            if (p.job == job.agent) mine.push_back(p);
+        if (mine.size() == 3 && list_tree(job.agent).size() == 5) break;
+        usleep(5000);
+    }
+    REQUIRE(mine.size() == 3);
+    CHECK(mine[0].pid == job.agent);
+    CHECK(mine[0].role == JobRole::Agent);
+    CHECK(mine[0].argv[0] == "torchrun");
+    for (int r = 0; r < 2; ++r) {
+        CHECK(mine[1 + r].role == JobRole::Rank);
+        CHECK(mine[1 + r].ppid == job.agent);
+        CHECK(mine[1 + r].ranks.rank == r);
+        CHECK(mine[1 + r].ranks.local_rank == r);
+        CHECK(mine[1 + r].ranks.world_size == 2);
+        CHECK_FALSE(mine[1 + r].cuda);
+    }
+    for (const auto& p : find_jobs(getpid())) { // the sleeps under the ranks are theirs, not listed
+        CHECK(p.ppid != mine[1].pid);
+        CHECK(p.ppid != mine[2].pid);
+    }
 }

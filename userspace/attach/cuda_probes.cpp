@@ -23,10 +23,6 @@ const std::unordered_set<std::string_view>& api_symbol_names() {
     return names;
 }
 
-bool is_cuda_library_name(const std::string& filename) {
-    return filename.starts_with("libcudart.so") || filename.starts_with("libcuda.so");
-}
-
 std::vector<std::string> split(const std::string& s, char sep) {
     std::vector<std::string> out;
     size_t pos = 0;

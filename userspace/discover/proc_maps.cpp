@@ -50,4 +50,9 @@ std::string path_in_process_root(int pid, const std::string& path) {
     return rooted;
 }
 
+bool is_cuda_library_name(std::string_view filename) {
+    return filename.starts_with("libcudart.so") || filename.starts_with("libcuda.so") ||
+           (filename.starts_with("libcudart-") && filename.find(".so") != std::string_view::npos);
+}
+
 } // namespace gtrace

@@ -2,6 +2,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace gtrace {
@@ -22,5 +23,9 @@ std::vector<Mapping> parse_maps(const std::string& text);
 // The path through which gtrace can open a file a process has mapped, even from another
 // mount namespace (container).
 std::string path_in_process_root(int pid, const std::string& path);
+
+// Whether a file name (no directory) is a CUDA runtime or driver library: libcudart.so*,
+// libcudart-HASH.so* (a wheel's renamed copy), libcuda.so*.
+bool is_cuda_library_name(std::string_view filename);
 
 } // namespace gtrace

@@ -115,9 +115,11 @@ RankEnv read_rank_env(int pid) {
     return {number("RANK"), number("LOCAL_RANK"), number("WORLD_SIZE")};
 }
 
+std::vector<int> list_processes() { return numeric_entries("/proc"); }
+
 std::vector<int> list_tree(int root, int exclude) {
     std::multimap<int, int> children;
-    for (int pid : numeric_entries("/proc"))
+    for (int pid : list_processes())
         if (auto st = read_proc_stat(pid)) children.emplace(st->ppid, pid);
     std::vector<int> out{root};
     for (size_t i = 0; i < out.size(); ++i) {

@@ -36,6 +36,9 @@ struct RankEnv {
 };
 RankEnv read_rank_env(int pid);
 
+// The PIDs of every process in /proc (gtrace's PID namespace), in no particular order.
+std::vector<int> list_processes();
+
 // The PID and all its descendants (processes, not threads), parents before children; `exclude`
 // (gtrace's own PID, when the root is its parent shell, say) and its descendants are left out.
 std::vector<int> list_tree(int root, int exclude = 0);

@@ -1,0 +1,160 @@
+#include "cli/capture_options.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <csignal>
+#include <regex>
+
+#include <fmt/format.h>
+
+#include "cli/command_line.h"
+#include "cli/option_values.h"
+
+namespace gtrace {
+
+namespace po = boost::program_options;
+
+namespace {
+
+// The options attach and record share.
+void add_capture_options(po::options_description& o) {
+    o.add_options()("help,h", "show this help")                                              //
+        ("duration,d", po::value<std::string>(),
+         "stop after this long: seconds, or with a unit (500ms, 10s, 5m, 1h), from 1ms to 720h; default: until Ctrl-C, "
+         "SIGTERM, or every traced process has exited")
+        ("output,o", po::value<std::string>(),
+         "trace file (Kineto: a directory); default gtrace-<pid>-<yyyymmdd-hhmmss>.pftrace (.json, .kineto/ with --format)")
+        ("format", po::value<std::string>(),
+         "pftrace (Perfetto protobuf, the default), json (Chrome trace JSON) or kineto (PyTorch profiler JSON, a file "
+         "per rank, for Holistic Trace Analysis); default: by the -o extension (.json: json), else pftrace")
+        ("force,f", "replace existing output files (regular files only: a link there is refused) and a killed "
+                    "capture's FILE.partial")
+        ("quiet,q", "print nothing but errors (no live status, no summary)")
+        ("buffer-size", po::value<std::string>()->default_value("64"),
+         "BPF ring buffer size: a power of two from 4K to 2G, in MiB or with K/M/G; raise it if events are lost")
+        ("py-stacks", po::value<std::string>()->default_value("all"),
+         "Python stack of each CUDA call: all, N (every Nth call of a thread, 1 to 1000000), or off")
+        ("sample-hz", po::value<std::string>()->default_value("100"),
+         "timer samples per second of the tree's on-CPU threads, with Python and native stacks; 0 (off) to 10000")
+        ("folded", po::value<std::string>(), "also write the samples as folded stacks per rank (flamegraph.pl, speedscope)")
+        ("delay", po::value<std::string>(),
+         "record from this long after attach (seconds or 500ms, 2m; 1ms to 720h); --duration counts from then")
+        ("steps", po::value<std::string>(),
+         "A:B: record from the start of the A-th to the end of the B-th training step after attach, then stop "
+         "(steps of rank 0, ended by --step-marker; 1 <= A <= B <= 1000000)")
+        ("step-marker", po::value<std::string>()->default_value("^Optimizer\\.step"),
+         "regex (ECMAScript) on PyTorch record_function range names: a matching range ends a step")
+        ("max-events", po::value<std::string>(), "stop once the trace holds this many events (1 to 10^12)")
+        ("summary-json", po::value<std::string>(),
+         "at the end, write the capture's facts and findings (verdicts, step breakdowns) as JSON to this file")
+        ("trigger", po::value<std::string>(),
+         "SIGUSR1 or SIGUSR2: record nothing until gtrace gets this signal, then record until it gets it again")
+        ("no-gpu", "CPU side only: do not load the CUPTI agent into the processes")
+        ("api-capture", po::value<std::string>()->default_value("agent"),
+         "agent (= agent-callbacks): a process whose agent holds CUPTI's callbacks records its own CUDA calls and the "
+         "CUDA uprobes come off (a trap per call costs more); agent-records: the calls from CUPTI's API records, a "
+         "callback only to walk the Python stack (none with --py-stacks off); uprobes: always trace calls with uprobes")
+        ("bpf-stats", "count the runs and run time of each gtrace BPF program (kernel BPF statistics, on while gtrace "
+                      "runs) into the trace's otherData.bpf_stats")
+        ("cupti", po::value<std::string>(), "libcupti to use (colon-separated paths tried first); default: the one matching "
+                                            "each process's libcudart")
+        ("no-redact", "keep secret values of command lines (--password=..., *_TOKEN=...) in the trace and summary; "
+                      "by default they are written as ***");
+}
+
+const char* const kPidHelp = "PID of the process to attach to, with all its descendants (required; 1 to 4194304)";
+const char* const kSystemWideHelp = "allow a --pid whose tree is the whole host: PID 1, or a tree with processes of several users";
+
+} // namespace
+
+po::options_description attach_options() {
+    po::options_description o("gtrace attach options");
+    add_capture_options(o);
+    o.add_options()("pid,p", po::value<std::string>(), kPidHelp)("system-wide", kSystemWideHelp);
+    return o;
+}
+
+po::options_description record_options(bool parsing) {
+    po::options_description o("gtrace record options");
+    add_capture_options(o);
+    o.add_options()("on-stop", po::value<std::string>()->default_value("term"),
+                    "when the capture stops before the command exits (--duration, --steps, Ctrl-C): term (SIGTERM "
+                    "to its tree, then up to 10 s for it to exit), kill (SIGKILL), or keep (leave it running)");
+    // attach's own, accepted only to say what to do instead; not in record's --help.
+    if (parsing) o.add_options()("pid,p", po::value<std::string>(), kPidHelp)("system-wide", kSystemWideHelp);
+    return o;
+}
+
+void check_step_marker(const std::string& marker) {
+    try {
+        std::regex check(marker, std::regex::ECMAScript);
+    } catch (const std::regex_error& e) {
+        fail(make_error(ExitCode::Usage, fmt::format("--step-marker {}: not a valid regular expression ({})", marker, e.what())));
+    }
+}
+
+OnStop parse_on_stop(const std::string& text) {
+    if (text == "term") return OnStop::Term;
+    if (text == "kill") return OnStop::Kill;
+    if (text == "keep") return OnStop::Keep;
+    fail(make_error(ExitCode::Usage, fmt::format("invalid --on-stop '{}': give term, kill or keep", text)));
+}
+
+namespace {
+
+// --delay, --steps, --step-marker, --max-events, --trigger.
+void read_script_options(const po::variables_map& vm, CaptureOptions& options) {
+    if (vm.count("delay")) options.delay_s = or_fail(parse_duration(vm["delay"].as<std::string>(), "--delay"));
+    if (vm.count("steps")) options.steps = or_fail(parse_steps(vm["steps"].as<std::string>()));
+    options.step_marker = vm["step-marker"].as<std::string>();
+    check_step_marker(options.step_marker);
+    if (vm.count("summary-json")) options.summary_json = vm["summary-json"].as<std::string>();
+    if (vm.count("max-events")) options.max_events = or_fail(parse_max_events(vm["max-events"].as<std::string>()));
+    if (vm.count("trigger")) {
+        std::string sig = vm["trigger"].as<std::string>();
+        if (sig == "SIGUSR1" || sig == "USR1") options.trigger_signal = SIGUSR1;
+        else if (sig == "SIGUSR2" || sig == "USR2") options.trigger_signal = SIGUSR2;
+        else fail(make_error(ExitCode::Usage, fmt::format("--trigger {}: use SIGUSR1 or SIGUSR2", sig)));
+        if (options.steps) fail(make_error(ExitCode::Usage, "--trigger and --steps both decide when to record; give one"));
+    }
+}
+
+} // namespace
+
+void read_capture_options(const po::variables_map& vm, CaptureOptions& options) {
+    if (vm.count("duration")) options.duration_s = or_fail(parse_duration(vm["duration"].as<std::string>(), "--duration"));
+    options.ring_buffer_bytes = or_fail(parse_ring_size(vm["buffer-size"].as<std::string>(), "--buffer-size"));
+    options.py_stack_every = or_fail(parse_py_stacks(vm["py-stacks"].as<std::string>()));
+    options.sample_hz = or_fail(parse_rate(vm["sample-hz"].as<std::string>(), "--sample-hz"));
+    if (vm.count("folded")) {
+        options.folded = vm["folded"].as<std::string>();
+        if (!options.sample_hz) fail(make_error(ExitCode::Usage, "--folded needs sampling; drop --sample-hz 0"));
+    }
+    read_script_options(vm, options);
+    options.force = vm.count("force") > 0;
+    options.quiet = vm.count("quiet") > 0;
+    options.gpu = vm.count("no-gpu") == 0;
+    const std::string capture = vm["api-capture"].as<std::string>();
+    if (capture != "agent" && capture != "agent-callbacks" && capture != "agent-records" && capture != "uprobes")
+        fail(make_error(ExitCode::Usage, fmt::format("invalid --api-capture '{}': give agent, agent-callbacks, "
+                                                     "agent-records or uprobes", capture)));
+    options.agent_calls = capture != "uprobes";
+    options.call_source = capture == "agent-records" ? GT_CALLS_FROM_RECORDS : GT_CALLS_FROM_CALLBACKS;
+    options.bpf_stats = vm.count("bpf-stats") > 0;
+    options.redact = vm.count("no-redact") == 0;
+    options.system_wide = vm.count("system-wide") > 0;
+    if (vm.count("cupti")) {
+        options.cupti = vm["cupti"].as<std::string>();
+        if (!options.gpu) fail(make_error(ExitCode::Usage, "--cupti and --no-gpu contradict each other; drop one"));
+        for (size_t p = 0; p <= options.cupti.size();) {
+            size_t colon = std::min(options.cupti.find(':', p), options.cupti.size());
+            std::string path = options.cupti.substr(p, colon - p);
+            if (!path.empty() && access(path.c_str(), R_OK) != 0)
+                fail(make_error(ExitCode::Usage, fmt::format("--cupti {}: no such readable file; give the path of a libcupti.so", path)));
+            p = colon + 1;
+        }
+    }
+}
+
+} // namespace gtrace
