@@ -1,8 +1,18 @@
 #!/usr/bin/env bash
-# Installs the dependencies (scripts/setup.sh) and builds gtrace, its BPF skeletons, the test
-# programs and the benchmarks into build/.
+# Installs the dependencies (scripts/setup.sh) and builds into build/ (GTRACE_BUILD_DIR overrides):
+# everything — gtrace, its BPF skeletons, the test programs, the GPU simulator and the
+# benchmarks — or, given targets, only those (and only the packages building needs).
+#
+#   scripts/build.sh [TARGET...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
-cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build build -j"$(nproc)"
+BUILD=${GTRACE_BUILD_DIR:-build}
+if (($#)); then
+  bash scripts/setup.sh --build
+  TARGETS=(--target "$@")
+else
+  bash scripts/setup.sh
+  TARGETS=()
+fi
+cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build "$BUILD" -j"$(nproc)" "${TARGETS[@]}"

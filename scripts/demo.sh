@@ -3,12 +3,14 @@
 # steps also run CUDA work on gtrace's GPU simulator), attaches gtrace to the running job for
 # 10 seconds — no restart, no code change — and writes demo-out/trace.json with CPU calls,
 # Python stacks, GPU kernels and copies per stream, and launch→kernel arrows. Open it in
-# Perfetto UI (ui.perfetto.dev) or chrome://tracing.
+# Perfetto UI (ui.perfetto.dev) or chrome://tracing. Needs root (BPF); builds only what it uses
+# (into GTRACE_BUILD_DIR, default build/; the outputs go to GTRACE_DEMO_OUT, default demo-out/).
 #
 #   scripts/demo.sh [--scenario balanced|slow_loader|big_h2d|tiny_kernels|long_kernels|straggler]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
+BUILD=$(realpath -m "${GTRACE_BUILD_DIR:-build}")
 SCENARIO=balanced
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -23,16 +25,22 @@ case "$SCENARIO" in
   straggler) SIM_ENV=(GTSIM_SLOW_RANK=1 GTSIM_SLOW_FACTOR=3) ;;
   *) echo "demo: unknown scenario '$SCENARIO'; pick one of balanced, slow_loader, big_h2d, tiny_kernels, long_kernels, straggler" >&2; exit 2 ;;
 esac
+# shellcheck source=need_root.sh
+source scripts/need_root.sh
+need_root demo "gtrace loads BPF programs" "$0" "$@"
 
-bash scripts/build.sh
-OUT=$ROOT/demo-out
+if [[ ! -x $BUILD/gtrace ]]; then
+  echo "demo: first build of gtrace, its agent and the GPU simulator: about 8 minutes on 2 cores, less with more (later runs: seconds)"
+fi
+GTRACE_BUILD_DIR=$BUILD bash scripts/build.sh gtrace gtrace_agent gpusim_cudart gpusim_cuda gpusim_cupti demo_kernels >/dev/null
+OUT=$(realpath -m "${GTRACE_DEMO_OUT:-$ROOT/demo-out}")
 mkdir -p "$OUT"
 
 echo "demo: starting the training job (torchrun, 2 ranks, scenario $SCENARIO, GPU simulator)…"
 # Python 3.11 needs --redirects/--tee with torch 1.13's torchrun (an enum bug otherwise).
 setsid env "${SIM_ENV[@]}" /usr/bin/python3 -m torch.distributed.run --nproc_per_node 2 --redirects 1 --tee 1 \
-  --master_port 29517 demo/train.py --scenario "$SCENARIO" --cudart "$ROOT/build/gpusim/libcudart.so.13" \
-  --kernels "$ROOT/build/programs/libdemo_kernels.so" --steps 1000000 >"$OUT/job.log" 2>&1 &
+  --master_port 29517 demo/train.py --scenario "$SCENARIO" --cudart "$BUILD/gpusim/libcudart.so.13" \
+  --kernels "$BUILD/programs/libdemo_kernels.so" --steps 1000000 >"$OUT/job.log" 2>&1 &
 JOB=$!
 trap 'kill -TERM -- -$JOB 2>/dev/null || true; wait $JOB 2>/dev/null || true' EXIT
 
@@ -42,11 +50,13 @@ for _ in $(seq 1 240); do
   sleep 0.5
 done
 sleep 2 # let it train a little: gtrace attaches to a job already running
-echo "demo: job running (torchrun pid $JOB); attaching gtrace for 10 s, no restart, no code change"
-"$ROOT/build/gtrace" attach --pid "$JOB" --duration 10 -o "$OUT/trace.json" --force \
+echo "demo: job running; gtrace ps lists it:"
+"$BUILD/gtrace" ps | sed 's/^/  /'
+echo "demo: attaching gtrace to the torchrun agent (pid $JOB) for 10 s, no restart, no code change"
+"$BUILD/gtrace" attach --pid "$JOB" --duration 10 -o "$OUT/trace.json" --force \
   --summary-json "$OUT/summary.json"
 kill -TERM -- -"$JOB" 2>/dev/null || true # the job is no longer needed: free the CPUs for the report
-"$ROOT/build/gtrace" report "$OUT/trace.json" --html "$OUT/report.html" --force >/dev/null
+"$BUILD/gtrace" report "$OUT/trace.json" --html "$OUT/report.html" --force >/dev/null
 echo
 echo "demo: trace:    $OUT/trace.json — open it in Perfetto UI (ui.perfetto.dev) or chrome://tracing"
 echo "demo: report:   $OUT/report.html (charts; open it in any browser)"
@@ -61,3 +71,11 @@ slow = f" (rank {s['straggler_rank']})" if "straggler_rank" in s else ""
 lead = f" (no dominant cause; leading cause: {v['leading']})" if v.get("leading") else ""
 print(f"demo: VERDICT: {v['job'] or 'none'}{slow}{lead} — {ranks}")
 PY
+cat <<EOF
+
+Next:
+  - open $OUT/trace.json in https://ui.perfetto.dev, and $OUT/report.html in a browser
+  - another bottleneck: $0 --scenario straggler   (or slow_loader, big_h2d, tiny_kernels, long_kernels)
+  - your own job: $BUILD/gtrace ps, then $BUILD/gtrace attach --pid <its torchrun agent's PID> --duration 30 -o trace.json
+  - a hung job's stacks: $BUILD/gtrace dump --pid <PID>; every command: $BUILD/gtrace --help
+EOF

@@ -1,18 +1,30 @@
 #!/usr/bin/env bash
-# Installs every build and test dependency from Debian's packages. Idempotent; needs root.
+# Installs the build and test dependencies from Debian's packages. Idempotent; needs root only
+# when something is missing.
+#
+#   scripts/setup.sh           everything: build, tests, benchmarks, vmtests
+#   scripts/setup.sh --build   only what building gtrace and running the demo need
 set -euo pipefail
 
-PACKAGES=(
+BUILD_PACKAGES=(
   build-essential cmake pkg-config clang llvm
-  libbpf-dev bpftool bpftrace linux-perf
+  libbpf-dev bpftool
   libelf-dev libdw-dev zlib1g-dev libzstd-dev libbz2-dev liblzma-dev
   libboost-program-options-dev libcapstone-dev
   catch2 nlohmann-json3-dev libfmt-dev
-  python3 python3-torch austin time
+  python3 python3-torch
+)
+TEST_PACKAGES=(
+  bpftrace linux-perf austin time util-linux
   protobuf-compiler python3-protobuf # tests decode .pftrace with the protobuf runtime, not gtrace's reader
   chromium
   qemu-system-x86 busybox-static kmod cpio xz-utils
 )
+case "${1:-}" in
+  --build) PACKAGES=("${BUILD_PACKAGES[@]}") ;;
+  "") PACKAGES=("${BUILD_PACKAGES[@]}" "${TEST_PACKAGES[@]}") ;;
+  *) echo "setup: unknown argument $1; use scripts/setup.sh [--build]" >&2; exit 2 ;;
+esac
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -21,7 +33,7 @@ done
 
 if ((${#missing[@]})); then
   if [[ $(id -u) -ne 0 ]]; then
-    echo "setup: missing packages (${missing[*]}); run as root or install them with apt-get" >&2
+    echo "setup: missing packages (${missing[*]}); run as root (or with sudo), or install them with apt-get" >&2
     exit 1
   fi
   echo "setup: installing ${missing[*]}" >&2

@@ -22,7 +22,7 @@ Result<uint64_t> check_target(int pid) {
     auto st = read_proc_stat(pid);
     if (!st)
         return make_error(ExitCode::NoSuchProcess,
-                          fmt::format("no process with PID {}; check the PID (e.g. pgrep -f torchrun)", pid));
+                          fmt::format("no process with PID {}; gtrace ps lists the jobs gtrace can attach to", pid));
     if (st->is_kernel_thread())
         return make_error(ExitCode::KernelThread,
                           fmt::format("PID {} ({}) is a kernel thread; give the PID of a user process such as torchrun", pid,
