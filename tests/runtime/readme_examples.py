@@ -191,6 +191,7 @@ def provoke_exit_codes(readme, gtrace, build, tmp):
     gpu_steps = [os.path.join(build, "programs", "gpu_steps"), "--steps", "1000000", "--kernels", "3"]
     gpu_env = {"LD_LIBRARY_PATH": os.path.join(build, "gpusim")}
     sleeper = subprocess.Popen(["sleep", "600"])
+    busy = subprocess.Popen(gpu_steps, env=dict(os.environ, **gpu_env), stdout=subprocess.DEVNULL)
 
     def t(name):
         return os.path.join(work, name)
@@ -210,7 +211,7 @@ def provoke_exit_codes(readme, gtrace, build, tmp):
         11: ([gtrace, "report", not_trace], {}, None),
         12: ([gtrace, "attach", "--pid", str(sleeper.pid), "--steps", "1:2", "-d", "1", "-o", t("t12.json")], {}, None),
         # A file size limit: the trace outgrows it mid-capture (EFBIG), as a full disk would.
-        13: ([gtrace, "record", "-o", t("t13.json"), "-d", "5", "--", *gpu_steps], gpu_env, 256 << 10),
+        13: ([gtrace, "attach", "--pid", str(busy.pid), "-o", t("t13.json"), "-d", "20"], {}, 256 << 10),
     }
     try:
         for code in listed:
@@ -231,8 +232,9 @@ def provoke_exit_codes(readme, gtrace, build, tmp):
                 fail(f"exit code {code}: {' '.join(cmd)} exited {r.returncode}, stderr:\n{r.stderr}")
             ok(f"exit code {code}: {errors[0] if errors else r.stdout.splitlines()[0]}")
     finally:
-        sleeper.kill()
-        sleeper.wait()
+        for p in (sleeper, busy):
+            p.kill()
+            p.wait()
     if leftover_bpf_objects():
         fail(f"BPF objects left in the kernel: {leftover_bpf_objects()}")
     ok(f"every exit code the README lists was provoked: {listed}")
