@@ -12,6 +12,7 @@ run on modelled streams, and --scenario shapes the step like a real bottleneck:
   straggler     as balanced; the simulator makes one rank's kernels slower (GTSIM_SLOW_RANK)
 
   torchrun --nproc_per_node 2 demo/train.py [--steps N] [--go-file F] [--kernels LIB] [--scenario S]
+                                            [--step-sleep S] [--slow-step N:SECONDS]
   python3 demo/train.py --scenario S --kernels LIB [...]   (one process, no torchrun: no RANK)
 
 --go-file makes every rank wait (after set-up, before training) until the file exists, so a
@@ -73,6 +74,13 @@ class RandomData(Dataset):
         return torch.randn(64, generator=g), torch.randint(0, 10, (), generator=g)
 
 
+def slow_step(args, step):
+    """--slow-step N:SECONDS: step N takes SECONDS longer (the flight recorder's test)."""
+    if step == args.slow_step[0]:
+        print(f"slow step {step} begins", flush=True)
+        time.sleep(args.slow_step[1])
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--steps", type=int, default=30)
@@ -81,7 +89,10 @@ def main():
     p.add_argument("--kernels", required=True)
     p.add_argument("--step-sleep", type=float, default=0.0)
     p.add_argument("--scenario", choices=sorted(SCENARIOS))
+    p.add_argument("--slow-step", metavar="N:SECONDS",
+                   help="make step N (from 0) slow on purpose: sleep SECONDS in it, before its optimizer step")
     args = p.parse_args()
+    args.slow_step = tuple(float(x) for x in args.slow_step.split(":")) if args.slow_step else (-1, 0)
     if args.scenario:
         return train_scenario(args, SCENARIOS[args.scenario])
 
@@ -122,6 +133,7 @@ def main():
         loss.backward()
         rt.cudaLaunchKernel(kernels[2], Dim3(step + 1, 3, 1), Dim3(256, 1, 1), None, 0, None)
         made("cudaLaunchKernel")
+        slow_step(args, step)
         opt.step()
         rt.cudaLaunchKernel(kernels[3], Dim3(step + 1, 4, 1), Dim3(512, 1, 1), None, 0, None)
         made("cudaLaunchKernel")
@@ -179,6 +191,7 @@ def train_scenario(args, sc):
         loss = torch.nn.functional.cross_entropy(model(x), y)
         opt.zero_grad()
         loss.backward()
+        slow_step(args, step)
         opt.step()
         if step % 10 == 0:  # activations of a bigger batch every 10 steps: memory over time has a shape
             scratch = ctypes.c_void_p()

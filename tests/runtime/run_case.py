@@ -19,6 +19,7 @@ import time
 import tomllib
 
 import command_runs
+import flight_checks
 import gpu_checks
 import json_checks
 import trace_formats
@@ -369,6 +370,8 @@ def check_run(expect, rc, err_text, out_text, program_lines):
         check_trace(load_trace(expect["trace"]), expect, program_lines)
     if "gpu_truth" in expect:
         gpu_checks.check_gpu(load_trace(expect["trace"]), expect)
+    if "flight" in expect:
+        flight_checks.check_flight(expect["flight"], load_trace)
     if expect.get("dump_blocks"):
         for line in program_lines:
             if "GTRACE_BLOCK " in line:

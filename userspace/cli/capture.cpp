@@ -42,14 +42,13 @@ Result<std::unique_ptr<Capture>> Capture::attach(const CaptureOptions& options) 
     if (auto r = check_privileges(); !r) return r.error();
     if (auto r = check_btf(); !r) return r.error();
     std::unique_ptr<Capture> c(new Capture(options));
-    auto writer = create_trace_writer({options.format, options.output, options.step_marker}, options.force, c->model_);
-    if (!writer) return writer.error();
-    c->writer_.set_writer(std::move(*writer));
+    if (auto r = c->open_writer(); !r) return r.error();
     c->started_ = std::chrono::steady_clock::now();
     c->start_wall_unix_ms_ = static_cast<uint64_t>(
         std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
     std::string note;
-    c->registration_ = RegisteredCapture::add(c->writer_.partials().front(), options.output, options.pid, c->start_wall_unix_ms_, note);
+    if (!c->writer_.partials().empty()) // a flight recorder's dumps are written whole, each at once
+        c->registration_ = RegisteredCapture::add(c->writer_.partials().front(), options.output, options.pid, c->start_wall_unix_ms_, note);
     if (!note.empty() && !options.quiet) fmt::print(stderr, "gtrace: note: {}\n", note);
     auto bpf = BpfSession::create({options.ring_buffer_bytes, options.py_stack_every, options.sample_hz, options.bpf_stats});
     if (!bpf) return bpf.error();
@@ -290,6 +289,7 @@ Result<CaptureResult> Capture::run() {
         poll_gpu();
         update_call_capture();
         poll_script();
+        if (flight_) poll_flight();
         if (deferred_error_) return *deferred_error_;
         rescan_pending();
         double elapsed = seconds_since(started_);
@@ -326,6 +326,7 @@ Result<CaptureResult> Capture::run() {
 // the trace, cut short.
 Result<CaptureResult> Capture::finish(const std::string& reason, double elapsed_s) {
     nlohmann::json facts = other_data(reason, elapsed_s);
+    if (flight_) finish_flight(reason, facts);
     auto cut = writer_.finish(model_, facts);
     if (!cut) return cut.error(); // the partial stays, and is listed as such by the next gtrace
     registration_.done();
@@ -344,6 +345,7 @@ Result<CaptureResult> Capture::finish(const std::string& reason, double elapsed_
     }
     if (!options_.folded.empty())
         if (auto r = samples_.write_folded(options_.folded, model_, options_.force); !r) return r.error();
+    if (flight_) report_final_dump(result);
     if (!options_.quiet) print_summary(result, elapsed_s);
     return result;
 }

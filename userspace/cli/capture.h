@@ -25,6 +25,7 @@
 #include "model/gpu_memory.h"
 #include "output/admission_filter.h"
 #include "output/capture_registry.h"
+#include "output/flight_recorder.h"
 #include "output/sample_tracks.h"
 #include "output/trace_formats.h"
 
@@ -56,6 +57,10 @@ struct CaptureOptions {
     int trigger_signal = 0;                             // --trigger: start, then stop, on this signal
     std::string summary_json;                           // --summary-json: facts and findings at the end
     bool bpf_stats = false;                             // --bpf-stats: runs and run time per BPF program
+    // --flight-recorder: keep the last window in memory, write it out on SIGUSR1 or a slow step.
+    std::optional<double> flight_window_s;
+    uint64_t flight_max_bytes = 512ull << 20; // --flight-memory
+    double slow_step_factor = 0;              // --on-slow-step (0: off)
 };
 
 struct CaptureResult {
@@ -76,8 +81,11 @@ extern std::atomic<int> g_stop_signal;
 // Counted by the CLI's --trigger signal handler: the first opens the capture, the second ends it.
 extern std::atomic<int> g_trigger_count;
 
+struct FlightControl; // capture_flight.cpp
+
 class Capture final : public EventSink, public AgentSink {
 public:
+    ~Capture() override;
     static Result<std::unique_ptr<Capture>> attach(const CaptureOptions& options);
     Result<CaptureResult> run();
     // The config launched processes pass to their agent (GTRACE_AGENT_CONFIG).
@@ -97,7 +105,7 @@ public:
     void on_collective(const gt_collective_event& e) override;
 
 private:
-    explicit Capture(const CaptureOptions& o) : options_(o) {}
+    explicit Capture(const CaptureOptions& o); // capture_flight.cpp, where FlightControl is whole
     Result<void> track_tree(uint64_t root_start_ticks);
     Result<void> scan(int pid);
     void rescan_pending();
@@ -115,6 +123,16 @@ private:
     void on_step_marker(uint32_t pid, const std::string& range, uint64_t end_ns);
     nlohmann::json script_facts() const;
     std::string script_incomplete() const;
+    // Flight recorder (capture_flight.cpp)
+    Result<void> open_writer();
+    void poll_flight();
+    void on_flight_step(uint64_t end_ns);
+    void schedule_dump(const std::string& reason, uint64_t trigger_ns);
+    void start_dump();
+    void collect_dump(bool wait);
+    nlohmann::json flight_facts(int dump, const std::string& reason, uint64_t trigger_ns) const;
+    void finish_flight(const std::string& reason, nlohmann::json& facts);
+    void report_final_dump(const CaptureResult& result);
     // GPU side (capture_gpu.cpp)
     Result<void> start_gpu();
     void inject_if_cuda(int pid, const std::vector<Mapping>& maps);
@@ -173,6 +191,8 @@ private:
     int triggers_seen_ = 0;
     std::string stop_request_;  // set when the script's end is reached
     RegisteredCapture registration_; // lists the partial trace if this gtrace is killed
+    FlightRecorder* flight_ = nullptr;               // --flight-recorder: the writer behind writer_
+    std::unique_ptr<FlightControl> flight_control_;  // its triggers and the dump being written
 };
 
 } // namespace gtrace

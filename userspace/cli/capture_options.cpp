@@ -50,6 +50,15 @@ void add_capture_options(po::options_description& o) {
          "at the end, write the capture's facts and findings (verdicts, step breakdowns) as JSON to this file")
         ("trigger", po::value<std::string>(),
          "SIGUSR1 or SIGUSR2: record nothing until gtrace gets this signal, then record until it gets it again")
+        ("flight-recorder", po::value<std::string>(),
+         "keep only the last DURATION (1s to 1h: 30s, 5m) in bounded memory and write nothing until SIGUSR1 or a slow "
+         "step: then that window goes to OUT-N.ext (N = 1, 2, ...; its verdict to OUT-N.report.txt) and recording goes "
+         "on; at the end (--duration, Ctrl-C, the job's exit) the last window is the last dump")
+        ("flight-memory", po::value<std::string>(), "--flight-recorder's memory bound (16M to 64G; default 512M): "
+                                                      "past it the oldest events go, and the window is shorter")
+        ("on-slow-step", po::value<std::string>(),
+         "with --flight-recorder: dump when a step of rank 0 (ended by --step-marker) takes longer than this factor of "
+         "the running median step, such as 2x (above 1, up to 100); at most one such dump per window")
         ("no-gpu", "CPU side only: do not load the CUPTI agent into the processes")
         ("api-capture", po::value<std::string>()->default_value("agent"),
          "agent (= agent-callbacks): a process whose agent holds CUPTI's callbacks records its own CUDA calls and the "
@@ -104,6 +113,23 @@ OnStop parse_on_stop(const std::string& text) {
 namespace {
 
 // --delay, --steps, --step-marker, --max-events, --trigger.
+// --flight-recorder, --flight-memory, --on-slow-step: SIGUSR1 is the flight recorder's then.
+void read_flight_options(const po::variables_map& vm, CaptureOptions& options) {
+    if (!vm.count("flight-recorder")) {
+        for (const char* opt : {"flight-memory", "on-slow-step"})
+            if (vm.count(opt))
+                fail(make_error(ExitCode::Usage, fmt::format("--{} needs --flight-recorder DURATION; add it", opt)));
+        return;
+    }
+    options.flight_window_s = or_fail(parse_flight_window(vm["flight-recorder"].as<std::string>()));
+    if (vm.count("flight-memory")) options.flight_max_bytes = or_fail(parse_memory_size(vm["flight-memory"].as<std::string>(), "--flight-memory"));
+    if (vm.count("on-slow-step")) options.slow_step_factor = or_fail(parse_slow_step_factor(vm["on-slow-step"].as<std::string>()));
+    for (const char* opt : {"trigger", "steps", "max-events"})
+        if (vm.count(opt))
+            fail(make_error(ExitCode::Usage, fmt::format("--{} and --flight-recorder both decide what is written (with "
+                                                         "--flight-recorder, SIGUSR1 writes the window); give one", opt)));
+}
+
 void read_script_options(const po::variables_map& vm, CaptureOptions& options) {
     if (vm.count("delay")) options.delay_s = or_fail(parse_duration(vm["delay"].as<std::string>(), "--delay"));
     if (vm.count("steps")) options.steps = or_fail(parse_steps(vm["steps"].as<std::string>()));
@@ -118,6 +144,7 @@ void read_script_options(const po::variables_map& vm, CaptureOptions& options) {
         else fail(make_error(ExitCode::Usage, fmt::format("--trigger {}: use SIGUSR1 or SIGUSR2", sig)));
         if (options.steps) fail(make_error(ExitCode::Usage, "--trigger and --steps both decide when to record; give one"));
     }
+    read_flight_options(vm, options);
 }
 
 } // namespace
@@ -156,5 +183,7 @@ void read_capture_options(const po::variables_map& vm, CaptureOptions& options) 
         }
     }
 }
+
+int capture_signal(const CaptureOptions& options) { return options.flight_window_s ? SIGUSR1 : options.trigger_signal; }
 
 } // namespace gtrace

@@ -19,6 +19,8 @@ boost::program_options::options_description record_options(bool parsing = false)
 // The shared options' values (--pid is attach's, read by it).
 void read_capture_options(const boost::program_options::variables_map& vm, CaptureOptions& options);
 OnStop parse_on_stop(const std::string& text);
+// The signal that --trigger or --flight-recorder answers (0: none).
+int capture_signal(const CaptureOptions& options);
 // A --step-marker that is not an ECMAScript regex is a usage error.
 void check_step_marker(const std::string& marker);
 

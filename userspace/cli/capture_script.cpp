@@ -41,7 +41,8 @@ void Capture::start_script() {
 }
 
 void Capture::poll_script() {
-    for (int t = g_trigger_count.load(); triggers_seen_ < t && stop_request_.empty(); ++triggers_seen_) {
+    // (Without --trigger, SIGUSR1 is the flight recorder's: capture_flight.cpp counts it.)
+    for (int t = options_.trigger_signal ? g_trigger_count.load() : 0; triggers_seen_ < t && stop_request_.empty(); ++triggers_seen_) {
         uint64_t now = monotonic_now_ns();
         if (window_open_ns_ == kNever) {
             window_open_ns_ = now;
@@ -57,7 +58,8 @@ void Capture::poll_script() {
 }
 
 void Capture::on_step_marker(uint32_t pid, const std::string& range, uint64_t end_ns) {
-    if (!options_.steps || !stop_request_.empty() || !std::regex_search(range, step_regex_)) return;
+    bool counts_steps = options_.steps || options_.slow_step_factor > 0;
+    if (!counts_steps || !stop_request_.empty() || !std::regex_search(range, step_regex_)) return;
     if (options_.delay_s > 0 && end_ns < started_ns_ + static_cast<uint64_t>(options_.delay_s * 1e9)) return;
     if (!lead_pid_) {
         // Rank 0's steps when the job has ranks; otherwise the first process that makes steps.
@@ -66,6 +68,11 @@ void Capture::on_step_marker(uint32_t pid, const std::string& range, uint64_t en
             if (p.ranks.rank == 0 && !p.forked_from && !p.exited) lead_pid_ = other;
     }
     if (pid != lead_pid_) return;
+    if (!options_.steps) { // --on-slow-step: the lead's step times
+        ++markers_seen_;
+        on_flight_step(end_ns);
+        return;
+    }
     auto [first, last] = *options_.steps;
     int64_t index = markers_seen_++; // marker 0 ends the step in progress at attach
     if (index == static_cast<int64_t>(first) - 1) {

@@ -138,7 +138,9 @@ void prepare_outputs(const po::variables_map& vm, const CaptureOptions& options)
     std::vector<OutputSpec> outputs;
     for (const char* opt : {"summary-json", "folded"})
         if (vm.count(opt)) outputs.push_back({fmt::format("--{}", opt), vm[opt].as<std::string>(), false});
-    or_fail(check_trace_outputs({options.format, options.output, options.step_marker}, outputs, options.force));
+    // A flight recorder writes OUT-1.ext, OUT-2.ext, ...: the first is checked.
+    std::string trace = options.flight_window_s ? flight_dump_path(options.output, 1) : options.output;
+    or_fail(check_trace_outputs({options.format, trace, options.step_marker}, outputs, options.force));
     sweep_stale_captures(options.quiet);
 }
 
@@ -161,7 +163,7 @@ int run_attach(const std::vector<std::string>& args) {
     read_output_options(vm, options.pid, options);
     prepare_outputs(vm, options);
 
-    install_signal_handlers(options.trigger_signal);
+    install_signal_handlers(capture_signal(options));
     auto capture = or_fail(Capture::attach(options));
     if (!options.quiet)
         fmt::print(stderr, "gtrace: attached to PID {} and its children; writing {}{}\n", options.pid, options.output,
@@ -191,7 +193,7 @@ int run_record(std::vector<std::string> args) {
     options.launched = true;
     read_output_options(vm, 0, options);
     prepare_outputs(vm, options);
-    install_signal_handlers(options.trigger_signal);
+    install_signal_handlers(capture_signal(options));
     return finish_capture(options, or_fail(record_command(options, command, on_stop)));
 }
 

@@ -41,15 +41,27 @@ Result<int> parse_pid(const std::string& text, const std::string& option) {
     return static_cast<int>(*v);
 }
 
-Result<double> parse_duration(const std::string& text, const std::string& option) {
-    auto bad = [&] { return usage(option, text, "give a time from 1ms to 720h, such as 10, 2.5, 500ms, 5m or 1h"); };
-    // A decimal number (no sign, no exponent), then an optional unit.
+namespace {
+
+// A decimal number (no sign, no exponent), then the rest of the text (its unit).
+std::optional<std::pair<double, std::string>> decimal_and_unit(const std::string& text) {
     size_t unit_at = text.find_first_not_of("0123456789.");
     std::string number = text.substr(0, unit_at), unit = unit_at == std::string::npos ? "" : text.substr(unit_at);
-    if (number.empty() || number.front() == '.' || number.back() == '.' || number.find('.') != number.rfind('.')) return bad();
+    if (number.empty() || number.front() == '.' || number.back() == '.' || number.find('.') != number.rfind('.'))
+        return std::nullopt;
     double value = 0;
     auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), value, std::chars_format::fixed);
-    if (ec != std::errc{} || end != number.data() + number.size() || !std::isfinite(value)) return bad();
+    if (ec != std::errc{} || end != number.data() + number.size() || !std::isfinite(value)) return std::nullopt;
+    return std::make_pair(value, unit);
+}
+
+} // namespace
+
+Result<double> parse_duration(const std::string& text, const std::string& option) {
+    auto bad = [&] { return usage(option, text, "give a time from 1ms to 720h, such as 10, 2.5, 500ms, 5m or 1h"); };
+    auto parsed = decimal_and_unit(text);
+    if (!parsed) return bad();
+    auto [value, unit] = *parsed;
     double scale = 0;
     if (unit.empty() || unit == "s") scale = 1;
     else if (unit == "ms") scale = 1e-3;
@@ -117,6 +129,37 @@ Result<std::pair<uint32_t, uint32_t>> parse_steps(const std::string& text) {
 
 Result<uint64_t> parse_max_events(const std::string& text) {
     return parse_whole_number(text, "--max-events", 1, limits::kMaxEvents);
+}
+
+Result<double> parse_flight_window(const std::string& text) {
+    auto seconds = parse_duration(text, "--flight-recorder");
+    if (!seconds || *seconds < limits::kMinFlightSeconds || *seconds > limits::kMaxFlightSeconds)
+        return usage("--flight-recorder", text, "give the window to keep, from 1s to 1h, such as 30s, 90 or 5m");
+    return *seconds;
+}
+
+Result<uint64_t> parse_memory_size(const std::string& text, const std::string& option) {
+    auto bad = [&] { return usage(option, text, "give a size from 16M to 64G, such as 512M, 2G or 256 (MiB)"); };
+    size_t unit_at = text.find_first_not_of("0123456789");
+    std::string number = text.substr(0, unit_at), unit = unit_at == std::string::npos ? "" : text.substr(unit_at);
+    int shift = -1;
+    if (unit.empty() || unit == "M" || unit == "MiB") shift = 20;
+    else if (unit == "K" || unit == "KiB") shift = 10;
+    else if (unit == "G" || unit == "GiB") shift = 30;
+    auto v = whole(number);
+    // Compared before multiplying: no product can wrap.
+    if (!v || shift < 0 || *v > (limits::kMaxFlightBytes >> shift)) return bad();
+    uint64_t bytes = *v << shift;
+    if (bytes < limits::kMinFlightBytes) return bad();
+    return bytes;
+}
+
+Result<double> parse_slow_step_factor(const std::string& text) {
+    auto parsed = decimal_and_unit(text);
+    if (!parsed || (parsed->second != "" && parsed->second != "x") || parsed->first <= 1 ||
+        parsed->first > limits::kMaxSlowStepFactor)
+        return usage("--on-slow-step", text, "give a factor of the median step time above 1 and up to 100, such as 2x or 1.5x");
+    return parsed->first;
 }
 
 } // namespace gtrace

@@ -18,6 +18,9 @@ constexpr uint64_t kMaxRingBytes = 1ull << 31;           // the largest power of
 constexpr uint64_t kMaxEvents = 1'000'000'000'000ull;    // --max-events
 constexpr uint32_t kMaxSampleHz = 10000;                 // --sample-hz
 constexpr uint32_t kMaxEvery = 1'000'000;                // --py-stacks N, --steps A:B
+constexpr double kMinFlightSeconds = 1, kMaxFlightSeconds = 3600; // --flight-recorder: 1s to 1h
+constexpr uint64_t kMinFlightBytes = 16ull << 20, kMaxFlightBytes = 64ull << 30; // --flight-memory: 16M to 64G
+constexpr double kMaxSlowStepFactor = 100;               // --on-slow-step: above 1, up to 100x
 } // namespace limits
 
 // A whole number from `min` to `max`: digits only, no sign.
@@ -37,5 +40,11 @@ Result<uint64_t> parse_ring_size(const std::string& text, const std::string& opt
 Result<std::pair<uint32_t, uint32_t>> parse_steps(const std::string& text);
 // --max-events: 1 to 10^12.
 Result<uint64_t> parse_max_events(const std::string& text);
+// --flight-recorder: a window from 1 s to 1 h, as parse_duration reads it (30s, 5m, 1h).
+Result<double> parse_flight_window(const std::string& text);
+// --flight-memory: bytes from "512M", "2G", "256" (MiB) or with KiB/MiB/GiB: 16M to 64G.
+Result<uint64_t> parse_memory_size(const std::string& text, const std::string& option);
+// --on-slow-step: a factor above 1 and up to 100, with or without an x: 2x, 1.5x, 3.
+Result<double> parse_slow_step_factor(const std::string& text);
 
 } // namespace gtrace

@@ -1,0 +1,154 @@
+#include "output/flight_recorder.h"
+
+#include <algorithm>
+
+namespace gtrace {
+
+std::string flight_dump_path(const std::string& output, int n) {
+    std::string path = output;
+    bool directory = !path.empty() && path.back() == '/';
+    if (directory) path.pop_back();
+    size_t slash = path.rfind('/');
+    size_t dot = path.rfind('.');
+    if (dot == std::string::npos || (slash != std::string::npos && dot < slash) || dot == (slash == std::string::npos ? 0 : slash + 1))
+        dot = path.size(); // no extension (a leading dot names a hidden file, not an extension)
+    return path.substr(0, dot) + "-" + std::to_string(n) + path.substr(dot) + (directory ? "/" : "");
+}
+
+Result<FlightDump> write_flight_window(const FlightWindow& window, uint64_t end_ns, const TraceOutput& out, bool force,
+                                       const TraceModel& model, nlohmann::json facts) {
+    auto writer = create_trace_writer(out, force, model);
+    if (!writer) return writer.error();
+    FlightDump dump;
+    dump.events = replay_window(window, end_ns, **writer);
+    (*writer)->metadata(model);
+    // The window this trace holds, and the capture's own length beside it.
+    double seconds = end_ns > window.from_ns ? static_cast<double>(end_ns - window.from_ns) / 1e9 : 0;
+    if (facts.contains("duration_s")) facts["capture_duration_s"] = facts["duration_s"];
+    facts["duration_s"] = seconds;
+    nlohmann::json& fr = facts["flight_recorder"];
+    fr["window_from_ns"] = window.from_ns;
+    fr["window_end_ns"] = end_ns;
+    fr["window_s"] = seconds;
+    fr["events"] = dump.events;
+    dump.seconds = seconds;
+    auto cut = (*writer)->finish(model, facts);
+    if (!cut) return cut.error();
+    dump.path = (*writer)->output();
+    dump.cut = *cut;
+    return dump;
+}
+
+void FlightRecorder::torch_range(const TorchRange& r) {
+    push(events_.ranges, StoredRange{seq_++, r.pid, r.tid, r.start_ns, r.end_ns, texts_.get(r.name), r.stack});
+}
+
+void FlightRecorder::flow(const CallRef& call, const GpuOp& op) {
+    push(events_.flows, StoredFlow{seq_++, call, store_op(op, texts_, 0)});
+}
+
+void FlightRecorder::sample_frame_begin(const SampleFrame& frame, uint64_t ts_ns) {
+    StoredFrame f;
+    f.seq = seq_++;
+    f.pid = frame.pid, f.tid = frame.tid, f.depth = static_cast<uint32_t>(frame.depth), f.ts_ns = ts_ns;
+    f.qualname = texts_.get(frame.frame.qualname);
+    if (!frame.frame.filename.empty()) f.filename = texts_.get(frame.frame.filename);
+    f.thread = texts_.get(frame.thread);
+    f.line = frame.frame.line;
+    f.begins = true;
+    push(events_.frames, std::move(f));
+}
+
+void FlightRecorder::sample_frame_end(uint32_t pid, uint32_t tid, size_t depth, uint64_t ts_ns) {
+    StoredFrame f;
+    f.seq = seq_++;
+    f.pid = pid, f.tid = tid, f.depth = static_cast<uint32_t>(depth), f.ts_ns = ts_ns;
+    push(events_.frames, std::move(f));
+}
+
+template <typename T>
+void FlightRecorder::evict_front(StoredQueue<T>& q) {
+    const T& front = q.front();
+    evicted_through_ns_ = std::max(evicted_through_ns_, front.key());
+    if constexpr (std::is_same_v<T, StoredFrame>) {
+        std::vector<StoredFrame>& track = events_.open_frames[{front.pid, front.tid}];
+        track.resize(std::min<size_t>(track.size(), front.depth));
+        if (front.begins) track.push_back(front);
+        if (track.empty()) events_.open_frames.erase({front.pid, front.tid});
+    } else if constexpr (std::is_same_v<T, StoredMemory>) {
+        events_.last_memory[{front.sample.pid, front.sample.device}] = front.sample;
+    }
+    bytes_ -= sizeof(T);
+    q.pop_front();
+}
+
+bool FlightRecorder::evict_oldest() {
+    auto seq = [](const auto& q) { return q.empty() ? UINT64_MAX : q.front().seq; };
+    uint64_t seqs[6] = {seq(events_.calls), seq(events_.ops), seq(events_.ranges), seq(events_.flows), seq(events_.memory),
+                        seq(events_.frames)};
+    size_t k = static_cast<size_t>(std::min_element(seqs, seqs + 6) - seqs);
+    if (seqs[k] == UINT64_MAX) return false;
+    switch (k) {
+    case 0: evict_front(events_.calls); break;
+    case 1: evict_front(events_.ops); break;
+    case 2: evict_front(events_.ranges); break;
+    case 3: evict_front(events_.flows); break;
+    case 4: evict_front(events_.memory); break;
+    default: evict_front(events_.frames); break;
+    }
+    return true;
+}
+
+void FlightRecorder::advance(uint64_t now_ns) {
+    now_ns_ = std::max(now_ns_, now_ns);
+    const uint64_t keep = limits_.window_ns + limits_.grace_ns;
+    if (now_ns_ <= keep) return;
+    const uint64_t cutoff = now_ns_ - keep;
+    auto trim = [&](auto& q) {
+        while (!q.empty() && q.front().key() < cutoff) {
+            evict_front(q);
+            ++evicted_by_age_;
+        }
+    };
+    trim(events_.calls), trim(events_.ops), trim(events_.ranges), trim(events_.flows), trim(events_.memory), trim(events_.frames);
+}
+
+FlightWindow FlightRecorder::window_from(uint64_t from_ns) const {
+    FlightWindow w;
+    w.from_ns = std::max(from_ns, evicted_through_ns_ ? evicted_through_ns_ + 1 : 0);
+    auto copy = [&](const auto& from, auto& to) {
+        for (const auto& e : from)
+            if (e.key() >= w.from_ns) to.push_back(e);
+    };
+    copy(events_.calls, w.events.calls);
+    copy(events_.ops, w.events.ops);
+    copy(events_.ranges, w.events.ranges);
+    copy(events_.flows, w.events.flows);
+    w.events.memory = events_.memory; // those before from_ns set the counters' values at from_ns
+    w.events.frames = events_.frames; // ... and the frames open at from_ns
+    w.events.open_frames = events_.open_frames;
+    w.events.last_memory = events_.last_memory;
+    return w;
+}
+
+std::pair<int, std::string> FlightRecorder::next_dump() {
+    ++dumps_;
+    return {dumps_, flight_dump_path(output_.path, dumps_)};
+}
+
+FlightStats FlightRecorder::stats() const {
+    return {events_.size(), bytes_ + texts_.bytes(), evicted_by_age_, evicted_by_memory_, evicted_through_ns_};
+}
+
+Result<std::optional<TraceCut>> FlightRecorder::finish(const TraceModel& model, const nlohmann::json& facts) {
+    TraceOutput out = output_;
+    out.path = next_dump().second;
+    uint64_t from = now_ns_ > limits_.window_ns ? now_ns_ - limits_.window_ns : 0;
+    auto dump = write_flight_window(window_from(from), now_ns_, out, force_, model, facts);
+    if (!dump) return dump.error();
+    last_output_ = dump->path;
+    last_seconds_ = dump->seconds;
+    return dump->cut;
+}
+
+} // namespace gtrace

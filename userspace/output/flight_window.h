@@ -1,0 +1,151 @@
+// The flight recorder's store: the events of the last minutes, kept compactly (texts interned and
+// shared, no per-event string copies; Python stacks shared with the capture), in the order they
+// came, one queue per kind, so that a window of them can be replayed into any TraceWriter as
+// the capture handed them over. An event's key is the time it last overlaps the window: a call,
+// GPU op or range its end, a flow the earlier end of its two slices, a sample its time.
+#pragma once
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_set>
+#include <vector>
+
+#include "output/trace_writer.h"
+
+namespace gtrace {
+
+using SharedText = std::shared_ptr<const std::string>;
+
+// Interned texts (kernel, range, thread, frame names): one copy each, shared by every event
+// that names it; texts no stored event holds any more are dropped as the pool grows.
+class TextPool {
+public:
+    SharedText get(std::string_view text);
+    size_t bytes() const { return bytes_; }
+
+private:
+    struct Hash {
+        using is_transparent = void;
+        size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+        size_t operator()(const SharedText& s) const { return (*this)(std::string_view(*s)); }
+    };
+    struct Equal {
+        using is_transparent = void;
+        static std::string_view view(std::string_view s) { return s; }
+        static std::string_view view(const SharedText& s) { return *s; }
+        bool operator()(const auto& a, const auto& b) const { return view(a) == view(b); }
+    };
+    void prune();
+    std::unordered_set<SharedText, Hash, Equal> texts_;
+    size_t bytes_ = 0, size_after_prune_ = 0;
+};
+
+struct StoredCall {
+    uint64_t seq = 0;
+    uint64_t start_ns = 0, end_ns = 0;
+    int64_t ret = 0;
+    uint32_t pid = 0, tid = 0, correlation = 0;
+    gt_cuda_api api{};
+    bool by_agent = false;
+    int8_t copy_kind = -1;   // -1: none
+    uint8_t present = 0;     // bit i: values[i] is set (stream, bytes, ptr, event, graph, handle)
+    uint64_t values[6] = {};
+    std::optional<LaunchArgs> launch;
+    SharedText kernel, thread;
+    PyStackRef stack;
+    uint64_t key() const { return end_ns; }
+};
+
+struct StoredOp {
+    uint64_t seq = 0;
+    GpuOpKind kind = GpuOpKind::Kernel;
+    uint32_t pid = 0, correlation = 0;
+    uint64_t start_ns = 0, end_ns = 0;
+    uint32_t device = 0, context = 0, stream = 0;
+    int32_t grid[3] = {}, block[3] = {};
+    uint32_t registers = 0, static_shared = 0, dynamic_shared = 0;
+    bool graph = false;
+    uint64_t bytes = 0;
+    SharedText name, copy_kind;
+    uint64_t key() const { return end_ns; }
+};
+
+struct StoredRange {
+    uint64_t seq = 0;
+    uint32_t pid = 0, tid = 0;
+    uint64_t start_ns = 0, end_ns = 0;
+    SharedText name;
+    PyStackRef stack;
+    uint64_t key() const { return end_ns; }
+};
+
+struct StoredFlow {
+    uint64_t seq = 0;
+    CallRef call;
+    StoredOp op;
+    uint64_t key() const { return std::min(call.end_ns, op.end_ns); }
+};
+
+struct StoredMemory {
+    uint64_t seq = 0;
+    MemorySample sample;
+    uint64_t key() const { return sample.ts_ns; }
+};
+
+// A sample frame opening (`frame` set) or closing (`frame` null: the frame at `depth` closes).
+struct StoredFrame {
+    uint64_t seq = 0;
+    uint32_t pid = 0, tid = 0;
+    uint32_t depth = 0;
+    uint64_t ts_ns = 0;
+    SharedText qualname, filename, thread;
+    int line = 0;
+    bool begins = false;
+    uint64_t key() const { return ts_ns; }
+};
+
+// Per sample track (pid, tid), the frames open at some moment, outermost first.
+using OpenFrames = std::map<std::pair<uint32_t, uint32_t>, std::vector<StoredFrame>>;
+// Per (pid, device), the last memory sample before some moment.
+using LastMemory = std::map<std::pair<uint32_t, int>, MemorySample>;
+
+// The stored events of one kind, oldest first.
+template <typename T>
+using StoredQueue = std::deque<T>;
+
+struct FlightEvents {
+    StoredQueue<StoredCall> calls;
+    StoredQueue<StoredOp> ops;
+    StoredQueue<StoredRange> ranges;
+    StoredQueue<StoredFlow> flows;
+    StoredQueue<StoredMemory> memory;
+    StoredQueue<StoredFrame> frames;
+    // What the events dropped from the front leave open: the frames of each sample track, the
+    // GPU memory of each process.
+    OpenFrames open_frames;
+    LastMemory last_memory;
+    size_t size() const { return calls.size() + ops.size() + ranges.size() + flows.size() + memory.size() + frames.size(); }
+};
+
+// A copy of the store for one dump: every event that overlaps [from_ns, ...), plus what is open
+// at from_ns. Shares texts and stacks with the store (their counts are atomic: a dump may be
+// written on another thread).
+struct FlightWindow {
+    FlightEvents events;
+    uint64_t from_ns = 0;
+};
+
+StoredCall store_call(const ApiCall& c, TextPool& texts, uint64_t seq);
+StoredOp store_op(const GpuOp& op, TextPool& texts, uint64_t seq);
+ApiCall load_call(const StoredCall& s);
+GpuOp load_op(const StoredOp& s);
+
+// The window's events from `from_ns` on, in the order they came; frames open at from_ns begin
+// there, memory counters start there at their value then, and every frame still open at the
+// end closes at `end_ns`. Returns the number of events written.
+uint64_t replay_window(const FlightWindow& window, uint64_t end_ns, TraceWriter& out);
+
+} // namespace gtrace
