@@ -145,3 +145,30 @@ TEST_CASE("the trace writer refuses existing files and unwritable places, and cl
     CHECK(missing.error().code == ExitCode::OutputUnwritable);
     fs::remove_all(dir);
 }
+
+TEST_CASE("flight recorder windows, memory bounds and slow-step factors: within their limits, usage errors otherwise") {
+    CHECK(*parse_flight_window("30s") == Approx(30));
+    CHECK(*parse_flight_window("1") == Approx(1));
+    CHECK(*parse_flight_window("1h") == Approx(3600));
+    for (const char* bad : {"999ms", "61m", "0", "", "-5", "30x"}) {
+        INFO(bad);
+        auto r = parse_flight_window(bad);
+        REQUIRE(!r);
+        CHECK(r.error().code == ExitCode::Usage);
+    }
+    CHECK(*parse_memory_size("512M", "--flight-memory") == (512ull << 20));
+    CHECK(*parse_memory_size("16", "--flight-memory") == (16ull << 20));
+    CHECK(*parse_memory_size("64G", "--flight-memory") == (64ull << 30));
+    CHECK(*parse_memory_size("16384K", "--flight-memory") == (16ull << 20));
+    for (const char* bad : {"15M", "65G", "17179869184G", "1T", "", "M"}) {
+        INFO(bad);
+        CHECK(!parse_memory_size(bad, "--flight-memory"));
+    }
+    CHECK(*parse_slow_step_factor("2x") == Approx(2));
+    CHECK(*parse_slow_step_factor("1.5x") == Approx(1.5));
+    CHECK(*parse_slow_step_factor("100") == Approx(100));
+    for (const char* bad : {"1x", "1", "0.5x", "101x", "x", "2xx", "2X", "-2x", ""}) {
+        INFO(bad);
+        CHECK(!parse_slow_step_factor(bad));
+    }
+}

@@ -81,6 +81,10 @@ extern std::atomic<int> g_stop_signal;
 // Counted by the CLI's --trigger signal handler: the first opens the capture, the second ends it.
 extern std::atomic<int> g_trigger_count;
 
+// What the capture writes, for the line that starts it: "writing OUT", or what the flight
+// recorder keeps and when it dumps it.
+std::string output_description(const CaptureOptions& options);
+
 struct FlightControl; // capture_flight.cpp
 
 class Capture final : public EventSink, public AgentSink {

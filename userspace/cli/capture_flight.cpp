@@ -4,6 +4,8 @@
 // (the agents' GPU records of the window's calls come later), is written on its own thread while
 // the capture keeps draining the ring buffer, and is judged like `gtrace report` does: its
 // verdict on stderr, the whole report in OUT-N.report.txt.
+#include <unistd.h>
+
 #include <algorithm>
 #include <deque>
 #include <future>
@@ -83,6 +85,13 @@ uint64_t median_of(const std::deque<uint64_t>& values) {
 }
 
 } // namespace
+
+std::string output_description(const CaptureOptions& options) {
+    if (!options.flight_window_s) return "writing " + options.output;
+    return fmt::format("flight recorder: keeping the last {:g} s, written to {} on SIGUSR1 (kill -USR1 {}){} and at the end",
+                       *options.flight_window_s, flight_dump_path(options.output, 1), getpid(),
+                       options.slow_step_factor > 0 ? fmt::format(", on a step over {:g}x the median", options.slow_step_factor) : "");
+}
 
 struct FlightControl {
     struct Pending {

@@ -166,7 +166,7 @@ int run_attach(const std::vector<std::string>& args) {
     install_signal_handlers(capture_signal(options));
     auto capture = or_fail(Capture::attach(options));
     if (!options.quiet)
-        fmt::print(stderr, "gtrace: attached to PID {} and its children; writing {}{}\n", options.pid, options.output,
+        fmt::print(stderr, "gtrace: attached to PID {} and its children; {}{}\n", options.pid, output_description(options),
                    options.duration_s ? fmt::format(" for {:g} s", *options.duration_s) : " until Ctrl-C");
     return finish_capture(options, or_fail(capture->run()));
 }

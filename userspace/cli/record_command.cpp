@@ -119,7 +119,7 @@ Result<CaptureResult> record_command(CaptureOptions options, const std::vector<s
         return make_error(ExitCode::CommandFailed,
                           fmt::format("cannot run {}: {}; check the command and its PATH", command[0], strerror(exec_errno)));
     }
-    if (!options.quiet) fmt::print(stderr, "gtrace: recording {} (pid {}); writing {}\n", command[0], child, options.output);
+    if (!options.quiet) fmt::print(stderr, "gtrace: recording {} (pid {}); {}\n", command[0], child, output_description(options));
     auto result = (*capture)->run();
     if (!result) {
         kill(child, SIGTERM);
