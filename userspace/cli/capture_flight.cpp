@@ -88,8 +88,8 @@ uint64_t median_of(const std::deque<uint64_t>& values) {
 
 std::string output_description(const CaptureOptions& options) {
     if (!options.flight_window_s) return "writing " + options.output;
-    return fmt::format("flight recorder: keeping the last {:g} s, written to {} on SIGUSR1 (kill -USR1 {}){} and at the end",
-                       *options.flight_window_s, flight_dump_path(options.output, 1), getpid(),
+    return fmt::format("flight recorder: keeping the last {:g} s, written to {}, {}, ... on SIGUSR1 (kill -USR1 {}){} and at the end",
+                       *options.flight_window_s, flight_dump_path(options.output, 1), flight_dump_path(options.output, 2), getpid(),
                        options.slow_step_factor > 0 ? fmt::format(", on a step over {:g}x the median", options.slow_step_factor) : "");
 }
 
