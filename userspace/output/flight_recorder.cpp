@@ -78,7 +78,6 @@ void FlightRecorder::evict_front(StoredQueue<T>& q) {
     } else if constexpr (std::is_same_v<T, StoredMemory>) {
         events_.last_memory[{front.sample.pid, front.sample.device}] = front.sample;
     }
-    bytes_ -= sizeof(T);
     q.pop_front();
 }
 
@@ -116,18 +115,7 @@ void FlightRecorder::advance(uint64_t now_ns) {
 FlightWindow FlightRecorder::window_from(uint64_t from_ns) const {
     FlightWindow w;
     w.from_ns = std::max(from_ns, evicted_through_ns_ ? evicted_through_ns_ + 1 : 0);
-    auto copy = [&](const auto& from, auto& to) {
-        for (const auto& e : from)
-            if (e.key() >= w.from_ns) to.push_back(e);
-    };
-    copy(events_.calls, w.events.calls);
-    copy(events_.ops, w.events.ops);
-    copy(events_.ranges, w.events.ranges);
-    copy(events_.flows, w.events.flows);
-    w.events.memory = events_.memory; // those before from_ns set the counters' values at from_ns
-    w.events.frames = events_.frames; // ... and the frames open at from_ns
-    w.events.open_frames = events_.open_frames;
-    w.events.last_memory = events_.last_memory;
+    w.events = events_; // shares the chunks: a pointer per 1024 events
     return w;
 }
 
@@ -137,7 +125,7 @@ std::pair<int, std::string> FlightRecorder::next_dump() {
 }
 
 FlightStats FlightRecorder::stats() const {
-    return {events_.size(), bytes_ + texts_.bytes(), evicted_by_age_, evicted_by_memory_, evicted_through_ns_};
+    return {events_.size(), events_.bytes() + texts_.bytes(), evicted_by_age_, evicted_by_memory_, evicted_through_ns_};
 }
 
 Result<std::optional<TraceCut>> FlightRecorder::finish(const TraceModel& model, const nlohmann::json& facts) {

@@ -71,8 +71,8 @@ public:
 
     // The capture's clock (CLOCK_MONOTONIC) moved on: events older than window + grace go.
     void advance(uint64_t now_ns);
-    // A copy of the events that overlap [from_ns, now], for a dump (from_ns is raised to what
-    // the store still holds whole).
+    // A view of the store for a dump of the events that overlap [from_ns, now] (from_ns is
+    // raised to what the store still holds whole); it shares the store's chunks.
     FlightWindow window_from(uint64_t from_ns) const;
     // The next dump's number and path (1, 2, ...).
     std::pair<int, std::string> next_dump();
@@ -87,9 +87,8 @@ public:
 private:
     template <typename T>
     void push(StoredQueue<T>& q, T&& record) {
-        bytes_ += sizeof(T);
         q.push_back(std::move(record));
-        while (bytes_ + texts_.bytes() > limits_.max_bytes && evict_oldest()) ++evicted_by_memory_;
+        while (events_.bytes() + texts_.bytes() > limits_.max_bytes && evict_oldest()) ++evicted_by_memory_;
     }
     bool evict_oldest(); // the event that came first, of any kind
     template <typename T>
@@ -100,7 +99,7 @@ private:
     FlightLimits limits_;
     FlightEvents events_;
     TextPool texts_;
-    uint64_t seq_ = 0, bytes_ = 0, now_ns_ = 0;
+    uint64_t seq_ = 0, now_ns_ = 0;
     uint64_t evicted_by_age_ = 0, evicted_by_memory_ = 0, evicted_through_ns_ = 0;
     int dumps_ = 0;
     std::string last_output_;

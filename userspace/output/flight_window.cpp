@@ -148,10 +148,10 @@ uint64_t replay_window(const FlightWindow& window, uint64_t end_ns, TraceWriter&
     // What is open at `from`: the store's front state, then the events before `from`.
     OpenFrames open = ev.open_frames;
     LastMemory memory = ev.last_memory;
-    for (const auto& f : ev.frames)
-        if (f.ts_ns < from) apply(open, f);
-    for (const auto& m : ev.memory)
-        if (m.sample.ts_ns < from) memory[{m.sample.pid, m.sample.device}] = m.sample;
+    for (size_t i = 0; i < ev.frames.size(); ++i)
+        if (ev.frames[i].ts_ns < from) apply(open, ev.frames[i]);
+    for (size_t i = 0; i < ev.memory.size(); ++i)
+        if (const MemorySample& m = ev.memory[i].sample; m.ts_ns < from) memory[{m.pid, m.device}] = m;
 
     uint64_t written = 0;
     FrameReplay frames(out);

@@ -112,9 +112,47 @@ using OpenFrames = std::map<std::pair<uint32_t, uint32_t>, std::vector<StoredFra
 // Per (pid, device), the last memory sample before some moment.
 using LastMemory = std::map<std::pair<uint32_t, int>, MemorySample>;
 
-// The stored events of one kind, oldest first.
+// The stored events of one kind, oldest first, in chunks that copies of the queue share: a
+// dump's copy costs a pointer per chunk, and the capture goes on appending and evicting while
+// the dump reads its own view (appends go past the view's end; evicting only lets go of whole
+// chunks, freed when no view holds them any more).
 template <typename T>
-using StoredQueue = std::deque<T>;
+class StoredQueue {
+public:
+    static constexpr size_t kChunk = 1024;
+
+    size_t size() const { return chunks_.empty() ? 0 : chunks_.size() * kChunk - head_ - (kChunk - tail_); }
+    bool empty() const { return size() == 0; }
+    const T& operator[](size_t i) const {
+        size_t at = head_ + i;
+        return chunks_[at / kChunk]->items[at % kChunk];
+    }
+    const T& front() const { return (*this)[0]; }
+    void push_back(T&& item) {
+        if (chunks_.empty() || tail_ == kChunk) {
+            chunks_.push_back(std::make_shared<Chunk>());
+            tail_ = 0;
+        }
+        chunks_.back()->items[tail_++] = std::move(item);
+    }
+    void pop_front() {
+        if (++head_ == kChunk || (chunks_.size() == 1 && head_ == tail_)) {
+            chunks_.pop_front();
+            head_ = 0;
+            if (chunks_.empty()) tail_ = 0;
+        }
+    }
+    // What its chunks take, the evicted events of the first one included.
+    size_t bytes() const { return chunks_.size() * kChunk * sizeof(T); }
+
+private:
+    struct Chunk {
+        std::vector<T> items = std::vector<T>(kChunk);
+    };
+    std::deque<std::shared_ptr<Chunk>> chunks_;
+    size_t head_ = 0; // the first event's index in the first chunk
+    size_t tail_ = 0; // events in the last chunk
+};
 
 struct FlightEvents {
     StoredQueue<StoredCall> calls;
@@ -128,11 +166,14 @@ struct FlightEvents {
     OpenFrames open_frames;
     LastMemory last_memory;
     size_t size() const { return calls.size() + ops.size() + ranges.size() + flows.size() + memory.size() + frames.size(); }
+    size_t bytes() const {
+        return calls.bytes() + ops.bytes() + ranges.bytes() + flows.bytes() + memory.bytes() + frames.bytes();
+    }
 };
 
-// A copy of the store for one dump: every event that overlaps [from_ns, ...), plus what is open
-// at from_ns. Shares texts and stacks with the store (their counts are atomic: a dump may be
-// written on another thread).
+// A view of the store for one dump: its events as they were, to be replayed from from_ns, plus
+// what was open at the store's front. Shares chunks, texts and stacks with the store (their
+// counts are atomic: a dump is written on another thread).
 struct FlightWindow {
     FlightEvents events;
     uint64_t from_ns = 0;
