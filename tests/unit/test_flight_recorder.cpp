@@ -18,7 +18,7 @@ namespace {
 constexpr uint64_t kSecond = 1'000'000'000;
 
 // Every event it is handed, as a line of text.
-struct Recording final : TraceWriter {
+struct Recording final : NullWriter {
     std::vector<std::string> lines;
     void call(const ApiCall& c) override { lines.push_back(fmt::format("call {} {}-{} {}", c.tid, c.start_ns, c.end_ns, c.kernel)); }
     void torch_range(const TorchRange& r) override { lines.push_back(fmt::format("range {} {}-{}", r.name, r.start_ns, r.end_ns)); }
@@ -29,13 +29,6 @@ struct Recording final : TraceWriter {
         lines.push_back(fmt::format("begin {} {} {}", f.depth, f.frame.qualname, ts));
     }
     void sample_frame_end(uint32_t, uint32_t, size_t depth, uint64_t ts) override { lines.push_back(fmt::format("end {} {}", depth, ts)); }
-    void metadata(const TraceModel&) override {}
-    void flush() override {}
-    bool write_failed() const override { return false; }
-    std::string write_error() const override { return {}; }
-    Result<std::optional<TraceCut>> finish(const TraceModel&, const nlohmann::json&) override { return std::optional<TraceCut>(); }
-    std::string output() const override { return {}; }
-    std::vector<std::string> partials() const override { return {}; }
 };
 
 ApiCall call_at(uint64_t start_ns, uint64_t end_ns, const std::string& kernel = "k") {

@@ -206,23 +206,12 @@ TEST_CASE("the format comes from --format, else the output's extension, else pft
 namespace {
 
 // Counts what reaches the format's writer.
-struct Counting final : TraceWriter {
+struct Counting final : NullWriter {
     int calls = 0, flows = 0, begins = 0, ends = 0;
     void call(const ApiCall&) override { ++calls; }
-    void torch_range(const TorchRange&) override {}
-    void collective(const Collective&) override {}
-    void gpu_op(const GpuOp&) override {}
     void flow(const CallRef&, const GpuOp&) override { ++flows; }
-    void memory(const MemorySample&) override {}
     void sample_frame_begin(const SampleFrame&, uint64_t) override { ++begins; }
     void sample_frame_end(uint32_t, uint32_t, size_t, uint64_t) override { ++ends; }
-    void metadata(const TraceModel&) override {}
-    void flush() override {}
-    bool write_failed() const override { return false; }
-    std::string write_error() const override { return {}; }
-    Result<std::optional<TraceCut>> finish(const TraceModel&, const nlohmann::json&) override { return std::optional<TraceCut>(); }
-    std::string output() const override { return {}; }
-    std::vector<std::string> partials() const override { return {}; }
 };
 
 } // namespace

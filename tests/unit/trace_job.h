@@ -109,4 +109,23 @@ inline std::string describe(const ProcessData& p) {
 }
 
 
+// A writer that writes nothing: tests override what they look at.
+struct NullWriter : TraceWriter {
+    void call(const ApiCall&) override {}
+    void torch_range(const TorchRange&) override {}
+    void collective(const Collective&) override {}
+    void gpu_op(const GpuOp&) override {}
+    void flow(const CallRef&, const GpuOp&) override {}
+    void memory(const MemorySample&) override {}
+    void sample_frame_begin(const SampleFrame&, uint64_t) override {}
+    void sample_frame_end(uint32_t, uint32_t, size_t, uint64_t) override {}
+    void metadata(const TraceModel&) override {}
+    void flush() override {}
+    bool write_failed() const override { return false; }
+    std::string write_error() const override { return {}; }
+    Result<std::optional<TraceCut>> finish(const TraceModel&, const nlohmann::json&) override { return std::optional<TraceCut>(); }
+    std::string output() const override { return {}; }
+    std::vector<std::string> partials() const override { return {}; }
+};
+
 } // namespace gtrace::test_job

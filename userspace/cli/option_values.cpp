@@ -55,6 +55,20 @@ std::optional<std::pair<double, std::string>> decimal_and_unit(const std::string
     return std::make_pair(value, unit);
 }
 
+// A size in MiB ("64"), or with K/M/G (KiB/MiB/GiB), from 1 byte to `max`: nullopt otherwise.
+std::optional<uint64_t> size_in_bytes(const std::string& text, uint64_t max) {
+    size_t unit_at = text.find_first_not_of("0123456789");
+    std::string number = text.substr(0, unit_at), unit = unit_at == std::string::npos ? "" : text.substr(unit_at);
+    int shift = -1;
+    if (unit.empty() || unit == "M" || unit == "MiB") shift = 20;
+    else if (unit == "K" || unit == "KiB") shift = 10;
+    else if (unit == "G" || unit == "GiB") shift = 30;
+    auto v = whole(number);
+    // Compared before multiplying: no product can wrap.
+    if (!v || shift < 0 || *v == 0 || *v > (max >> shift)) return std::nullopt;
+    return *v << shift;
+}
+
 } // namespace
 
 Result<double> parse_duration(const std::string& text, const std::string& option) {
@@ -91,20 +105,10 @@ Result<uint32_t> parse_py_stacks(const std::string& text) {
 
 Result<uint64_t> parse_ring_size(const std::string& text, const std::string& option) {
     const std::string range = "give a power of two from 4K to 2G, e.g. 64 (MiB), 512K, 1G";
-    size_t unit_at = text.find_first_not_of("0123456789");
-    std::string number = text.substr(0, unit_at), unit = unit_at == std::string::npos ? "" : text.substr(unit_at);
-    int shift = -1;
-    if (unit.empty() || unit == "M" || unit == "MiB") shift = 20;
-    else if (unit == "K" || unit == "KiB") shift = 10;
-    else if (unit == "G" || unit == "GiB") shift = 30;
-    auto v = whole(number);
-    if (!v || shift < 0) return usage(option, text, range);
-    // Compared before multiplying: no product can wrap.
-    if (*v == 0 || *v > (limits::kMaxRingBytes >> shift)) return usage(option, text, range);
-    uint64_t bytes = *v << shift;
-    if (bytes < limits::kMinRingBytes) return usage(option, text, range);
-    if (bytes & (bytes - 1)) {
-        uint64_t below = uint64_t{1} << (63 - __builtin_clzll(bytes));
+    auto bytes = size_in_bytes(text, limits::kMaxRingBytes);
+    if (!bytes || *bytes < limits::kMinRingBytes) return usage(option, text, range);
+    if (*bytes & (*bytes - 1)) {
+        uint64_t below = uint64_t{1} << (63 - __builtin_clzll(*bytes));
         auto shown = [](uint64_t b) {
             return b >= (1u << 30) ? fmt::format("{}G", b >> 30) : b >= (1u << 20) ? fmt::format("{}M", b >> 20) : fmt::format("{}K", b >> 10);
         };
@@ -112,7 +116,7 @@ Result<uint64_t> parse_ring_size(const std::string& text, const std::string& opt
         std::string nearest = fmt::format("{} or {}", shown(below), shown(below * 2));
         return usage(option, text, fmt::format("a BPF ring buffer is a power of two from 4K to 2G; give {}", nearest));
     }
-    return bytes;
+    return *bytes;
 }
 
 Result<std::pair<uint32_t, uint32_t>> parse_steps(const std::string& text) {
@@ -140,18 +144,9 @@ Result<double> parse_flight_window(const std::string& text) {
 
 Result<uint64_t> parse_memory_size(const std::string& text, const std::string& option) {
     auto bad = [&] { return usage(option, text, "give a size from 16M to 64G, such as 512M, 2G or 256 (MiB)"); };
-    size_t unit_at = text.find_first_not_of("0123456789");
-    std::string number = text.substr(0, unit_at), unit = unit_at == std::string::npos ? "" : text.substr(unit_at);
-    int shift = -1;
-    if (unit.empty() || unit == "M" || unit == "MiB") shift = 20;
-    else if (unit == "K" || unit == "KiB") shift = 10;
-    else if (unit == "G" || unit == "GiB") shift = 30;
-    auto v = whole(number);
-    // Compared before multiplying: no product can wrap.
-    if (!v || shift < 0 || *v > (limits::kMaxFlightBytes >> shift)) return bad();
-    uint64_t bytes = *v << shift;
-    if (bytes < limits::kMinFlightBytes) return bad();
-    return bytes;
+    auto bytes = size_in_bytes(text, limits::kMaxFlightBytes);
+    if (!bytes || *bytes < limits::kMinFlightBytes) return bad();
+    return *bytes;
 }
 
 Result<double> parse_slow_step_factor(const std::string& text) {
