@@ -94,8 +94,9 @@ def main():
                                         duration, args.every, signal_at=duration / 2)
         dumps = sorted(p for p in os.listdir(out) if p.startswith("fr-") and p.endswith(".pftrace"))
         facts = trace_formats.load_trace(os.path.join(out, dumps[-1]))["otherData"]["flight_recorder"] if dumps else {}
-        normal = None
-        if args.compare:
+    normal = None
+    if args.compare:  # a fresh job of the same scenario
+        with demo_job(args.build, args.source, args.scenario, 0, single=True) as (pid, _), tempfile.TemporaryDirectory() as out:
             normal_curve, normal_cpu, _ = run_capture(gtrace, pid, out, ["-o", os.path.join(out, "normal.pftrace")], duration, args.every)
             normal = (normal_curve, normal_cpu, os.path.getsize(os.path.join(out, "normal.pftrace")))
     print("".join(line + "\n" for line in log.splitlines() if "flight recorder dump" in line), end="")
