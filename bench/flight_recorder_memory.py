@@ -5,8 +5,8 @@ Starts demo/train.py alone on the GPU simulator (a steady job: --scenario tiny_k
 of launches per step, the CUPTI agent on), attaches `gtrace attach --flight-recorder WINDOW` to
 it for --minutes, sends it SIGUSR1 once in the middle (a dump is written while it records), and
 samples gtrace's RSS (VmRSS) every --every seconds. It prints the curve, then the verdict: the
-RSS plateaus if, once the window has filled (after window + 2 s grace + 10 s), the highest RSS
-of the last third of the run is within --tolerance of the highest of the middle third (the
+RSS plateaus if, once the window has filled (after window + 2 s grace + 10 s) and until
+--duration (then the last dump is written and judged), the highest RSS of the last third of the run is within --tolerance of the highest of the middle third (the
 store is full: evictions keep pace with new events). The last dump's otherData.flight_recorder
 gives the store's own count of events and bytes, and what it evicted.
 
@@ -100,7 +100,8 @@ def main():
             normal_curve, normal_cpu, _ = run_capture(gtrace, pid, out, ["-o", os.path.join(out, "normal.pftrace")], duration, args.every)
             normal = (normal_curve, normal_cpu, os.path.getsize(os.path.join(out, "normal.pftrace")))
     print("".join(line + "\n" for line in log.splitlines() if "flight recorder dump" in line), end="")
-    steady = [(t, r) for t, r in curve if t >= filled]
+    # From the window's filling to --duration (after it, gtrace writes the last dump and judges it).
+    steady = [(t, r) for t, r in curve if filled <= t < duration]
     if len(steady) < 6:
         sys.exit(f"too short to judge: {len(steady)} samples after the window filled at {filled:.0f} s; raise --minutes")
     third = len(steady) // 3
