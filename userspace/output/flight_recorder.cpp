@@ -39,8 +39,15 @@ Result<FlightDump> write_flight_window(const FlightWindow& window, uint64_t end_
     return dump;
 }
 
+void FlightRecorder::collective(const Collective& c) {
+    push(events_.ranges, StoredRange{.seq = seq_++, .pid = c.pid, .tid = c.tid, .start_ns = c.start_ns, .end_ns = c.end_ns,
+                                     .name = texts_.get(c.name), .collective = true, .wait = c.wait, .op = c.op,
+                                     .backend = c.backend, .issued_ns = c.issued_ns});
+}
+
 void FlightRecorder::torch_range(const TorchRange& r) {
-    push(events_.ranges, StoredRange{seq_++, r.pid, r.tid, r.start_ns, r.end_ns, texts_.get(r.name), r.stack});
+    push(events_.ranges, StoredRange{.seq = seq_++, .pid = r.pid, .tid = r.tid, .start_ns = r.start_ns, .end_ns = r.end_ns,
+                                     .name = texts_.get(r.name), .stack = r.stack});
 }
 
 void FlightRecorder::flow(const CallRef& call, const GpuOp& op) {

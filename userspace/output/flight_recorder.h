@@ -54,6 +54,7 @@ public:
 
     void call(const ApiCall& c) override { push(events_.calls, store_call(c, texts_, seq_++)); }
     void torch_range(const TorchRange& r) override;
+    void collective(const Collective& c) override;
     void gpu_op(const GpuOp& op) override { push(events_.ops, store_op(op, texts_, seq_++)); }
     void flow(const CallRef& call, const GpuOp& op) override;
     void memory(const MemorySample& m) override { push(events_.memory, StoredMemory{seq_++, m}); }

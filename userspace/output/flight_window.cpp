@@ -183,7 +183,11 @@ uint64_t replay_window(const FlightWindow& window, uint64_t end_ns, TraceWriter&
         case 2:
             if ((emitted = ev.ranges[at].key() >= from)) {
                 const StoredRange& r = ev.ranges[at];
-                out.torch_range({r.pid, r.tid, r.start_ns, r.end_ns, r.name ? *r.name : std::string(), r.stack});
+                std::string name = r.name ? *r.name : std::string();
+                if (r.collective)
+                    out.collective({r.pid, r.tid, r.start_ns, r.end_ns, std::move(name), r.wait, r.op, r.backend, r.issued_ns});
+                else
+                    out.torch_range({r.pid, r.tid, r.start_ns, r.end_ns, std::move(name), r.stack});
             }
             break;
         case 3:

@@ -73,12 +73,17 @@ struct StoredOp {
     uint64_t key() const { return end_ns; }
 };
 
+// A torch range, or a c10d collective's call or wait (a slice on its thread, as a range is).
 struct StoredRange {
     uint64_t seq = 0;
     uint32_t pid = 0, tid = 0;
     uint64_t start_ns = 0, end_ns = 0;
     SharedText name;
     PyStackRef stack;
+    bool collective = false, wait = false;
+    const char* op = nullptr;      // a collective's: static names (decode/collective.h)
+    const char* backend = nullptr;
+    uint64_t issued_ns = 0;
     uint64_t key() const { return end_ns; }
 };
 
