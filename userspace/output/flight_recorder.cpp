@@ -41,7 +41,7 @@ Result<FlightDump> write_flight_window(const FlightWindow& window, uint64_t end_
 
 void FlightRecorder::collective(const Collective& c) {
     push(events_.ranges, StoredRange{.seq = seq_++, .pid = c.pid, .tid = c.tid, .start_ns = c.start_ns, .end_ns = c.end_ns,
-                                     .name = texts_.get(c.name), .collective = true, .wait = c.wait, .op = c.op,
+                                     .name = texts_.get(c.name), .stack = {}, .collective = true, .wait = c.wait, .op = c.op,
                                      .backend = c.backend, .issued_ns = c.issued_ns});
 }
 

@@ -60,16 +60,27 @@ ApiCall load_call(const StoredCall& s) {
     return c;
 }
 
+namespace {
+
+// The fields a GpuOp and its stored form share, copied either way.
+template <class To, class From>
+void copy_fixed_fields(To& to, const From& from) {
+    to.kind = from.kind, to.pid = from.pid, to.correlation = from.correlation;
+    to.start_ns = from.start_ns, to.end_ns = from.end_ns;
+    to.device = from.device, to.context = from.context, to.stream = from.stream;
+    std::copy(from.grid, from.grid + 3, to.grid);
+    std::copy(from.block, from.block + 3, to.block);
+    to.registers = from.registers, to.static_shared = from.static_shared;
+    to.dynamic_shared = from.dynamic_shared;
+    to.graph = from.graph, to.bytes = from.bytes;
+}
+
+} // namespace
+
 StoredOp store_op(const GpuOp& op, TextPool& texts, uint64_t seq) {
     StoredOp s;
     s.seq = seq;
-    s.kind = op.kind, s.pid = op.pid, s.correlation = op.correlation;
-    s.start_ns = op.start_ns, s.end_ns = op.end_ns;
-    s.device = op.device, s.context = op.context, s.stream = op.stream;
-    std::copy(op.grid, op.grid + 3, s.grid);
-    std::copy(op.block, op.block + 3, s.block);
-    s.registers = op.registers, s.static_shared = op.static_shared, s.dynamic_shared = op.dynamic_shared;
-    s.graph = op.graph, s.bytes = op.bytes;
+    copy_fixed_fields(s, op);
     s.name = texts.get(op.name);
     if (!op.copy_kind.empty()) s.copy_kind = texts.get(op.copy_kind);
     return s;
@@ -77,13 +88,7 @@ StoredOp store_op(const GpuOp& op, TextPool& texts, uint64_t seq) {
 
 GpuOp load_op(const StoredOp& s) {
     GpuOp op;
-    op.kind = s.kind, op.pid = s.pid, op.correlation = s.correlation;
-    op.start_ns = s.start_ns, op.end_ns = s.end_ns;
-    op.device = s.device, op.context = s.context, op.stream = s.stream;
-    std::copy(s.grid, s.grid + 3, op.grid);
-    std::copy(s.block, s.block + 3, op.block);
-    op.registers = s.registers, op.static_shared = s.static_shared, op.dynamic_shared = s.dynamic_shared;
-    op.graph = s.graph, op.bytes = s.bytes;
+    copy_fixed_fields(op, s);
     if (s.name) op.name = *s.name;
     if (s.copy_kind) op.copy_kind = *s.copy_kind;
     return op;
