@@ -8,7 +8,7 @@
 #include <fstream>
 
 #include "cli/option_values.h"
-#include "cli/preflight.h"
+#include "capture/preflight.h"
 #include "output/chrome_trace.h"
 #include "output/trace_formats.h"
 

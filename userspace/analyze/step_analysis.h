@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "analyze/trace_data.h"
+#include "decode/torch_range.h"
 
 namespace gtrace {
 
@@ -89,7 +90,7 @@ struct ProcessAnalysis {
 };
 
 struct AnalysisOptions {
-    std::string step_marker = "^Optimizer\\.step"; // ECMAScript regex on torch range names
+    std::string step_marker = kDefaultStepMarker; // ECMAScript regex on torch range names
     bool redact = true; // secret values in process labels (command lines) shown as *** (foundation/redact.h)
 };
 

@@ -17,6 +17,16 @@ namespace po = boost::program_options;
 
 namespace {
 
+// --help shows CaptureOptions' defaults, written there once.
+const CaptureOptions kDefaults;
+
+std::string py_stacks_text(uint32_t every) { return every == 0 ? "off" : every == 1 ? "all" : std::to_string(every); }
+
+std::string api_capture_text(const CaptureOptions& o) {
+    if (!o.agent_calls) return "uprobes";
+    return o.call_source == GT_CALLS_FROM_RECORDS ? "agent-records" : "agent";
+}
+
 // The options attach and record share.
 void add_capture_options(po::options_description& o) {
     o.add_options()("help,h", "show this help")                                              //
@@ -31,11 +41,11 @@ void add_capture_options(po::options_description& o) {
         ("force,f", "replace existing output files (regular files only: a link there is refused) and a killed "
                     "capture's FILE.partial")
         ("quiet,q", "print nothing but errors (no live status, no summary)")
-        ("buffer-size", po::value<std::string>()->default_value("64"),
+        ("buffer-size", po::value<std::string>()->default_value(std::to_string(kDefaults.ring_buffer_bytes >> 20)),
          "BPF ring buffer size: a power of two from 4K to 2G, in MiB or with K/M/G; raise it if events are lost")
-        ("py-stacks", po::value<std::string>()->default_value("all"),
+        ("py-stacks", po::value<std::string>()->default_value(py_stacks_text(kDefaults.py_stack_every)),
          "Python stack of each CUDA call: all, N (every Nth call of a thread, 1 to 1000000), or off")
-        ("sample-hz", po::value<std::string>()->default_value("100"),
+        ("sample-hz", po::value<std::string>()->default_value(std::to_string(kDefaults.sample_hz)),
          "timer samples per second of the tree's on-CPU threads, with Python and native stacks; 0 (off) to 10000")
         ("folded", po::value<std::string>(), "also write the samples as folded stacks per rank (flamegraph.pl, speedscope)")
         ("delay", po::value<std::string>(),
@@ -43,7 +53,7 @@ void add_capture_options(po::options_description& o) {
         ("steps", po::value<std::string>(),
          "A:B: record from the start of the A-th to the end of the B-th training step after attach, then stop "
          "(steps of rank 0, ended by --step-marker; 1 <= A <= B <= 1000000)")
-        ("step-marker", po::value<std::string>()->default_value("^Optimizer\\.step"),
+        ("step-marker", po::value<std::string>()->default_value(kDefaults.step_marker),
          "regex (ECMAScript) on PyTorch record_function range names: a matching range ends a step")
         ("max-events", po::value<std::string>(), "stop once the trace holds this many events (1 to 10^12)")
         ("summary-json", po::value<std::string>(),
@@ -54,13 +64,14 @@ void add_capture_options(po::options_description& o) {
          "keep only the last DURATION (1s to 1h: 30s, 5m) in bounded memory and write nothing until SIGUSR1 or a slow "
          "step: then that window goes to OUT-N.ext (N = 1, 2, ...; its verdict to OUT-N.report.txt) and recording goes "
          "on; at the end (--duration, Ctrl-C, the job's exit) the last window is the last dump")
-        ("flight-memory", po::value<std::string>(), "--flight-recorder's memory bound (16M to 64G; default 512M): "
-                                                      "past it the oldest events go, and the window is shorter")
+        ("flight-memory", po::value<std::string>(),
+         fmt::format("--flight-recorder's memory bound (16M to 64G; default {}M): past it the oldest events go, and the "
+                     "window is shorter", kDefaults.flight_max_bytes >> 20).c_str())
         ("on-slow-step", po::value<std::string>(),
          "with --flight-recorder: dump when a step of rank 0 (ended by --step-marker) takes longer than this factor of "
          "the running median step, such as 2x (above 1, up to 100); at most one such dump per window")
         ("no-gpu", "CPU side only: do not load the CUPTI agent into the processes")
-        ("api-capture", po::value<std::string>()->default_value("agent"),
+        ("api-capture", po::value<std::string>()->default_value(api_capture_text(kDefaults)),
          "agent (= agent-callbacks): a process whose agent holds CUPTI's callbacks records its own CUDA calls and the "
          "CUDA uprobes come off (a trap per call costs more); agent-records: the calls from CUPTI's API records, a "
          "callback only to walk the Python stack (none with --py-stacks off); uprobes: always trace calls with uprobes")

@@ -5,8 +5,8 @@
 
 #include <boost/program_options.hpp>
 
-#include "cli/capture.h"
-#include "cli/record_command.h"
+#include "capture/capture_options.h"
+#include "capture/launch.h"
 
 namespace gtrace {
 

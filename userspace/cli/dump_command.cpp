@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "cli/preflight.h"
+#include "capture/preflight.h"
 #include "collect/thread_stacks.h"
 #include "decode/address_symbols.h"
 #include "decode/python_frames.h"

@@ -10,17 +10,17 @@
 #include <boost/program_options.hpp>
 #include <fmt/format.h>
 
-#include "cli/capture.h"
+#include "capture/capture.h"
 #include "cli/capture_options.h"
 #include "cli/command_line.h"
 #include "cli/dump_command.h"
 #include "cli/exit_code_help.h"
 #include "cli/option_values.h"
 #include "cli/ps_command.h"
-#include "cli/record_command.h"
+#include "capture/launch.h"
 #include "cli/recover_command.h"
 #include "cli/report_command.h"
-#include "cli/stale_captures.h"
+#include "output/stale_captures.h"
 #include "cli/version_command.h"
 #include "foundation/exit_codes.h"
 #include "foundation/output_file.h"
@@ -202,7 +202,7 @@ int run_report_command(const std::vector<std::string>& args) {
     desc.add_options()("help,h", "show this help")("json", po::value<std::string>(), "also write the findings as JSON")
         ("html", po::value<std::string>(), "also write a self-contained HTML report with charts")
         ("force,f", "replace an existing --json or --html file (a regular file only: a link there is refused)")
-        ("step-marker", po::value<std::string>()->default_value("^Optimizer\\.step"),
+        ("step-marker", po::value<std::string>()->default_value(kDefaultStepMarker),
          "regex (ECMAScript) on PyTorch record_function range names: a matching range ends a step")
         ("no-redact", "keep secret values in the command lines of the traces' process labels (hidden as *** by default)");
     po::options_description all = desc;

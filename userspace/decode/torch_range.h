@@ -10,6 +10,10 @@
 
 namespace gtrace {
 
+// The torch range that ends a training step unless --step-marker says otherwise: the optimizer's
+// step, which every PyTorch optimizer wraps in a record_function range.
+inline constexpr const char* kDefaultStepMarker = "^Optimizer\\.step";
+
 // "Optimizer.step#Adam.step" (torch 2.x), "Optimizer.step", "enumerate(DataLoader).__next__",
 // "Optimizer.zero_grad", "DistributedDataParallel.forward", "record_function (train.py:42)",
 // "record_function [C++] (in backward)" for one libtorch opened itself, or "record_function".

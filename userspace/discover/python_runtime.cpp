@@ -24,12 +24,13 @@ struct VersionLayout {
 // x86-64 offsets (public headers of each version, checked against the pyenv builds).
 constexpr uint16_t NO = GT_PY_NO_OFFSET;
 const VersionLayout kLayouts[] = {
-    // minor, tss key, {key addr, specific, tstate_frame, cframe_frame, previous, code, instr, owner, ptr?, c-owner, tag}
-    {9, 584 + 4, {0, 0, 24, NO, 24, 32, 104, NO, 0, 0, 0, {}}, {104, 112, 0, 40, 120, 0, 48}},
-    {10, 584 + 4, {0, 0, 24, NO, 24, 32, 96, NO, 0, 0, 0, {}}, {104, 112, 0, 40, 120, 0, 48}},
-    {11, 592 + 4, {0, 0, 56, 8, 48, 32, 56, NO, 1, 0, 0, {}}, {112, 120, 128, 72, 136, 184, 48}},
-    {12, 1544 + 4, {0, 0, 56, 0, 8, 0, 56, 70, 1, 3, 0, {}}, {112, 120, 128, 68, 136, 192, 40}},
-    {13, 2160 + 4, {0, 0, 72, NO, 8, 0, 56, 70, 1, 3, 0, {}}, {112, 120, 128, 68, 136, 200, 40}},
+    // minor, tss key, {key addr, specific, tstate_frame, cframe_frame, previous, code, instr, owner, ptr?, c-owner, tag,
+    //                 stacked, read start, read len, epoch: set per process}
+    {9, 584 + 4, {0, 0, 24, NO, 24, 32, 104, NO, 0, 0, 0, 0, 0, 0, 0}, {104, 112, 0, 40, 120, 0, 48}},
+    {10, 584 + 4, {0, 0, 24, NO, 24, 32, 96, NO, 0, 0, 0, 0, 0, 0, 0}, {104, 112, 0, 40, 120, 0, 48}},
+    {11, 592 + 4, {0, 0, 56, 8, 48, 32, 56, NO, 1, 0, 0, 0, 0, 0, 0}, {112, 120, 128, 72, 136, 184, 48}},
+    {12, 1544 + 4, {0, 0, 56, 0, 8, 0, 56, 70, 1, 3, 0, 0, 0, 0, 0}, {112, 120, 128, 68, 136, 192, 40}},
+    {13, 2160 + 4, {0, 0, 72, NO, 8, 0, 56, 70, 1, 3, 0, 0, 0, 0, 0}, {112, 120, 128, 68, 136, 200, 40}},
 };
 
 // Load address of the file's first mapping (ELF vaddr 0 maps there for PIE and libraries).

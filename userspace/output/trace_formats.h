@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "decode/torch_range.h"
 #include "foundation/output_file.h"
 #include "foundation/result.h"
 #include "model/trace_model.h"
@@ -37,7 +38,7 @@ std::string default_output_name(TraceFormat f, const std::string& stem);
 struct TraceOutput {
     TraceFormat format = kDefaultTraceFormat;
     std::string path;
-    std::string step_marker = "^Optimizer\\.step"; // Kineto's ProfilerStep#N ranges end at these ranges
+    std::string step_marker = kDefaultStepMarker; // Kineto's ProfilerStep#N ranges end at these ranges
 };
 // The format for `-o path` and `--format` (empty: none given): --format wins, else the
 // extension, else the default.

@@ -13,8 +13,10 @@
 #include "collect/agent_ring.h"
 
 // In .data: valid (magic, version) from the moment the library is mapped, before any constructor.
-extern "C" __attribute__((visibility("default"))) gt_agent_mailbox gtrace_agent_mailbox = {GT_MAILBOX_MAGIC, GT_AGENT_VERSION, {}, 0,
-                                                                                           0, 0, 0, -1, -1, 0, 0, 0, 0, {}, {}};
+extern "C" {
+__attribute__((visibility("default"))) gt_agent_mailbox gtrace_agent_mailbox = {GT_MAILBOX_MAGIC, GT_AGENT_VERSION, {}, 0, 0, 0, 0, -1, -1,
+                                                                                0, 0, 0, 0, {}, {}};
+}
 
 namespace gtrace::agent {
 namespace {

@@ -1,4 +1,4 @@
-#include "cli/record_command.h"
+#include "capture/launch.h"
 
 #include <fcntl.h>
 #include <signal.h>

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "cli/capture.h"
+#include "capture/capture.h"
 
 namespace gtrace {
 

@@ -1,6 +1,5 @@
-// The GPU side of a capture: loading the agent into processes that use CUDA (ptrace, or CUDA's
-// injection hook in launch mode), reading their rings, writing GPU tracks, and joining each GPU
-// record to its CPU call. Part of class Capture (capture.h).
+#include "capture/gpu_events.h"
+
 #include <limits.h>
 #include <unistd.h>
 
@@ -9,7 +8,7 @@
 #include <fmt/format.h>
 
 #include "attach/agent_injector.h"
-#include "cli/capture.h"
+#include "decode/gpu_activity.h"
 #include "foundation/elf_symbols.h"
 
 namespace gtrace {
@@ -33,8 +32,8 @@ std::string agent_library() {
 
 } // namespace
 
-Result<void> Capture::start_gpu() {
-    if (!options_.gpu) return {};
+Result<void> GpuEvents::start() {
+    if (!s_.options.gpu) return {};
     agent_path_ = agent_library();
     if (access(agent_path_.c_str(), R_OK) != 0)
         return make_error(ExitCode::Internal, fmt::format("the agent library {} is missing; rebuild gtrace or pass --no-gpu", agent_path_));
@@ -43,105 +42,107 @@ Result<void> Capture::start_gpu() {
     const ElfSymbol* announce = syms ? (*syms)->find(GT_AGENT_ANNOUNCE_SYMBOL) : nullptr;
     auto offset = announce ? (*syms)->vaddr_to_offset(announce->vaddr) : std::nullopt;
     if (!offset) return make_error(ExitCode::Internal, fmt::format("{} lacks {}; rebuild gtrace", agent_path_, GT_AGENT_ANNOUNCE_SYMBOL));
-    auto link = bpf_->attach_agent_probe(agent_path_, *offset);
+    auto link = s_.bpf->attach_agent_probe(agent_path_, *offset);
     if (!link) return link.error();
     agent_link_.emplace(std::move(*link));
     auto channel = AgentChannel::create(agent_path_);
     if (!channel) return channel.error();
-    agents_.emplace(std::move(*channel));
+    s_.agents.emplace(std::move(*channel));
     return {};
 }
 
-std::string Capture::agent_config() const { return agents_ ? agents_->config(options_.cupti) : std::string(); }
+std::string GpuEvents::agent_config() const { return s_.agents ? s_.agents->config(s_.options.cupti) : std::string(); }
 
-void Capture::warn_no_gpu(uint32_t pid, const std::string& why) {
-    gpu_warnings_[pid] = why;
-    if (!options_.quiet) fmt::print(stderr, "gtrace: warning: no GPU data from pid {}: {}; its CPU side is traced\n", pid, why);
+void GpuEvents::warn_no_gpu(uint32_t pid, const std::string& why) {
+    warnings_[pid] = why;
+    if (!s_.options.quiet) fmt::print(stderr, "gtrace: warning: no GPU data from pid {}: {}; its CPU side is traced\n", pid, why);
 }
 
-void Capture::inject_if_cuda(int pid, const std::vector<Mapping>& maps) {
-    if (!agents_) return;
+bool GpuEvents::inject_if_cuda(int pid, const std::vector<Mapping>& maps) {
+    auto& agents = s_.agents;
+    const CaptureOptions& options = s_.options;
+    if (!agents) return false;
     uint32_t upid = static_cast<uint32_t>(pid);
     int& tries = injection_tries_[upid];
-    if (tries < 0 || tries >= kMaxInjectTries || agents_->has_agent(upid)) return;
-    const ProcessInfo* p = model_.find(upid);
+    if (tries < 0 || tries >= kMaxInjectTries || agents->has_agent(upid)) return false;
+    const ProcessInfo* p = s_.model.find(upid);
     // A child forked after its parent initialized CUDA cannot use CUDA; CUPTI must stay out.
-    if (!p || p->forked_from) return;
+    if (!p || p->forked_from) return false;
     bool uses_cuda = false;
     for (const auto& m : maps)
-        if (m.executable && probes_->objects().contains({m.dev, m.inode}) && probes_->objects().at({m.dev, m.inode}).mapped)
+        if (m.executable && s_.cuda_probes->objects().contains({m.dev, m.inode}) && s_.cuda_probes->objects().at({m.dev, m.inode}).mapped)
             uses_cuda = true;
-    if (!uses_cuda) return;
+    if (!uses_cuda) return false;
     // The agent is mapped (dormant from an earlier capture, just loaded by us, or started by
     // CUDA in launch mode): ask it through its mailbox, or take what it offers us.
-    if (uint64_t mailbox = agents_->mailbox_address(maps)) {
-        auto asked = agents_->ask(upid, mailbox, agents_->config(options_.cupti), !options_.launched);
+    if (uint64_t mailbox = agents->mailbox_address(maps)) {
+        auto asked = agents->ask(upid, mailbox, agents->config(options.cupti), !options.launched);
         if (!asked) {
             tries = -1;
             warn_no_gpu(upid, asked.error().message);
         } else if (*asked != AgentAsk::Waiting) {
             tries = -1;
-        } else if (!options_.launched) {
-            pending_scan_.insert(pid); // the agent was busy answering: ask again after this batch
+        } else if (!options.launched) {
+            return true; // the agent was busy answering: ask again after this batch
         }
-        return;
+        return false;
     }
-    if (options_.launched) return; // CUDA loads it at initialization
+    if (options.launched) return false; // CUDA loads it at initialization
     if (auto it = injected_at_.find(upid); it != injected_at_.end()) {
         if (std::chrono::steady_clock::now() - it->second > std::chrono::milliseconds(kAgentStartTimeoutMs)) {
             tries = -1;
             warn_no_gpu(upid, "the agent library did not load");
         }
-        return; // its dlopen is under way: a later scan finds the mailbox
+        return false; // its dlopen is under way: a later scan finds the mailbox
     }
     ++tries;
     auto r = load_agent(pid, agent_path_, kInjectPatienceMs);
     if (r) {
         injected_at_[upid] = std::chrono::steady_clock::now();
-        pending_scan_.insert(pid);
-        return;
+        return true;
     }
     if (r.error().code == ExitCode::ProcessExited) {
         tries = -1;
-        return;
+        return false;
     }
     if (tries >= kMaxInjectTries || r.error().message.find("no safe point") == std::string::npos) {
         tries = kMaxInjectTries;
         warn_no_gpu(upid, r.error().message);
     }
+    return false; // no safe point this time: the next rescan tries again
 }
 
-void Capture::on_gpu_record(uint32_t pid, const gt_gpu_header& h, int64_t clock_offset_ns) {
+void GpuEvents::on_gpu_record(uint32_t pid, const gt_gpu_header& h, int64_t clock_offset_ns) {
     if (h.type == GT_GPU_CALL || h.type == GT_GPU_PYSTACK) {
-        on_agent_call(pid, h);
+        calls_.on_agent_call(pid, h);
         return;
     }
     if (h.type == GT_GPU_API) {
-        if (auto a = decode_gpu_api(pid, h, clock_offset_ns)) join_.add_api_record(*a);
+        if (auto a = decode_gpu_api(pid, h, clock_offset_ns)) s_.join.add_api_record(*a);
         return;
     }
     if (h.type == GT_GPU_MEMORY) {
         if (h.size >= sizeof(gt_gpu_memory)) {
             const auto& m = reinterpret_cast<const gt_gpu_memory&>(h);
-            memory_.on_record(pid, m, gpu_to_monotonic(m.ts, clock_offset_ns));
+            s_.memory.on_record(pid, m, gpu_to_monotonic(m.ts, clock_offset_ns));
         }
         return;
     }
     auto op = decode_gpu_op(pid, h, clock_offset_ns);
     if (!op || op->kind == GpuOpKind::Sync) return; // waits are CPU-side facts: the API slices show them
-    join_.add_op(*op); // its flow first, when its call is known: a writer may put the link on the op itself
-    writer_.gpu_op(*op);
+    s_.join.add_op(*op); // its flow first, when its call is known: a writer may put the link on the op itself
+    s_.writer.gpu_op(*op);
 }
 
-void Capture::on_agent_state(uint32_t pid, const gt_agent_ring& ring) {
+void GpuEvents::on_agent_state(uint32_t pid, const gt_agent_ring& ring) {
     std::string message(ring.message, strnlen(ring.message, sizeof ring.message));
     if (ring.state == GT_AGENT_ACTIVE) {
-        if (!options_.quiet)
+        if (!s_.options.quiet)
             fmt::print(stderr, "gtrace: GPU agent active in pid {} ({})\n", pid,
                        std::string(ring.cupti_path, strnlen(ring.cupti_path, sizeof ring.cupti_path)));
         if (!message.empty()) {
-            gpu_warnings_[pid] = message;
-            if (!options_.quiet) fmt::print(stderr, "gtrace: pid {}: {}\n", pid, message);
+            warnings_[pid] = message;
+            if (!s_.options.quiet) fmt::print(stderr, "gtrace: pid {}: {}\n", pid, message);
         }
     } else if (ring.state == GT_AGENT_FAILED) {
         warn_no_gpu(pid, message);
@@ -149,29 +150,29 @@ void Capture::on_agent_state(uint32_t pid, const gt_agent_ring& ring) {
     // A detached agent's slots stay known to BPF: a call still in flight then keeps its id.
 }
 
-void Capture::poll_gpu() {
-    if (!agents_) return;
-    for (const auto& [pid, why] : agents_->poll(*this)) warn_no_gpu(pid, why);
-    for (uint32_t pid : agents_->unanswered_requests(kAgentStartTimeoutMs)) {
-        if (!model_.find(pid) || model_.find(pid)->exited) continue;
+void GpuEvents::poll() {
+    if (!s_.agents) return;
+    for (const auto& [pid, why] : s_.agents->poll(*this)) warn_no_gpu(pid, why);
+    for (uint32_t pid : s_.agents->unanswered_requests(kAgentStartTimeoutMs)) {
+        if (!s_.model.find(pid) || s_.model.find(pid)->exited) continue;
         warn_no_gpu(pid, fmt::format("the agent did not answer within {} s", kAgentStartTimeoutMs / 1000));
     }
 }
 
-void Capture::finish_gpu() {
-    if (!agents_) return;
-    agents_->detach_all(*this, kDetachTimeoutMs);
-    AgentTotals t = agents_->totals();
-    model_.gpu_records_lost = t.ring_dropped + t.cupti_dropped;
+void GpuEvents::finish() {
+    if (!s_.agents) return;
+    s_.agents->detach_all(*this, kDetachTimeoutMs);
+    AgentTotals t = s_.agents->totals();
+    s_.model.gpu_records_lost = t.ring_dropped + t.cupti_dropped;
 }
 
-nlohmann::json Capture::gpu_facts() const {
-    if (!agents_) return {{"enabled", false}};
-    AgentTotals t = agents_->totals();
-    const JoinStats& j = join_.stats();
-    Unlinked u = join_.unlinked();
+nlohmann::json GpuEvents::facts() const {
+    if (!s_.agents) return {{"enabled", false}};
+    AgentTotals t = s_.agents->totals();
+    const JoinStats& j = s_.join.stats();
+    Unlinked u = s_.join.unlinked();
     nlohmann::json warnings = nlohmann::json::object();
-    for (const auto& [pid, w] : gpu_warnings_) warnings[std::to_string(pid)] = w;
+    for (const auto& [pid, w] : warnings_) warnings[std::to_string(pid)] = w;
     return {{"enabled", true},
             {"agents", t.agents},
             {"agents_active", t.active},
@@ -191,17 +192,17 @@ nlohmann::json Capture::gpu_facts() const {
             {"warnings", warnings}};
 }
 
-void Capture::print_gpu_summary() const {
-    if (!agents_) {
+void GpuEvents::print_summary() const {
+    if (!s_.agents) {
         fmt::print(stderr, "  GPU: off (--no-gpu)\n");
         return;
     }
-    AgentTotals t = agents_->totals();
-    const JoinStats& j = join_.stats();
+    AgentTotals t = s_.agents->totals();
+    const JoinStats& j = s_.join.stats();
     fmt::print(stderr, "  GPU: {} agents ({} active, {} failed), {} kernels/copies/sets, {} linked to their CPU call\n",
                t.agents, t.active, t.failed, j.gpu_ops, j.joined);
     if (j.joined < j.gpu_ops) {
-        Unlinked u = join_.unlinked();
+        Unlinked u = s_.join.unlinked();
         fmt::print(stderr, "  WARNING: {} GPU ops are not linked to a CPU call:", j.gpu_ops - j.joined);
         const std::pair<uint64_t, const char*> why[] = {
             {u.before_first_call, "issued before the first traced call (in flight at attach)"},

@@ -1,4 +1,4 @@
-#include "cli/preflight.h"
+#include "capture/preflight.h"
 
 #include <linux/capability.h>
 #include <sys/syscall.h>

@@ -1,4 +1,4 @@
-#include "cli/stale_captures.h"
+#include "output/stale_captures.h"
 
 #include <dirent.h>
 #include <fcntl.h>

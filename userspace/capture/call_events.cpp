@@ -10,29 +10,51 @@
 #include <algorithm>
 #include <cstring>
 
-#include "cli/capture.h"
+#include "capture/call_events.h"
+#include "decode/api_call.h"
 #include "decode/api_table.h"
 
 namespace gtrace {
 
-void Capture::update_call_capture() {
-    if (!agents_ || !options_.agent_calls) return;
+void CallEvents::on_api(const gt_api_event& e) {
+    ApiCall call = decode_api_call(e);
+    if ((e.flags & GT_API_EV_AGENT_RECORDS) || recorded_by_agent(call)) { // the probes were still on while its agent took over
+        ++uprobe_calls_dropped_;
+        return;
+    }
+    ++uprobe_calls_;
+    call.stack = s_.stacks.find(e.pid, e.py_stack);
+    if (call.launch) call.kernel = s_.kernel_names.name_of(call);
+    take(call);
+}
+
+void CallEvents::take(ApiCall& call) {
+    s_.model.record_call(call);
+    s_.writer.call(call);
+    if (call.api == GT_API_CUDA_MALLOC || call.api == GT_API_CUDA_FREE) s_.memory.on_call(call);
+    if (s_.agents) s_.join.add_call(call);
+}
+
+void CallEvents::update_sources(const std::map<uint32_t, std::string>& gpu_warnings) {
+    const CaptureOptions& options = s_.options;
+    auto& agents = s_.agents;
+    if (!agents || !options.agent_calls) return;
     bool need_uprobes = false;
-    for (const auto& [pid, p] : model_.processes()) {
-        if (p.exited || !probes_->maps_cuda(static_cast<int>(pid))) continue;
-        if (agents_->has_callbacks(pid)) {
+    for (const auto& [pid, p] : s_.model.processes()) {
+        if (p.exited || !s_.cuda_probes->maps_cuda(static_cast<int>(pid))) continue;
+        if (agents->has_callbacks(pid)) {
             if (requested_calls_.insert(pid).second) {
                 auto layout = py_layouts_.find(pid);
-                agents_->request_calls(pid, layout == py_layouts_.end() ? gt_py_layout{} : layout->second,
-                                       options_.py_stack_every, options_.call_source);
+                agents->request_calls(pid, layout == py_layouts_.end() ? gt_py_layout{} : layout->second,
+                                       options.py_stack_every, options.call_source);
             }
-            if (uint64_t since = agents_->calls_since(pid)) {
+            if (uint64_t since = agents->calls_since(pid)) {
                 calls_since_[pid] = since;
                 continue;
             }
         } else if (p.forked_from && calls_since_.contains(*p.forked_from)) {
             continue;
-        } else if (options_.launched && !agents_->has_agent(pid) && !gpu_warnings_.contains(pid)) {
+        } else if (options.launched && !agents->has_agent(pid) && !gpu_warnings.contains(pid)) {
             continue; // its CUDA starts the agent at initialization, before any call
         }
         need_uprobes = true;
@@ -40,31 +62,31 @@ void Capture::update_call_capture() {
     // Until an agent records calls, the probes stay: they also catch the first calls of a
     // process that dlopens CUDA later (probed up front, before its mapping is even seen).
     if (calls_since_.empty()) need_uprobes = true;
-    if (need_uprobes == probes_->attached()) return;
-    if (auto r = probes_->set_attached(need_uprobes); !r && !deferred_error_) deferred_error_ = r.error();
-    else if (!options_.quiet)
+    if (need_uprobes == s_.cuda_probes->attached()) return;
+    if (auto r = s_.cuda_probes->set_attached(need_uprobes); !r) s_.defer(r.error());
+    else if (!options.quiet)
         fmt::print(stderr, "gtrace: CUDA uprobes {}\n",
                    need_uprobes ? "back on: a process needs them" : "off: every CUDA process records its own calls (agent)");
     ++uprobe_switches_;
 }
 
-void Capture::set_agent_layout(uint32_t pid, const gt_py_layout& layout) {
+void CallEvents::set_python_layout(uint32_t pid, const gt_py_layout& layout) {
     py_layouts_[pid] = layout;
-    if (requested_calls_.contains(pid)) agents_->request_calls(pid, layout, options_.py_stack_every, options_.call_source);
+    if (requested_calls_.contains(pid)) s_.agents->request_calls(pid, layout, s_.options.py_stack_every, s_.options.call_source);
 }
 
-void Capture::forget_agent_calls(uint32_t pid) {
+void CallEvents::forget_process(uint32_t pid) {
     py_layouts_.erase(pid);
     requested_calls_.erase(pid);
     calls_since_.erase(pid);
 }
 
-bool Capture::recorded_by_agent(const ApiCall& call) const {
+bool CallEvents::recorded_by_agent(const ApiCall& call) const {
     auto it = calls_since_.find(call.pid);
     return it != calls_since_.end() && call.start_ns >= it->second;
 }
 
-void Capture::on_agent_call(uint32_t pid, const gt_gpu_header& h) {
+void CallEvents::on_agent_call(uint32_t pid, const gt_gpu_header& h) {
     if (h.type == GT_GPU_PYSTACK) {
         if (h.size < sizeof(gt_gpu_pystack)) return;
         const auto& s = reinterpret_cast<const gt_gpu_pystack&>(h);
@@ -76,7 +98,7 @@ void Capture::on_agent_call(uint32_t pid, const gt_gpu_header& h) {
         size_t room = (h.size - sizeof(gt_gpu_pystack)) / sizeof(gt_py_frame);
         e.nframes = static_cast<uint16_t>(std::min<size_t>({s.nframes, room, GT_PY_MAX_FRAMES}));
         std::memcpy(e.frames, s.frames, e.nframes * sizeof(gt_py_frame));
-        stacks_.define(e);
+        s_.stacks.define(e);
         return;
     }
     if (h.size < sizeof(gt_gpu_call)) return;
@@ -90,25 +112,32 @@ void Capture::on_agent_call(uint32_t pid, const gt_gpu_header& h) {
     call.end_ns = c.end;
     call.correlation = h.correlation;
     call.by_agent = true;
-    call.stack = stacks_.find(pid, c.py_stack);
+    call.stack = s_.stacks.find(pid, c.py_stack);
     ++agent_calls_;
-    take_call(call);
+    take(call);
 }
 
-nlohmann::json Capture::api_capture_facts() const {
+nlohmann::json CallEvents::facts() const {
     nlohmann::json pids = nlohmann::json::array();
     for (const auto& [pid, since] : calls_since_) pids.push_back(pid);
-    const AgentTotals agents = agents_ ? agents_->totals() : AgentTotals{};
-    return {{"mode", options_.agent_calls && agents_ ? "agent" : "uprobes"},
+    const AgentTotals totals = s_.agents ? s_.agents->totals() : AgentTotals{};
+    return {{"mode", s_.options.agent_calls && s_.agents ? "agent" : "uprobes"},
             {"calls_by_agent", agent_calls_},
             {"calls_by_uprobes", uprobe_calls_},
             {"uprobe_calls_dropped_as_recorded_by_agent", uprobe_calls_dropped_},
             {"processes_recorded_by_agent", pids},
-            {"uprobes_attached_at_end", probes_->attached()},
-            {"requested_source", options_.call_source == GT_CALLS_FROM_RECORDS ? "records" : "callbacks"},
-            {"agents_recording_from_api_records", agents.calls_from_records},
-            {"call_stacks_missed", agents.call_stacks_missed},
+            {"uprobes_attached_at_end", s_.cuda_probes->attached()},
+            {"requested_source", s_.options.call_source == GT_CALLS_FROM_RECORDS ? "records" : "callbacks"},
+            {"agents_recording_from_api_records", totals.calls_from_records},
+            {"call_stacks_missed", totals.call_stacks_missed},
             {"uprobe_switches", uprobe_switches_}};
+}
+
+void CallEvents::print_summary() const {
+    if (agent_calls_ || !calls_since_.empty())
+        fmt::print(stderr, "  calls recorded by the agent (CUPTI {}) in {} processes: {}; by uprobes: {}; uprobes {} at the end\n",
+                   s_.agents && s_.agents->totals().calls_from_records ? "API records" : "callbacks", calls_since_.size(),
+                   agent_calls_, uprobe_calls_, s_.cuda_probes->attached() ? "on" : "off");
 }
 
 } // namespace gtrace

@@ -1,0 +1,43 @@
+// CUDA calls: from the uprobes (BPF ring) or from the process's own agent (its ring), each
+// written, counted in the model and handed to the GPU join. Also decides where each process's
+// calls come from (call_events.cpp says why).
+#pragma once
+#include <map>
+#include <set>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "capture/capture_state.h"
+#include "gtrace/events.h"
+
+namespace gtrace {
+
+class CallEvents {
+public:
+    explicit CallEvents(CaptureState& s) : s_(s) {}
+
+    void on_api(const gt_api_event& e);          // a call the uprobes saw
+    void on_func_name(const gt_func_name_event& e) { s_.kernel_names.on_func_name(e); }
+    void on_agent_call(uint32_t pid, const gt_gpu_header& h); // a call or Python stack from an agent
+    // Uprobes on or off, and agents asked to record calls, as the processes now need;
+    // `gpu_warnings`: processes whose GPU side failed (they keep the uprobes).
+    void update_sources(const std::map<uint32_t, std::string>& gpu_warnings);
+    void set_python_layout(uint32_t pid, const gt_py_layout& layout);
+    void forget_process(uint32_t pid);
+
+    nlohmann::json facts() const;
+    void print_summary() const;
+
+private:
+    void take(ApiCall& call);
+    bool recorded_by_agent(const ApiCall& call) const;
+
+    CaptureState& s_;
+    std::map<uint32_t, gt_py_layout> py_layouts_; // as BPF has them (with their epoch), for the agents
+    std::set<uint32_t> requested_calls_;          // agents asked to record calls
+    std::map<uint32_t, uint64_t> calls_since_;    // agents recording calls, since (CLOCK_MONOTONIC)
+    uint64_t agent_calls_ = 0, uprobe_calls_ = 0, uprobe_calls_dropped_ = 0, uprobe_switches_ = 0;
+};
+
+} // namespace gtrace

@@ -1,0 +1,111 @@
+#include "capture/capture_script.h"
+
+#include <csignal>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "output/clocks.h"
+
+namespace gtrace {
+
+std::atomic<int> g_trigger_count{0};
+
+namespace {
+
+constexpr uint64_t kNever = UINT64_MAX;
+
+// Whole steps seen: the first marker only ends the step that was running at attach.
+int64_t steps_completed(int64_t markers_seen) { return markers_seen > 0 ? markers_seen - 1 : 0; }
+
+} // namespace
+
+void CaptureScript::start() {
+    step_regex_ = std::regex(s_.options.step_marker, std::regex::ECMAScript | std::regex::optimize);
+    if (s_.options.max_events) s_.writer.set_max_events(s_.options.max_events);
+    uint64_t now = monotonic_now_ns();
+    // --delay and --duration both count from gtrace's start, before attaching took its time.
+    started_ns_ = now - static_cast<uint64_t>(
+                            std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - s_.started).count());
+    window_open_ns_ = started_ns_ + static_cast<uint64_t>(s_.options.delay_s * 1e9);
+    if (s_.options.steps || s_.options.trigger_signal) window_open_ns_ = kNever; // until the step or the signal
+    else if (s_.options.delay_s == 0) window_open_ns_ = 0;                     // everything, as it comes
+    s_.writer.set_window(window_open_ns_, window_close_ns_);
+}
+
+void CaptureScript::poll() {
+    // (Without --trigger, SIGUSR1 is the flight recorder's: flight_dumps.cpp counts it.)
+    for (int t = s_.options.trigger_signal ? g_trigger_count.load() : 0; triggers_seen_ < t && stop_request_.empty(); ++triggers_seen_) {
+        uint64_t now = monotonic_now_ns();
+        if (window_open_ns_ == kNever) {
+            window_open_ns_ = now;
+            if (!s_.options.quiet) fmt::print(stderr, "\ngtrace: {}: recording\n", strsignal(s_.options.trigger_signal));
+        } else {
+            window_close_ns_ = now;
+            stop_request_ = fmt::format("stopped by the trigger ({})", strsignal(s_.options.trigger_signal));
+        }
+        s_.writer.set_window(window_open_ns_, window_close_ns_);
+    }
+    if (s_.options.max_events && s_.writer.full() && stop_request_.empty())
+        stop_request_ = fmt::format("event limit reached ({} events)", s_.options.max_events);
+}
+
+void CaptureScript::on_range(uint32_t pid, const std::string& range, uint64_t end_ns) {
+    ++torch_ranges_;
+    bool counts_steps = s_.options.steps || s_.options.slow_step_factor > 0;
+    if (!counts_steps || !stop_request_.empty() || !std::regex_search(range, step_regex_)) return;
+    if (s_.options.delay_s > 0 && end_ns < started_ns_ + static_cast<uint64_t>(s_.options.delay_s * 1e9)) return;
+    if (!lead_pid_) {
+        // Rank 0's steps when the job has ranks; otherwise the first process that makes steps.
+        lead_pid_ = pid;
+        for (const auto& [other, p] : s_.model.processes())
+            if (p.ranks.rank == 0 && !p.forked_from && !p.exited) lead_pid_ = other;
+    }
+    if (pid != lead_pid_) return;
+    if (!s_.options.steps) { // --on-slow-step: the lead's step times
+        ++markers_seen_;
+        if (on_lead_step_) on_lead_step_(end_ns);
+        return;
+    }
+    auto [first, last] = *s_.options.steps;
+    int64_t index = markers_seen_++; // marker 0 ends the step in progress at attach
+    if (index == static_cast<int64_t>(first) - 1) {
+        window_open_ns_ = end_ns;
+        if (!s_.options.quiet) fmt::print(stderr, "\ngtrace: step {} begins: recording\n", first);
+    }
+    if (index == static_cast<int64_t>(last)) {
+        window_close_ns_ = end_ns;
+        stop_request_ = fmt::format("steps {}:{} captured", first, last);
+    }
+    s_.writer.set_window(window_open_ns_, window_close_ns_);
+}
+
+std::string CaptureScript::incomplete() const {
+    if (!s_.options.steps || stop_request_.starts_with("steps")) return {};
+    auto [first, last] = *s_.options.steps;
+    if (!lead_pid_)
+        return fmt::format("--steps {}:{}: no step seen: no PyTorch range matched --step-marker '{}' ({} ranges traced)", first,
+                           last, s_.options.step_marker, torch_ranges_);
+    return fmt::format("--steps {}:{}: the capture ended after step {} of pid {}, before step {}", first, last,
+                       steps_completed(markers_seen_), lead_pid_, last);
+}
+
+nlohmann::json CaptureScript::facts() const {
+    nlohmann::json j = {{"events_outside_window", s_.writer.events_outside_window()},
+                        {"events_over_limit", s_.writer.events_over_limit()},
+                        {"torch_ranges", torch_ranges_},
+                        {"step_marker", s_.options.step_marker},
+                        {"capture_start_ns", started_ns_}};
+    if (window_open_ns_ != kNever) j["window_open_ns"] = window_open_ns_;
+    if (window_close_ns_ != kNever) j["window_close_ns"] = window_close_ns_;
+    if (s_.options.delay_s > 0) j["delay_s"] = s_.options.delay_s;
+    if (s_.options.steps) {
+        j["steps"] = fmt::format("{}:{}", s_.options.steps->first, s_.options.steps->second);
+        j["steps_seen"] = steps_completed(markers_seen_);
+    }
+    if (s_.options.max_events) j["max_events"] = s_.options.max_events;
+    if (s_.options.trigger_signal) j["trigger"] = strsignal(s_.options.trigger_signal);
+    return j;
+}
+
+} // namespace gtrace

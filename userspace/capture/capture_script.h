@@ -1,0 +1,43 @@
+// Scripted captures: --delay, --steps A:B, --max-events and --trigger decide which events go into
+// the trace (a time window on the writer, and a limit) and when the capture ends by itself. The
+// lead process's steps (--step-marker) also drive --on-slow-step.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <regex>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "capture/capture_state.h"
+
+namespace gtrace {
+
+class CaptureScript {
+public:
+    explicit CaptureScript(CaptureState& s) : s_(s) {}
+
+    void start();   // when the capture loop begins
+    void poll();    // trigger signals and the event limit
+    void on_range(uint32_t pid, const std::string& name, uint64_t end_ns); // every torch range
+    // Called with the end of each of the lead process's steps when --on-slow-step is on.
+    void set_step_listener(std::function<void(uint64_t end_ns)> f) { on_lead_step_ = std::move(f); }
+
+    const std::string& stop_request() const { return stop_request_; } // empty: go on
+    std::string incomplete() const; // why --steps did not reach its last step; empty when it did
+    nlohmann::json facts() const;
+
+private:
+    CaptureState& s_;
+    std::regex step_regex_;
+    std::function<void(uint64_t)> on_lead_step_;
+    uint64_t torch_ranges_ = 0;
+    uint64_t started_ns_ = 0; // CLOCK_MONOTONIC when the capture began
+    uint64_t window_open_ns_ = 0, window_close_ns_ = UINT64_MAX;
+    uint32_t lead_pid_ = 0;    // the process whose steps --steps counts (rank 0, or the first with steps)
+    int64_t markers_seen_ = 0; // step markers of the lead process after attach
+    int triggers_seen_ = 0;
+    std::string stop_request_; // set when the script's end is reached
+};
+
+} // namespace gtrace

@@ -1,0 +1,81 @@
+// What a capture says at its end: the trace's facts (otherData) and the summary on stderr.
+#include <fmt/format.h>
+
+#include "capture/capture.h"
+#include "decode/api_table.h"
+
+namespace gtrace {
+
+nlohmann::json Capture::other_data(const std::string& stop_reason, double elapsed_s) const {
+    nlohmann::json counters = nlohmann::json::object();
+    for (unsigned i = 1; i < GT_CNT_COUNT; ++i)
+        if (const char* name = counter_name(i)) counters[name] = s_.model.counters[i];
+    nlohmann::json calls = nlohmann::json::object();
+    auto per_api = s_.model.calls_per_api();
+    for (const auto& api : kApis)
+        if (per_api[api.id]) calls[std::string(api.name)] = per_api[api.id];
+    nlohmann::json objects = nlohmann::json::array();
+    for (const auto& [key, obj] : s_.cuda_probes->objects())
+        objects.push_back({{"path", obj.path}, {"mapped", obj.mapped}, {"apis", obj.apis}});
+    return {{"tool", "gtrace"},
+            {"version", "0.1.0"},
+            {"root_pid", s_.options.pid},
+            {"clock", "CLOCK_MONOTONIC"},
+            {"start_unix_ms", s_.start_wall_unix_ms},
+            {"duration_s", elapsed_s},
+            {"stop_reason", stop_reason},
+            {"lost_events", s_.model.lost_events()},
+            {"samples", samples_.samples()},
+            {"sample_hz", s_.options.sample_hz},
+            {"python_stacks_dropped_torn", s_.python_frames.torn_stacks()},
+            {"counters", counters},
+            {"calls", calls},
+            {"probed_objects", objects},
+            {"torch_libraries", s_.torch_probes->facts()},
+            {"c10d_libraries", s_.comm_probes->facts()},
+            {"collectives", ranges_.collectives()},
+            {"capture_script", script_.facts()},
+            {"bpf_stats", bpf_stats_facts()},
+            {"api_capture", calls_.facts()},
+            {"gpu", gpu_.facts()}};
+}
+
+nlohmann::json Capture::bpf_stats_facts() const {
+    nlohmann::json out = nlohmann::json::object();
+    for (const auto& p : s_.bpf->program_stats())
+        out[p.name] = {{"runs", p.runs}, {"run_ns", p.run_ns}, {"ns_per_run", p.runs ? p.run_ns / p.runs : 0}};
+    return out;
+}
+
+void Capture::print_summary(const CaptureResult& r, double elapsed_s) const {
+    size_t ranks = 0, threads = 0;
+    for (const auto& [pid, p] : s_.model.processes()) {
+        ranks += p.ranks.rank && !p.forked_from;
+        threads += p.threads.size();
+    }
+    fmt::print(stderr, "gtrace: capture ended after {:.1f} s: {}\n", elapsed_s, r.stop_reason);
+    fmt::print(stderr, "  processes: {} ({} ranks), threads with CUDA calls: {}\n", s_.model.processes().size(), ranks, threads);
+    auto per_api = s_.model.calls_per_api();
+    fmt::print(stderr, "  CUDA API calls: {}\n", s_.model.total_calls());
+    for (const auto& api : kApis)
+        if (per_api[api.id]) fmt::print(stderr, "    {:<28} {}\n", api.name, per_api[api.id]);
+    for (const auto& [key, obj] : s_.cuda_probes->objects())
+        if (obj.mapped) fmt::print(stderr, "  probed: {} ({} functions)\n", obj.path, obj.apis.size());
+    calls_.print_summary();
+    if (r.lost)
+        fmt::print(stderr, "  WARNING: {} events were LOST (ring buffer full); the trace is incomplete; raise --buffer-size\n",
+                   r.lost);
+    else
+        fmt::print(stderr, "  lost events: 0\n");
+    if (s_.options.sample_hz) fmt::print(stderr, "  samples: {} at {} Hz{}\n", samples_.samples(), s_.options.sample_hz,
+                                       s_.options.folded.empty() ? "" : fmt::format(", folded stacks in {}", s_.options.folded));
+    gpu_.print_summary();
+    if (uint64_t untraced = s_.model.counters[GT_CNT_ENTRY_STATE_FULL])
+        fmt::print(stderr, "  WARNING: {} calls were not traced: the kernel gave no per-thread state, or they nested deeper than "
+                           "4 probed calls (not a full ring: --buffer-size does not help)\n", untraced);
+    if (uint64_t inflight = s_.model.counters[GT_CNT_RETURN_WITHOUT_ENTRY])
+        fmt::print(stderr, "  calls already in flight at attach (not traced): {}\n", inflight);
+    fmt::print(stderr, "  trace: {} — open it in Perfetto UI (ui.perfetto.dev) or chrome://tracing\n", r.output);
+}
+
+} // namespace gtrace

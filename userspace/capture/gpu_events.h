@@ -1,0 +1,52 @@
+// The GPU side of a capture: loading the agent into processes that use CUDA (ptrace, or CUDA's
+// injection hook in launch mode), reading their rings, writing GPU ops, and joining each to its
+// CPU call. Calls the agents record go to CallEvents.
+#pragma once
+#include <chrono>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "capture/call_events.h"
+#include "capture/capture_state.h"
+#include "discover/proc_maps.h"
+
+namespace gtrace {
+
+class GpuEvents final : public AgentSink {
+public:
+    GpuEvents(CaptureState& s, CallEvents& calls) : s_(s), calls_(calls) {}
+
+    Result<void> start(); // the agent library found, its announce probe on, the channel open
+    // Loads or asks the agent of a process that has CUDA mapped; true: scan it again soon (the
+    // agent is loading, or was busy answering).
+    bool inject_if_cuda(int pid, const std::vector<Mapping>& maps);
+    void poll();   // the agents' rings and states
+    void finish(); // detaches every agent, its last records read
+
+    void on_gpu_record(uint32_t pid, const gt_gpu_header& h, int64_t clock_offset_ns) override;
+    void on_agent_state(uint32_t pid, const gt_agent_ring& ring) override;
+
+    // The config launched processes pass to their agent (GTRACE_AGENT_CONFIG).
+    std::string agent_config() const;
+    const std::string& agent_library_path() const { return agent_path_; }
+    const std::map<uint32_t, std::string>& warnings() const { return warnings_; }
+    nlohmann::json facts() const;
+    void print_summary() const;
+
+private:
+    void warn_no_gpu(uint32_t pid, const std::string& why);
+
+    CaptureState& s_;
+    CallEvents& calls_;
+    std::string agent_path_;
+    std::optional<UprobeLink> agent_link_;
+    std::map<uint32_t, int> injection_tries_; // pid -> attempts; -1 once asked (or given up)
+    std::map<uint32_t, std::chrono::steady_clock::time_point> injected_at_; // dlopen handed over, mailbox not yet seen
+    std::map<uint32_t, std::string> warnings_;
+};
+
+} // namespace gtrace

@@ -1,0 +1,160 @@
+#include "capture/process_events.h"
+
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "discover/proc_tree.h"
+#include "discover/python_runtime.h"
+
+namespace gtrace {
+
+namespace {
+
+bool process_alive(int pid) {
+    auto st = read_proc_stat(pid);
+    return st && st->state != 'Z' && st->state != 'X';
+}
+
+} // namespace
+
+Result<void> ProcessEvents::track_tree(uint64_t root_start_ticks) {
+    // Fork events are live before the tree is entered into the map: a child forked while we
+    // walk /proc is either found by the next walk or reported by BPF. Walk until stable.
+    if (const char* delay = getenv("GTRACE_TEST_ATTACH_DELAY_MS")) usleep(static_cast<useconds_t>(atoi(delay)) * 1000);
+    for (size_t known = 0;;) {
+        std::vector<int> tree = list_tree(s_.options.pid, getpid()); // never gtrace itself, nor its children
+        for (int pid : tree) {
+            if (s_.model.find(static_cast<uint32_t>(pid))) continue;
+            auto st = read_proc_stat(pid);
+            if (!st) continue;
+            if (auto r = s_.bpf->track(static_cast<uint32_t>(pid)); !r) return r;
+            s_.model.add_process(static_cast<uint32_t>(pid), static_cast<uint32_t>(st->ppid), true, std::nullopt);
+        }
+        if (s_.model.processes().size() == known) break;
+        known = s_.model.processes().size();
+    }
+    // Interpreters before probes: a probe serves every process mapping its file at once. (Even
+    // with --py-stacks off: samples and torch ranges use the interpreter too.)
+    for (const auto& [pid, p] : s_.model.processes()) detect_python(static_cast<int>(pid), read_maps(static_cast<int>(pid)));
+    for (const auto& [pid, p] : s_.model.processes()) {
+        if (auto r = scan(static_cast<int>(pid)); !r) return r;
+        if (auto r = s_.cuda_probes->probe_candidates(static_cast<int>(pid)); !r) return r.error();
+    }
+    // Attaching takes a while; the target may have exited, or its PID been reused, meanwhile.
+    auto root = read_proc_stat(s_.options.pid);
+    if (!root || root->start_time_ticks != root_start_ticks || root->state == 'Z')
+        return make_error(ExitCode::ProcessExited,
+                          fmt::format("process {} exited while gtrace was attaching; start gtrace while the job runs",
+                                      s_.options.pid));
+    if (!s_.cuda_probes->any_mapped()) {
+        waiting_for_cuda_ = true;
+        if (!s_.options.quiet)
+            fmt::print(stderr,
+                       "gtrace: waiting for CUDA: no process in the tree of PID {} has loaded libcudart or libcuda yet; "
+                       "probes attach as soon as one does\n",
+                       s_.options.pid);
+    }
+    return {};
+}
+
+Result<void> ProcessEvents::scan(int pid) {
+    std::vector<Mapping> maps = read_maps(pid);
+    // The interpreter first: the probes' first calls then already carry Python stacks.
+    if (!s_.python_frames.has_runtime(static_cast<uint32_t>(pid)) &&
+        !python_unsupported_.contains(static_cast<uint32_t>(pid)))
+        detect_python(pid, maps);
+    auto added = s_.cuda_probes->scan_maps(pid, maps);
+    if (!added) return added.error();
+    if (auto torch = s_.torch_probes->scan_maps(pid, maps); !torch) return torch.error();
+    if (auto comm = s_.comm_probes->scan_maps(pid, maps); !comm) return comm.error();
+    if (gpu_.inject_if_cuda(pid, maps)) pending_scan_.insert(pid);
+    s_.addresses.set_maps(static_cast<uint32_t>(pid), std::move(maps));
+    if (waiting_for_cuda_ && s_.cuda_probes->any_mapped()) {
+        waiting_for_cuda_ = false;
+        if (!s_.options.quiet) fmt::print(stderr, "\ngtrace: CUDA loaded in pid {}; tracing its calls\n", pid);
+    }
+    return {};
+}
+
+void ProcessEvents::detect_python(int pid, const std::vector<Mapping>& maps) {
+    PythonDetection d = gtrace::detect_python(pid, maps);
+    if (d.runtime) {
+        auto r = s_.bpf->set_python_layout(static_cast<uint32_t>(pid), d.runtime->layout);
+        if (!r) {
+            s_.defer(r.error());
+            return;
+        }
+        calls_.set_python_layout(static_cast<uint32_t>(pid), *r);
+        s_.python_frames.set_runtime(static_cast<uint32_t>(pid), *d.runtime);
+    } else if (!d.unsupported.empty() && python_unsupported_.insert(static_cast<uint32_t>(pid)).second && !s_.options.quiet) {
+        fmt::print(stderr, "gtrace: warning: pid {}: {}; its CUDA calls are traced without Python frames\n", pid,
+                   d.unsupported);
+    }
+}
+
+void ProcessEvents::forget_python(uint32_t pid) {
+    s_.python_frames.forget_process(pid);
+    s_.stacks.forget_process(pid);
+    python_unsupported_.erase(pid);
+    s_.bpf->clear_python_layout(pid);
+    calls_.forget_process(pid);
+}
+
+void ProcessEvents::on_proc(const gt_proc_event& e) {
+    switch (e.kind) {
+    case GT_PROC_FORK:
+        s_.model.add_process(e.pid, e.ppid, false, e.ppid);
+        s_.kernel_names.inherit(e.pid, e.ppid);
+        s_.addresses.inherit(e.pid, e.ppid);
+        pending_scan_.insert(static_cast<int>(e.pid)); // a forked interpreter: same layout, own memory
+        break;
+    case GT_PROC_EXEC:
+        if (!s_.model.find(e.pid)) s_.model.add_process(e.pid, 0, false, std::nullopt);
+        s_.model.refresh_identity(e.pid);
+        s_.kernel_names.forget_process(e.pid);
+        s_.addresses.forget_process(e.pid);
+        forget_python(e.pid); // BPF dropped its layout and agent slots at the exec itself
+        // Scan at once: the new image may call CUDA and exit before the next poll.
+        if (auto r = s_.cuda_probes->probe_candidates(static_cast<int>(e.pid)); !r) s_.defer(r.error());
+        if (auto r = scan(static_cast<int>(e.pid)); !r) s_.defer(r.error());
+        break;
+    case GT_PROC_EXIT:
+        s_.model.mark_exited(e.pid, e.exit_code);
+        s_.kernel_names.forget_process(e.pid);
+        s_.addresses.forget_process(e.pid);
+        forget_python(e.pid);
+        s_.memory.forget_process(e.pid);
+        pending_scan_.erase(static_cast<int>(e.pid));
+        break;
+    default:
+        break;
+    }
+}
+
+void ProcessEvents::on_mmap(const gt_mmap_event& e) {
+    // The mapping is reported at syscall entry: scan now (usually done by then) and again
+    // after this batch of events.
+    if (auto r = scan(static_cast<int>(e.pid)); !r) s_.defer(r.error());
+    pending_scan_.insert(static_cast<int>(e.pid));
+}
+
+void ProcessEvents::rescan_pending() {
+    auto pending = std::move(pending_scan_);
+    pending_scan_.clear();
+    for (int pid : pending)
+        if (auto r = scan(pid); !r) s_.defer(r.error());
+}
+
+void ProcessEvents::rescan_all() {
+    // Normally the exit tracepoint reports exits; this catches one whose event was lost.
+    for (const auto& [pid, p] : s_.model.processes())
+        if (!p.exited && !process_alive(static_cast<int>(pid))) {
+            s_.model.mark_exited(pid, 0);
+            s_.bpf->untrack(pid);
+        }
+    for (const auto& [pid, p] : s_.model.processes())
+        if (!p.exited) pending_scan_.insert(static_cast<int>(pid));
+}
+
+} // namespace gtrace

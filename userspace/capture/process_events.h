@@ -1,0 +1,39 @@
+// The traced process tree: entered at attach, followed through fork, exec and exit, each process's
+// mappings scanned for CUDA, libtorch and the interpreter (probes attach, agents are loaded).
+#pragma once
+#include <set>
+#include <vector>
+
+#include "capture/call_events.h"
+#include "capture/capture_state.h"
+#include "capture/gpu_events.h"
+#include "discover/proc_maps.h"
+
+namespace gtrace {
+
+class ProcessEvents {
+public:
+    ProcessEvents(CaptureState& s, CallEvents& calls, GpuEvents& gpu) : s_(s), calls_(calls), gpu_(gpu) {}
+
+    // Enters the tree of options.pid (started at `root_start_ticks`) and probes what it mapped.
+    Result<void> track_tree(uint64_t root_start_ticks);
+    void on_proc(const gt_proc_event& e);
+    void on_mmap(const gt_mmap_event& e);
+    void rescan_pending(); // the processes whose mappings changed since the last batch
+    void rescan_all();     // every live process at the next batch; exits whose event was lost
+    bool waiting_for_cuda() const { return waiting_for_cuda_; }
+
+private:
+    Result<void> scan(int pid);
+    void detect_python(int pid, const std::vector<Mapping>& maps);
+    void forget_python(uint32_t pid);
+
+    CaptureState& s_;
+    CallEvents& calls_;
+    GpuEvents& gpu_;
+    std::set<int> pending_scan_;
+    std::set<uint32_t> python_unsupported_; // warned once, not examined again until exec
+    bool waiting_for_cuda_ = false;
+};
+
+} // namespace gtrace

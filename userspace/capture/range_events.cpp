@@ -1,0 +1,23 @@
+#include "capture/range_events.h"
+
+#include <vector>
+
+#include "decode/collective.h"
+#include "decode/torch_range.h"
+
+namespace gtrace {
+
+void RangeEvents::on_torch_range(const gt_torch_range_event& e) {
+    TorchRange range{e.pid, e.tid, e.start_ns, e.end_ns, {}, s_.stacks.find(e.pid, e.py_stack)};
+    static const std::vector<PyFrame> kNoFrames;
+    range.name = torch_range_name(e, range.stack ? range.stack->frames : kNoFrames);
+    s_.writer.torch_range(range);
+    script_.on_range(e.pid, range.name, e.end_ns);
+}
+
+void RangeEvents::on_collective(const gt_collective_event& e) {
+    s_.writer.collective(decode_collective(e));
+    ++collectives_;
+}
+
+} // namespace gtrace
