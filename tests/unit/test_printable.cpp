@@ -3,6 +3,7 @@
 
 #include "cli/exit_code_help.h"
 #include "foundation/printable.h"
+#include "output/dump_report.h"
 
 using namespace gtrace;
 
@@ -19,6 +20,21 @@ TEST_CASE("control characters, bidi overrides and invalid UTF-8 are escaped; tex
     CHECK(printable("\xed\xa0\x80") == "\\xed\\xa0\\x80"); // a surrogate
     CHECK(printable("cut \xe6\x97") == "cut \\xe6\\x97");   // a sequence cut short
     CHECK(printable(std::string("nul\0x", 5)) == "nul\\x00x");
+}
+
+TEST_CASE("gtrace dump escapes the texts a process controls") {
+    DumpedThread t;
+    t.owner = "pid 7 (evil\x1b]0;owned\x07)";
+    t.is_rank_main = true;
+    t.thread_name = "pt\x1b[2J";
+    t.python = {"step (train.py:3\n)"};
+    t.native = {"\xe2\x80\xae" "fn"};
+    std::string out = format_dump("heading", {t});
+    CHECK(out.find('\x1b') == std::string::npos);
+    CHECK(out.find("\xe2\x80\xae") == std::string::npos);
+    CHECK(out.find("pid 7 (evil\\x1b]0;owned\\x07)") != std::string::npos);
+    CHECK(out.find("pt\\x1b[2J") != std::string::npos);
+    CHECK(out.find("train.py:3\\x0a)") != std::string::npos);
 }
 
 TEST_CASE("truncation counts code points and never splits one") {

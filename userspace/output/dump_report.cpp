@@ -7,6 +7,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "foundation/printable.h"
+
 namespace gtrace {
 namespace {
 
@@ -37,9 +39,23 @@ std::string blocking_call(const DumpedThread& t) {
     return t.error.empty() ? "no stack" : t.error;
 }
 
+// Every text of a thread comes from its process (command line, thread name, file and function
+// names): escaped before it reaches a terminal.
+DumpedThread printable_thread(DumpedThread t) {
+    t.owner = printable(t.owner);
+    t.thread_name = printable(t.thread_name);
+    for (auto* frames : {&t.python, &t.native})
+        for (auto& f : *frames) f = printable(f);
+    t.error = printable(t.error);
+    return t;
+}
+
 } // namespace
 
-std::string format_dump(const std::string& heading, const std::vector<DumpedThread>& threads) {
+std::string format_dump(const std::string& heading, const std::vector<DumpedThread>& dumped) {
+    std::vector<DumpedThread> threads;
+    threads.reserve(dumped.size());
+    for (const auto& t : dumped) threads.push_back(printable_thread(t));
     std::string out = heading + "\n\n";
     for (const auto& t : threads)
         if (t.is_rank_main) out += fmt::format("{}: {}\n", t.owner, blocking_call(t));
