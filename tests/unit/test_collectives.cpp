@@ -114,6 +114,7 @@ TEST_CASE("time in collectives is Communication; the rank that waits for a late 
     add_job(t, 30);
     JobReport r;
     r.processes = analyze_processes(t);
+    match_collectives(r.processes);
     for (auto& p : r.processes) judge_process(p, "^Optimizer\\.step");
     r.verdict = judge_job(r.processes);
     REQUIRE(r.processes.size() == 2);
@@ -151,6 +152,7 @@ TEST_CASE("ranks that arrive together wait for no one: no straggler") {
     TraceData t;
     add_job(t, 0);
     auto ps = analyze_processes(t);
+    match_collectives(ps);
     for (auto& p : ps) judge_process(p, "^Optimizer\\.step");
     JobVerdict v = judge_job(ps);
     CHECK_FALSE(v.straggler);
@@ -174,6 +176,7 @@ TEST_CASE("NCCL's kernels on the GPU are Communication, per collective") {
     }
     p.gpu.push_back({{kStart + 60 * kMs, kStart + 61 * kMs}, gemm, {}, 0, 0, GpuKind::Kernel}); // the GPU records go on
     auto ps = analyze_processes(t);
+    match_collectives(ps);
     REQUIRE(ps.size() == 1);
     CHECK(ps[0].share[kCommunication] == Approx(0.6));
     REQUIRE(ps[0].collectives.size() == 1);
@@ -193,6 +196,7 @@ TEST_CASE("the main thread's waits are named: collectives, the DataLoader, CUDA 
         r0.calls.push_back({{at, at + 2 * kMs}, sync, {}, {}, 0, r0.pid, 0});
     }
     auto ps = analyze_processes(t);
+    match_collectives(ps);
     REQUIRE(ps[0].steps.size() == 6);
     CHECK(ps[0].waits.collective == Approx(31));
     CHECK(ps[0].waits.cuda_sync == Approx(2));

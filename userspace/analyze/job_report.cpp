@@ -57,7 +57,7 @@ Result<JobReport> analyze_job(const std::vector<std::string>& traces, const Anal
                                                "complete it with: gtrace recover {}", path, *t->partial_events, path));
         for (auto& p : analyze_processes(*t, options)) report.processes.push_back(std::move(p));
     }
-    if (files.size() > 1) match_collectives(report.processes); // across files: a Kineto trace's ranks
+    match_collectives(report.processes); // every rank of the job, whichever file it is in (Kineto: a file per rank)
     std::stable_sort(report.processes.begin(), report.processes.end(), report_order);
     for (auto& p : report.processes) judge_process(p, options.step_marker);
     report.verdict = judge_job(report.processes);

@@ -309,8 +309,7 @@ std::vector<ProcessAnalysis> analyze_processes(const TraceData& trace, const Ana
         }
         out.push_back(std::move(r));
     }
-    gather_collectives(trace, out);
-    match_collectives(out);
+    gather_collectives(trace, out); // matched across ranks by the job (analyze_job): ranks may be in several files
     std::stable_sort(out.begin(), out.end(), report_order);
     return out;
 }
