@@ -87,32 +87,20 @@ std::vector<ApiProbeSite> CommProbes::plan(const std::string& path, const ElfSym
 }
 
 Result<int> CommProbes::scan_maps(int pid, const std::vector<Mapping>& maps) {
-    int added = 0;
-    for (const Mapping& m : maps) {
-        if (!m.executable || !m.is_file() || !is_c10d_library(m.path)) continue;
-        auto file = open_input_file(path_in_process_root(pid, m.path)); // a regular file only
-        if (!file) continue;
-        auto key = std::make_pair(static_cast<uint64_t>(file->stat().st_dev), static_cast<uint64_t>(file->stat().st_ino));
-        if (probed_.contains(key) || skipped_.contains(key)) continue;
-        skipped_.insert(key); // until probed: a file without c10d (libtorch.so of split builds) is looked at once
-        auto syms = ElfSymbols::load_matching(file->fd_path(), [](std::string_view n) { return classify_comm_symbol(n).kind != CommSymbol::None; });
-        if (!syms || !(*syms)->size()) continue;
+    // A file without c10d (libtorch.so of split builds) is looked at once.
+    return libraries_.scan(pid, maps, is_c10d_library, [this](const InputFile& file, const Mapping& m, LibraryScan::FileKey key) -> Result<bool> {
+        auto syms = ElfSymbols::load_matching(file.fd_path(), [](std::string_view n) { return classify_comm_symbol(n).kind != CommSymbol::None; });
+        if (!syms || !(*syms)->size()) return false;
         Probed probed;
         probed.path = m.path;
-        std::vector<ApiProbeSite> sites = plan(file->fd_path(), **syms, probed);
-        if (sites.empty()) continue;
-        auto links = bpf_.attach_comm_probes(file->fd_path(), m.path, sites);
-        if (!links) {
-            if (links.error().code == ExitCode::Privileges) return links.error();
-            fprintf(stderr, "gtrace: warning: %s\n", links.error().message.c_str());
-            continue;
-        }
+        std::vector<ApiProbeSite> sites = plan(file.fd_path(), **syms, probed);
+        if (sites.empty()) return false;
+        auto links = bpf_.attach_comm_probes(file.fd_path(), m.path, sites);
+        if (!links) return links.error();
         for (auto& l : *links) links_.push_back(std::move(l));
-        skipped_.erase(key);
         probed_.emplace(key, std::move(probed));
-        ++added;
-    }
-    return added;
+        return true;
+    });
 }
 
 nlohmann::json CommProbes::facts() const {

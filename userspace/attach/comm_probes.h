@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "attach/bpf_session.h"
+#include "attach/library_scan.h"
 #include "discover/proc_maps.h"
 #include "foundation/elf_symbols.h"
 #include "foundation/result.h"
@@ -49,7 +50,7 @@ private:
 
     BpfSession& bpf_;
     std::map<std::pair<uint64_t, uint64_t>, Probed> probed_; // (dev, inode) -> what was probed
-    std::set<std::pair<uint64_t, uint64_t>> skipped_;
+    LibraryScan libraries_;
     std::vector<UprobeLink> links_;
 };
 

@@ -100,31 +100,18 @@ TorchProbes::Plan TorchProbes::plan(const std::string& path, const ElfSymbols& s
 }
 
 Result<int> TorchProbes::scan_maps(int pid, const std::vector<Mapping>& maps) {
-    int added = 0;
-    for (const Mapping& m : maps) {
-        if (!m.executable || !m.is_file() || !is_torch_library(m.path)) continue;
-        auto file = open_input_file(path_in_process_root(pid, m.path)); // a regular file only
-        if (!file) continue;
-        auto key = std::make_pair(static_cast<uint64_t>(file->stat().st_dev), static_cast<uint64_t>(file->stat().st_ino));
-        if (probed_.contains(key) || not_torch_.contains(key)) continue;
-        not_torch_.insert(key); // until probed: a file that fails is not retried for every event
-        auto syms = ElfSymbols::load(file->fd_path(), &site_symbols());
-        if (!syms) continue;
-        Plan plan = this->plan(file->fd_path(), **syms);
+    return libraries_.scan(pid, maps, is_torch_library, [this](const InputFile& file, const Mapping& m, LibraryScan::FileKey key) -> Result<bool> {
+        auto syms = ElfSymbols::load(file.fd_path(), &site_symbols());
+        if (!syms) return false;
+        Plan plan = this->plan(file.fd_path(), **syms);
         // libtorch.so of split builds: RecordFunction is in libtorch_cpu.
-        if (!plan.begin_sites || !plan.end_sites) continue;
-        auto links = bpf_.attach_torch_probes(file->fd_path(), m.path, plan.sites);
-        if (!links) {
-            if (links.error().code == ExitCode::Privileges) return links.error();
-            fprintf(stderr, "gtrace: warning: %s\n", links.error().message.c_str());
-            continue;
-        }
+        if (!plan.begin_sites || !plan.end_sites) return false;
+        auto links = bpf_.attach_torch_probes(file.fd_path(), m.path, plan.sites);
+        if (!links) return links.error();
         for (auto& l : *links) links_.push_back(std::move(l));
-        not_torch_.erase(key);
         probed_.emplace(key, Probed{m.path, plan.at_call_sites, plan.begin_sites, plan.end_sites, plan.why_entries});
-        ++added;
-    }
-    return added;
+        return true;
+    });
 }
 
 nlohmann::json TorchProbes::facts() const {

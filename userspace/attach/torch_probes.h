@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "attach/bpf_session.h"
+#include "attach/library_scan.h"
 #include <nlohmann/json.hpp>
 
 #include "foundation/elf_symbols.h"
@@ -46,7 +47,7 @@ private:
 
     BpfSession& bpf_;
     std::map<std::pair<uint64_t, uint64_t>, Probed> probed_; // (dev, inode) -> how it is probed
-    std::set<std::pair<uint64_t, uint64_t>> not_torch_;
+    LibraryScan libraries_;
     std::vector<UprobeLink> links_;
 };
 
