@@ -4,6 +4,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
+
 #include "model/trace_model.h"
 
 using namespace gtrace;
@@ -70,4 +72,18 @@ TEST_CASE("a process found at attach with its parent's command line is a forked 
     CHECK_FALSE(model.find(self)->forked_from); // a different program than its parent
     kill(child, SIGKILL);
     waitpid(child, nullptr, 0);
+}
+
+TEST_CASE("a fork gone before its event was read is labelled with its parent's command line") {
+    pid_t child = fork();
+    if (child == 0) _exit(0);
+    waitpid(child, nullptr, 0); // no /proc entry left
+    TraceModel model;
+    auto self = static_cast<uint32_t>(getpid());
+    const std::string parent_cmd = model.add_process(self, 0, true, std::nullopt).cmdline;
+    REQUIRE_FALSE(parent_cmd.empty());
+    const ProcessInfo& c = model.add_process(static_cast<uint32_t>(child), self, false, self);
+    CHECK(c.cmdline == parent_cmd);
+    CHECK(c.label().starts_with(fmt::format("child of {} · ", self)));
+    CHECK(c.label().find("? (pid") == std::string::npos);
 }

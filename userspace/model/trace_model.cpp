@@ -39,6 +39,13 @@ ProcessInfo& TraceModel::add_process(uint32_t pid, uint32_t ppid, bool at_start,
         p.forked_from = forked_from;
         p.cmdline = command_line(pid);
         p.ranks = read_rank_env(static_cast<int>(pid));
+        const ProcessInfo* forked_parent = forked_from ? find(*forked_from) : nullptr;
+        // A fork that exited before its event was read has no /proc entry left: it was a copy of
+        // its parent, command line and environment alike.
+        if (p.cmdline.empty() && forked_parent) {
+            p.cmdline = forked_parent->cmdline;
+            if (!p.ranks.rank) p.ranks = forked_parent->ranks;
+        }
         // Found in /proc with its tracked parent's command line: forked without exec (a
         // DataLoader worker, say), like the children BPF reports forking.
         const ProcessInfo* parent = find(ppid);
