@@ -45,6 +45,8 @@ struct thread_calls {
 	__u32 comm_sent; /* the thread's name went out with one of its events */
 	__u64 py_calls;  /* calls seen from a Python process, for --py-stacks N */
 	__u64 last_stack; /* the Python stack id this thread sent last */
+	__u32 own_tid;   /* the thread's id in its own PID namespace, */
+	__u32 own_tid_of; /* read while its host tid was this (an exec by another thread changes it) */
 	struct call_entry stack[GT_MAX_DEPTH];
 };
 
@@ -54,6 +56,25 @@ struct {
 	__type(key, int);
 	__type(value, struct thread_calls);
 } calls SEC(".maps");
+
+/* The current thread's id as its own PID namespace numbers it: what the agent's gettid() returns
+ * in a container, and so what indexes and names its slots. The host's tid outside containers. */
+static __always_inline __u32 own_namespace_tid(struct thread_calls *tc)
+{
+	__u32 host_tid = (__u32)bpf_get_current_pid_tgid();
+	if (tc->own_tid && tc->own_tid_of == host_tid)
+		return tc->own_tid;
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct pid *p = BPF_CORE_READ(task, thread_pid);
+	unsigned int level = BPF_CORE_READ(p, level);
+	int nr = 0;
+	bpf_probe_read_kernel(&nr, sizeof(nr), (void *)p + bpf_core_field_offset(struct pid, numbers) +
+							   (level & 31) * bpf_core_type_size(struct upid) +
+							   bpf_core_field_offset(struct upid, nr));
+	tc->own_tid = nr > 0 ? (__u32)nr : host_tid;
+	tc->own_tid_of = host_tid;
+	return tc->own_tid;
+}
 
 static __always_inline __u64 agent_slot(__u32 tgid, __u32 tid)
 {
@@ -151,7 +172,7 @@ static __always_inline int gt_call_enter(struct pt_regs *ctx, bool session)
 		if (bpf_probe_read_user(entry->config, sizeof(entry->config), (void *)entry->args[0]))
 			__builtin_memset(entry->config, 0, sizeof(entry->config));
 	}
-	entry->slot_before = agent_slot(tgid, (__u32)pid_tgid);
+	entry->slot_before = agent_slot(tgid, own_namespace_tid(tc));
 	entry->py_stack = 0;
 	entry->py_status = GT_PY_NONE;
 	struct gt_py_layout *layout = py_stack_every ? bpf_map_lookup_elem(&py_layouts, &tgid) : NULL;
@@ -224,10 +245,11 @@ static __always_inline void gt_call_exit(struct pt_regs *ctx)
 	__builtin_memcpy(e->config, entry->config, sizeof(e->config));
 	e->out_value = out_value;
 	e->py_stack = entry->py_stack;
-	__u64 slot_after = agent_slot(e->pid, e->tid);
-	e->correlation = call_correlation(entry->slot_before, slot_after, e->tid);
+	__u32 own_tid = own_namespace_tid(tc);
+	__u64 slot_after = agent_slot(e->pid, own_tid);
+	e->correlation = call_correlation(entry->slot_before, slot_after, own_tid);
 	/* The agent recorded this very call itself (its slot names it, marked): userspace drops ours. */
-	e->flags = e->correlation && (__u32)slot_after == e->correlation && GT_SLOT_TID(slot_after) == e->tid &&
+	e->flags = e->correlation && (__u32)slot_after == e->correlation && GT_SLOT_TID(slot_after) == own_tid &&
 		   (slot_after & GT_AGENT_SLOT_AGENT_RECORDS) ? GT_API_EV_AGENT_RECORDS : 0;
 	/* The thread's name rides on its first event only: userspace keeps it. */
 	if (!tc->comm_sent) {

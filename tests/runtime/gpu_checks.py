@@ -4,6 +4,7 @@ modelled duration (within 1 us), its stream, and a flow from the very CPU call t
 (each launch has a unique grid, each copy its size and direction)."""
 import collections
 import json
+import re
 
 
 def fail(msg):
@@ -54,6 +55,18 @@ def check_gpu(trace, expect):
     truth = load_truth(expect["gpu_truth"])
     if not truth:
         fail("the simulator logged no GPU work")
+    # In a container the simulator logs the PID its namespace gave it; the trace's process label
+    # names both ("(pid HOST · container NAME, pid INNER)").
+    inner = {}
+    for e in events:
+        if e["ph"] == "M" and e.get("name") == "process_name":
+            m = re.search(r"\(pid (\d+) · container .*, pid (\d+)\)$", e["args"]["name"])
+            if m:
+                inner[int(m.group(2))] = int(m.group(1))
+    traced = {e["pid"] for e in events}
+    for op in truth:
+        if op["pid"] not in traced and op["pid"] in inner:
+            op["pid"] = inner[op["pid"]]
     window = {}
     if expect.get("gpu_window", "all") == "attached":
         # From the first to the last linked op: a call already in flight when the agent switched

@@ -22,6 +22,7 @@
 #include "foundation/elf_symbols.h"
 #include "foundation/input_file.h"
 #include "discover/proc_tree.h"
+#include "attach/agent_placement.h"
 #include "attach/sigreturn_frame.h"
 #include "discover/process_memory.h"
 #include "discover/stopped_thread.h"
@@ -140,10 +141,10 @@ uint64_t sigreturn_trampoline(int pid, const std::vector<Mapping>& maps) {
     return 0;
 }
 
-uint64_t libc_symbol(const std::vector<Mapping>& maps, const char* name) {
+uint64_t libc_symbol(int pid, const std::vector<Mapping>& maps, const char* name) {
     for (const auto& m : maps)
         if (m.is_file() && is_libc(m.path))
-            if (uint64_t a = mapped_symbol_address(maps, m.path, name)) return a;
+            if (uint64_t a = mapped_symbol_address(pid, maps, m.path, name)) return a;
     return 0;
 }
 
@@ -151,9 +152,9 @@ bool same_file(const Mapping& m, const struct stat& st) { return m.inode == st.s
 
 } // namespace
 
-uint64_t mapped_symbol_address(const std::vector<Mapping>& maps, const std::string& path, const std::string& name) {
+uint64_t mapped_symbol_address(int pid, const std::vector<Mapping>& maps, const std::string& path, const std::string& name) {
     std::unordered_set<std::string_view> only = {name};
-    auto syms = ElfSymbols::load(path, &only);
+    auto syms = ElfSymbols::load(path_in_process_root(pid, path), &only); // a container's C library is in its root
     if (!syms) return 0;
     const ElfSymbol* s = (*syms)->find(name);
     if (!s) return 0;
@@ -173,7 +174,7 @@ Result<InjectionResult> load_agent(int pid, const std::string& agent_path, int p
     std::vector<Mapping> maps = read_maps(pid);
     for (const auto& m : maps)
         if (same_file(m, agent_st) && !again) return result; // loaded earlier: its thread picks up the request
-    uint64_t dlopen_fn = libc_symbol(maps, "dlopen");
+    uint64_t dlopen_fn = libc_symbol(pid, maps, "dlopen");
     uint64_t trampoline = sigreturn_trampoline(pid, maps);
     if (!dlopen_fn || !trampoline)
         return make_error(ExitCode::Internal, fmt::format("pid {}: its C library lacks {} (glibc 2.34+ on x86-64 is needed)", pid,
@@ -191,8 +192,11 @@ Result<InjectionResult> load_agent(int pid, const std::string& agent_path, int p
                 last_reason = fmt::format("thread {} {}", tid, why);
                 continue; // released untouched
             }
+            // In a container the library may have to be placed where the process can open it.
+            auto where = agent_path_in_process(pid, agent_path);
+            if (!where) return where.error(); // the thread is released untouched
             BorrowedCall call = prepare_borrowed_call(t.saved(), t.xstate(), blocked_signals(pid, tid), dlopen_fn, RTLD_NOW,
-                                                      agent_path, trampoline);
+                                                      *where, trampoline);
             if (auto r = t.hand_off(call); !r) return r.error();
             // Tests kill gtrace here, with the thread stopped in the borrowed call's registers.
             if (const char* hold = getenv("GTRACE_TEST_HOLD_BORROWED_MS")) usleep(static_cast<useconds_t>(atoi(hold)) * 1000);

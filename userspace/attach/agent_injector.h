@@ -3,7 +3,8 @@
 // that returns through a sigreturn frame restoring it exactly — every register, the extended
 // FPU state, its signal mask and an interrupted system call. gtrace lets go of the thread before
 // the call even starts, so nothing depends on gtrace surviving. Other threads keep running.
-// The agent's constructor then finds gtrace's request file and starts itself.
+// The agent then waits, dormant, for gtrace's request in its mailbox (gtrace/agent.h). In a
+// container the library is first made reachable at a path of the process's own (agent_placement.h).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -20,8 +21,8 @@ struct InjectionResult {
     int attempts = 0;        // stops until a safe point was found
 };
 
-// The runtime address of symbol `name` of the mapped file `path` in `maps`, or 0.
-uint64_t mapped_symbol_address(const std::vector<Mapping>& maps, const std::string& path, const std::string& name);
+// The runtime address of symbol `name` of the file `path` (as pid sees it) mapped in `maps`, or 0.
+uint64_t mapped_symbol_address(int pid, const std::vector<Mapping>& maps, const std::string& path, const std::string& name);
 
 // Makes pid dlopen `agent_path` unless it has already (`again`: even then — a no-op dlopen, for
 // tests of the borrowed call). Gives up (error, process untouched) when no thread reaches a

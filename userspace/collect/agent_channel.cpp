@@ -17,24 +17,10 @@
 #include "discover/proc_tree.h"
 #include "discover/process_memory.h"
 #include "foundation/elf_symbols.h"
+#include "foundation/unique_fd.h"
 
 namespace gtrace {
 namespace {
-
-// A file descriptor we own.
-class Fd {
-public:
-    explicit Fd(int fd = -1) : fd_(fd) {}
-    Fd(const Fd&) = delete;
-    ~Fd() {
-        if (fd_ >= 0) close(fd_);
-    }
-    int get() const { return fd_; }
-    int release() { return std::exchange(fd_, -1); }
-
-private:
-    int fd_;
-};
 
 enum class MailboxRead { Ok, Busy, Unreadable, Foreign };
 
@@ -210,7 +196,17 @@ std::vector<uint32_t> AgentChannel::unanswered_requests(int ms) {
 
 void AgentChannel::read_ring(uint32_t pid, Ring& r, AgentSink& sink) {
     int64_t offset = __atomic_load_n(&r.header->clock_offset_ns, __ATOMIC_ACQUIRE);
-    AgentRingRead got = agent_ring_consume_copy(r.header, r.data_bytes, [&](const gt_gpu_header& h) { sink.on_gpu_record(pid, h, offset); });
+    AgentRingRead got = agent_ring_consume_copy(r.header, r.data_bytes, [&](gt_gpu_header& h) {
+        // In a container the agent names threads as its PID namespace does: the host's ids here.
+        if (h.type == GT_GPU_CALL && h.size >= sizeof(gt_gpu_call)) {
+            auto& c = reinterpret_cast<gt_gpu_call&>(h);
+            c.tid = tids_.host_tid(pid, c.tid);
+        } else if (h.type == GT_GPU_API && h.size >= sizeof(gt_gpu_api)) {
+            auto& a = reinterpret_cast<gt_gpu_api&>(h);
+            a.tid = tids_.host_tid(pid, a.tid);
+        }
+        sink.on_gpu_record(pid, h, offset);
+    });
     r.records += got.records;
     r.corrupt += got.corrupt;
     uint32_t state = __atomic_load_n(&r.header->state, __ATOMIC_ACQUIRE);

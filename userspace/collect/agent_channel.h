@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "discover/pid_namespace.h"
 #include "discover/proc_maps.h"
 #include "foundation/result.h"
 #include "gtrace/agent.h"
@@ -105,6 +106,7 @@ private:
     std::map<uint32_t, Ring> rings_;
     std::map<uint32_t, Pending> pending_;
     std::map<uint32_t, uint64_t> awaited_; // launch mode: pid → mailbox of an agent not offering yet
+    NamespaceTids tids_; // agents in containers name threads by their namespace's ids
 };
 
 } // namespace gtrace

@@ -60,8 +60,8 @@ struct AgentRingRead {
     size_t corrupt = 0; // positions or records that made no sense: skipped
 };
 
-// gtrace's side: calls visit(const gt_gpu_header&) for every committed record, each copied out
-// of the shared ring first — the producer is another process, possibly hostile, and may rewrite
+// gtrace's side: calls visit(gt_gpu_header&) for every committed record, each copied out of the
+// shared ring first (the visitor may rewrite its copy) — the producer is another process, possibly hostile, and may rewrite
 // a record while it is being read. `cap` is the capacity gtrace measured itself, never the
 // header's; positions that make no sense resynchronize the reader at the producer's head.
 template <typename Visit>

@@ -18,7 +18,10 @@ std::string ProcessInfo::label() const {
     if (forked_from) prefix += fmt::format("child of {} · ", *forked_from);
     std::string cmd = short_command(cmdline);
     if (cmd.empty()) cmd = "?";
-    return fmt::format("{}{} (pid {})", prefix, cmd, pid);
+    std::string where;
+    if (container) where = container->ns_pid ? fmt::format(" · container {}, pid {}", container->name, container->ns_pid)
+                                             : fmt::format(" · container {}", container->name);
+    return fmt::format("{}{} (pid {}{})", prefix, cmd, pid, where);
 }
 
 int64_t ProcessInfo::sort_index() const {
@@ -39,12 +42,15 @@ ProcessInfo& TraceModel::add_process(uint32_t pid, uint32_t ppid, bool at_start,
         p.forked_from = forked_from;
         p.cmdline = command_line(pid);
         p.ranks = read_rank_env(static_cast<int>(pid));
+        p.container = read_container_identity(static_cast<int>(pid));
         const ProcessInfo* forked_parent = forked_from ? find(*forked_from) : nullptr;
         // A fork that exited before its event was read has no /proc entry left: it was a copy of
-        // its parent, command line and environment alike.
+        // its parent, command line, environment and namespaces alike.
         if (p.cmdline.empty() && forked_parent) {
             p.cmdline = forked_parent->cmdline;
             if (!p.ranks.rank) p.ranks = forked_parent->ranks;
+            if (!p.container && forked_parent->container) // its PID in there is not known any more
+                p.container = ContainerIdentity{0, forked_parent->container->name};
         }
         // Found in /proc with its tracked parent's command line: forked without exec (a
         // DataLoader worker, say), like the children BPF reports forking.

@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "decode/api_call.h"
+#include "discover/pid_namespace.h"
 #include "discover/proc_tree.h"
 #include "gtrace/cuda_api.h"
 #include "gtrace/events.h"
@@ -25,6 +26,7 @@ struct ProcessInfo {
     uint32_t ppid = 0;
     std::string cmdline; // argv joined by spaces, secret values hidden unless --no-redact
     RankEnv ranks;
+    std::optional<ContainerIdentity> container; // in another PID namespace
     // Forked from a tracked process and not exec'ed since (a DataLoader worker, say).
     std::optional<uint32_t> forked_from;
     bool attached_at_start = false; // found in /proc when gtrace attached
@@ -35,7 +37,7 @@ struct ProcessInfo {
     std::unordered_map<uint64_t, uint64_t> allocations; // device pointer -> bytes, while live
 
     uint64_t total_calls() const;
-    // "rank 1 · python train.py (pid 1234)"
+    // "rank 1 · python train.py (pid 1234)"; in a container "(pid 1234 · container NAME, pid 7)"
     std::string label() const;
     // Orders ranks first, by rank; then everything else by pid.
     int64_t sort_index() const;
