@@ -130,7 +130,7 @@ uint64_t sigreturn_trampoline(int pid, const std::vector<Mapping>& maps) {
     static const uint8_t kCode[] = {0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05};
     for (const auto& m : maps) {
         if (!m.executable || !m.is_file() || !is_libc(m.path)) continue;
-        auto f = open_input_file(path_in_process_root(pid, m.path)); // never a FIFO or device
+        auto f = open_input_file(mapped_file_path(pid, m)); // the mapped file itself, even in a container
         if (!f) continue;
         std::vector<uint8_t> code(m.end - m.start);
         ssize_t got = pread(f->fd(), code.data(), code.size(), static_cast<off_t>(m.offset));
@@ -144,7 +144,7 @@ uint64_t sigreturn_trampoline(int pid, const std::vector<Mapping>& maps) {
 uint64_t libc_symbol(int pid, const std::vector<Mapping>& maps, const char* name) {
     for (const auto& m : maps)
         if (m.is_file() && is_libc(m.path))
-            if (uint64_t a = mapped_symbol_address(pid, maps, m.path, name)) return a;
+            if (uint64_t a = mapped_symbol_address(pid, maps, m, name)) return a;
     return 0;
 }
 
@@ -152,16 +152,16 @@ bool same_file(const Mapping& m, const struct stat& st) { return m.inode == st.s
 
 } // namespace
 
-uint64_t mapped_symbol_address(int pid, const std::vector<Mapping>& maps, const std::string& path, const std::string& name) {
+uint64_t mapped_symbol_address(int pid, const std::vector<Mapping>& maps, const Mapping& file, const std::string& name) {
     std::unordered_set<std::string_view> only = {name};
-    auto syms = ElfSymbols::load(path_in_process_root(pid, path), &only); // a container's C library is in its root
+    auto syms = ElfSymbols::load(mapped_file_path(pid, file), &only); // in a container, no path of ours names it
     if (!syms) return 0;
     const ElfSymbol* s = (*syms)->find(name);
     if (!s) return 0;
     auto file_offset = (*syms)->vaddr_to_offset(s->vaddr);
     if (!file_offset) return 0;
     for (const auto& m : maps)
-        if (m.path == path && *file_offset >= m.offset && *file_offset < m.offset + (m.end - m.start))
+        if (m.dev == file.dev && m.inode == file.inode && *file_offset >= m.offset && *file_offset < m.offset + (m.end - m.start))
             return m.start + (*file_offset - m.offset);
     return 0;
 }

@@ -21,8 +21,9 @@ struct InjectionResult {
     int attempts = 0;        // stops until a safe point was found
 };
 
-// The runtime address of symbol `name` of the file `path` (as pid sees it) mapped in `maps`, or 0.
-uint64_t mapped_symbol_address(int pid, const std::vector<Mapping>& maps, const std::string& path, const std::string& name);
+// The runtime address of symbol `name` of the file of mapping `file` of pid (all of whose
+// mappings are in `maps`), or 0.
+uint64_t mapped_symbol_address(int pid, const std::vector<Mapping>& maps, const Mapping& file, const std::string& name);
 
 // Makes pid dlopen `agent_path` unless it has already (`again`: even then — a no-op dlopen, for
 // tests of the borrowed call). Gives up (error, process untouched) when no thread reaches a

@@ -50,6 +50,12 @@ std::string path_in_process_root(int pid, const std::string& path) {
     return rooted;
 }
 
+std::string mapped_file_path(int pid, const Mapping& m) {
+    char range[48];
+    snprintf(range, sizeof range, "%" PRIx64 "-%" PRIx64, m.start, m.end);
+    return "/proc/" + std::to_string(pid) + "/map_files/" + range;
+}
+
 bool is_cuda_library_name(std::string_view filename) {
     return filename.starts_with("libcudart.so") || filename.starts_with("libcuda.so") ||
            (filename.starts_with("libcudart-") && filename.find(".so") != std::string_view::npos);
