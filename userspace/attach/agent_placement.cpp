@@ -72,18 +72,20 @@ void sleep_ms(long ms) {
 }
 
 // In the helper: joins the namespace and mounts the library onto a new file in a new directory
-// of the process's /tmp. Returns 0 or an errno; `dir` and `file` are left open for the cleanup.
+// of the process's /tmp. Returns 0 or an errno; `dir` (only once known to be ours) and `file`
+// are left open for the cleanup.
 int mount_library(const Plan& p, int& tmp, int& dir, int& file) {
     if (setns(p.mnt_ns, CLONE_NEWNS) != 0) return errno;
     // One component each, never a symbolic link: O_NOFOLLOW with O_DIRECTORY fails on one.
     tmp = openat(p.root, "tmp", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (tmp < 0) return errno;
     if (mkdirat(tmp, p.dir_name, 0755) != 0) return errno; // EEXIST: someone is guessing names
-    dir = openat(tmp, p.dir_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int made = openat(tmp, p.dir_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     struct stat st {};
-    if (dir < 0 || fstat(dir, &st) != 0) return errno;
-    // Still the directory we made: ours, and nobody else may write into it.
+    if (made < 0 || fstat(made, &st) != 0) return errno;
+    // Still the directory we made: ours, and nobody else may write into it. Else it is left alone.
     if (st.st_uid != geteuid() || (st.st_mode & 0777) != 0755) return EPERM;
+    dir = made;
     file = openat(dir, kLibraryName, O_RDONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (file < 0) return errno;
     if (syscall(SYS_move_mount, p.tree, "", file, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) != 0) return errno;
