@@ -7,8 +7,8 @@ agent records the calls in its CUPTI callbacks with their Python-less stacks, an
 default .pftrace output, default ring sizes) traces it for the whole run. An event is a CUDA call
 or a GPU op (a launch is two; a graph replay of K kernels is 1 + K). Reported per rate: events
 offered (what the loop made, from its own count), events kept (calls and GPU ops in gtrace's
-facts), lost (BPF ring, agent ring, CUPTI), and gtrace's CPU time per second of capture (user +
-sys, from /proc) and per event.
+facts), lost by source (BPF ring, agents' rings, CUPTI: otherData.lost), and gtrace's CPU time
+per second of capture (user + sys, from /proc) and per event.
 
 Target: 1,000,000 events/s kept with zero lost at the default ring size, gtrace using at most
 one core. Modes: `launch` (cudaLaunchKernel: calls with their stacks and kernels), `graph`
@@ -83,9 +83,10 @@ def run_rate(build, mode, rate, seconds, procs, threads):
     gpu = capture.get("gpu", {})
     kept_calls = sum(capture.get("calls", {}).values())
     kept_ops = gpu.get("gpu_ops", 0)
-    lost = capture.get("lost_events", 0) + gpu.get("lost_ring_full", 0) + gpu.get("lost_by_cupti", 0)
+    lost = capture["lost"]  # by source: the BPF ring (per event class), the agents' rings, CUPTI
     return {"offered": offered_calls * per_event / seconds, "behind_ticks": behind, "kept": (kept_calls + kept_ops) / seconds,
-            "calls": kept_calls, "ops": kept_ops, "lost": lost, "cpu_per_s": (cpu1 - cpu0) / wall,
+            "calls": kept_calls, "ops": kept_ops, "lost_bpf": lost["bpf_ring"]["total"], "lost_agent": lost["agent_ring"],
+            "lost_cupti": lost["cupti"], "cpu_per_s": (cpu1 - cpu0) / wall,
             "ns_per_event": (cpu1 - cpu0) * 1e9 / max(1, kept_calls + kept_ops)}
 
 
@@ -102,14 +103,15 @@ def main():
         raise SystemExit("capture_rate: run as root (gtrace attach needs it)")
     print(f"mode {args.mode}, {args.procs} processes x {args.threads} threads, {args.seconds:g} s per rate, "
           f"load average before: {os.getloadavg()[0]:.2f}")
-    print(f"{'offered/s':>12} {'kept/s':>12} {'calls':>10} {'gpu ops':>10} {'lost':>8} {'gtrace CPU':>11} "
-          f"{'ns/event':>9} {'behind':>7}")
+    print(f"{'offered/s':>12} {'kept/s':>12} {'calls':>10} {'gpu ops':>10} {'lost:bpf':>9} {'agent':>9} {'cupti':>9} "
+          f"{'gtrace CPU':>11} {'ns/event':>9} {'behind':>7}")
     for rate in (float(r) for r in args.rates.split(",")):
         r = run_rate(args.build, args.mode, rate, args.seconds, args.procs, args.threads)
-        print(f"{r['offered']:12,.0f} {r['kept']:12,.0f} {r['calls']:10,} {r['ops']:10,} {r['lost']:8,} "
-              f"{r['cpu_per_s']:10.2f}c {r['ns_per_event']:9.0f} {r['behind_ticks']:7}", flush=True)
-    print("target: 1,000,000 events/s kept, 0 lost, gtrace CPU <= 1.00 core "
-          "(behind: ticks in which the loop itself could not offer its rate)")
+        print(f"{r['offered']:12,.0f} {r['kept']:12,.0f} {r['calls']:10,} {r['ops']:10,} {r['lost_bpf']:9,} "
+              f"{r['lost_agent']:9,} {r['lost_cupti']:9,} {r['cpu_per_s']:10.2f}c {r['ns_per_event']:9.0f} "
+              f"{r['behind_ticks']:7}", flush=True)
+    print("target: 1,000,000 events/s kept, 0 lost, gtrace CPU <= 1.00 core (lost: by the BPF ring, the agents' "
+          "rings, CUPTI; behind: ticks in which the loop itself could not offer its rate)")
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "capture/lost_events.h"
 #include "model/trace_model.h"
 
 using namespace gtrace;
@@ -51,10 +52,38 @@ TEST_CASE("lost events add up every class; calls without entry state are not los
     model.counters[GT_CNT_ENTRY_STATE_FULL] = 2; // never traced: a bigger ring brings none back
     model.counters[GT_CNT_RETURN_WITHOUT_ENTRY] = 7; // not a loss: calls in flight at attach
     CHECK(model.lost_events() == 6);
-    model.gpu_records_lost = 3;
-    CHECK(model.lost_events() == 9);
+    model.agent_ring_lost = 3;
+    model.cupti_lost = 4;
+    CHECK(model.bpf_ring_lost() == 6);
+    CHECK(model.lost_events() == 13);
     CHECK(std::string(counter_name(GT_CNT_ENTRY_STATE_FULL)) == "calls_without_entry_state");
     CHECK(std::string(counter_name(GT_EV_API)) == "lost_api_calls");
+}
+
+TEST_CASE("lost events are split by source: BPF ring per class, agent rings, CUPTI") {
+    TraceModel model;
+    CHECK(lost_summary(model) == "lost events: 0");
+    model.counters[GT_EV_API] = 5;
+    model.counters[GT_EV_PYSTACK] = 2;
+    model.counters[GT_CNT_ENTRY_STATE_FULL] = 9; // not a loss
+    model.agent_ring_lost = 3;
+    model.cupti_lost = 4;
+    nlohmann::json f = lost_facts(model);
+    CHECK(f["total"] == 14);
+    CHECK(f["bpf_ring"]["total"] == 7);
+    CHECK(f["bpf_ring"]["api_calls"] == 5);
+    CHECK(f["bpf_ring"]["python_stacks"] == 2);
+    CHECK(f["bpf_ring"]["samples"] == 0);
+    CHECK(f["agent_ring"] == 3);
+    CHECK(f["cupti"] == 4);
+    std::string line = lost_summary(model);
+    CHECK(line.rfind("WARNING: 14 events were LOST", 0) == 0);
+    CHECK(line.find("BPF ring full: 7 (5 api calls, 2 python stacks), raise --buffer-size") != std::string::npos);
+    CHECK(line.find("agent rings full: 3 ") != std::string::npos);
+    CHECK(line.find("dropped by CUPTI: 4 ") != std::string::npos);
+    model.counters = {};
+    model.agent_ring_lost = 0;
+    CHECK(lost_summary(model).find("BPF ring") == std::string::npos);
 }
 
 TEST_CASE("a process found at attach with its parent's command line is a forked child") {

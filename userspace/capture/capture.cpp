@@ -14,6 +14,9 @@ std::atomic<int> g_stop_signal{0};
 namespace {
 
 constexpr int kPollMs = 50;
+// While GPU records flow, the agents' rings are read this often: at a million records a second
+// an agent's ring (GT_AGENT_DEFAULT_RING) holds about 150 ms of them.
+constexpr int kBusyPollMs = 5;
 constexpr double kRescanAllEvery_s = 1.0;
 
 double seconds_since(std::chrono::steady_clock::time_point t) {
@@ -83,6 +86,7 @@ void Capture::print_status(double elapsed_s) {
     double rate = static_cast<double>(calls - calls_at_last_status_);
     calls_at_last_status_ = calls;
     s_.model.counters = s_.bpf->read_counters();
+    gpu_.update_lost();
     uint64_t lost = s_.model.lost_events();
     fmt::print(stderr, "\r\033[K[gtrace] {:6.1f}s  {} processes  {} calls  {:.0f} calls/s  lost {}{}", elapsed_s,
                s_.model.live_processes(), calls, rate, lost, processes_.waiting_for_cuda() ? "  (waiting for CUDA)" : "");
@@ -105,9 +109,14 @@ Result<CaptureResult> Capture::run() {
     auto last_status = s_.started;
     auto last_full_rescan = s_.started;
     script_.start();
+    uint64_t gpu_records = 0;
+    int poll_ms = kPollMs;
     while (reason.empty()) {
-        reader_->poll(kPollMs);
+        reader_->poll(poll_ms);
         gpu_.poll();
+        uint64_t now_read = s_.agents ? s_.agents->records_read() : 0;
+        poll_ms = now_read != gpu_records ? kBusyPollMs : kPollMs;
+        gpu_records = now_read;
         calls_.update_sources(gpu_.warnings());
         script_.poll();
         if (flight_) flight_->poll();

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include "capture/capture.h"
+#include "capture/lost_events.h"
 #include "decode/api_table.h"
 
 namespace gtrace {
@@ -25,6 +26,7 @@ nlohmann::json Capture::other_data(const std::string& stop_reason, double elapse
             {"duration_s", elapsed_s},
             {"stop_reason", stop_reason},
             {"lost_events", s_.model.lost_events()},
+            {"lost", lost_facts(s_.model)},
             {"samples", samples_.samples()},
             {"sample_hz", s_.options.sample_hz},
             {"python_stacks_dropped_torn", s_.python_frames.torn_stacks()},
@@ -62,11 +64,7 @@ void Capture::print_summary(const CaptureResult& r, double elapsed_s) const {
     for (const auto& [key, obj] : s_.cuda_probes->objects())
         if (obj.mapped) fmt::print(stderr, "  probed: {} ({} functions)\n", obj.path, obj.apis.size());
     calls_.print_summary();
-    if (r.lost)
-        fmt::print(stderr, "  WARNING: {} events were LOST (ring buffer full); the trace is incomplete; raise --buffer-size\n",
-                   r.lost);
-    else
-        fmt::print(stderr, "  lost events: 0\n");
+    fmt::print(stderr, "  {}\n", lost_summary(s_.model));
     if (s_.options.sample_hz) fmt::print(stderr, "  samples: {} at {} Hz{}\n", samples_.samples(), s_.options.sample_hz,
                                        s_.options.folded.empty() ? "" : fmt::format(", folded stacks in {}", s_.options.folded));
     gpu_.print_summary();

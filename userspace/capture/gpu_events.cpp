@@ -162,8 +162,14 @@ void GpuEvents::poll() {
 void GpuEvents::finish() {
     if (!s_.agents) return;
     s_.agents->detach_all(*this, kDetachTimeoutMs);
+    update_lost();
+}
+
+void GpuEvents::update_lost() {
+    if (!s_.agents) return;
     AgentTotals t = s_.agents->totals();
-    s_.model.gpu_records_lost = t.ring_dropped + t.cupti_dropped;
+    s_.model.agent_ring_lost = t.ring_dropped;
+    s_.model.cupti_lost = t.cupti_dropped;
 }
 
 nlohmann::json GpuEvents::facts() const {
@@ -219,9 +225,6 @@ void GpuEvents::print_summary() const {
     }
     if (t.ring_corrupt)
         fmt::print(stderr, "  WARNING: {} positions or records in the agents' rings made no sense and were skipped\n", t.ring_corrupt);
-    if (t.ring_dropped || t.cupti_dropped)
-        fmt::print(stderr, "  WARNING: {} GPU records were LOST ({} agent ring full, {} by CUPTI)\n", t.ring_dropped + t.cupti_dropped,
-                   t.ring_dropped, t.cupti_dropped);
 }
 
 } // namespace gtrace

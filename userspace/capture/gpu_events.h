@@ -26,6 +26,7 @@ public:
     bool inject_if_cuda(int pid, const std::vector<Mapping>& maps);
     void poll();   // the agents' rings and states
     void finish(); // detaches every agent, its last records read
+    void update_lost(); // the agents' losses (their rings, CUPTI) into the model
 
     void on_gpu_record(uint32_t pid, const gt_gpu_header& h, int64_t clock_offset_ns) override;
     void on_agent_state(uint32_t pid, const gt_agent_ring& ring) override;

@@ -208,6 +208,7 @@ void AgentChannel::read_ring(uint32_t pid, Ring& r, AgentSink& sink) {
         sink.on_gpu_record(pid, h, offset);
     });
     r.records += got.records;
+    records_read_ += got.records;
     r.corrupt += got.corrupt;
     uint32_t state = __atomic_load_n(&r.header->state, __ATOMIC_ACQUIRE);
     if (state != r.reported_state && state != GT_AGENT_STARTING &&

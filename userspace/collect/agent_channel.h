@@ -71,6 +71,8 @@ public:
     // Asks every active agent to flush and detach, and reads until all did or `timeout_ms`.
     void detach_all(AgentSink& sink, int timeout_ms);
     AgentTotals totals() const;
+    // Records read from every ring so far (the capture loop polls sooner while they flow).
+    uint64_t records_read() const { return records_read_; }
     bool has_agent(uint32_t pid) const { return rings_.contains(pid); }
     // Whether pid's agent holds CUPTI's callbacks (and so can record the process's calls).
     bool has_callbacks(uint32_t pid) const;
@@ -105,6 +107,7 @@ private:
     uint64_t agent_dev_ = 0, agent_inode_ = 0;
     std::map<uint32_t, Ring> rings_;
     std::map<uint32_t, Pending> pending_;
+    uint64_t records_read_ = 0;
     std::map<uint32_t, uint64_t> awaited_; // launch mode: pid → mailbox of an agent not offering yet
     NamespaceTids tids_; // agents in containers name threads by their namespace's ids
 };

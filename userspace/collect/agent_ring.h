@@ -12,7 +12,7 @@ namespace gtrace {
 
 inline uint8_t* agent_ring_data(gt_agent_ring* r) { return reinterpret_cast<uint8_t*>(r) + GT_AGENT_DATA_OFFSET; }
 inline size_t agent_ring_file_size(uint64_t data_bytes) { return GT_AGENT_DATA_OFFSET + data_bytes; }
-inline uint16_t agent_record_size(size_t payload) { return static_cast<uint16_t>((payload + 7) & ~size_t{7}); }
+constexpr uint16_t agent_record_size(size_t payload) { return static_cast<uint16_t>((payload + 7) & ~size_t{7}); }
 
 // Reserves `size` bytes (a multiple of 8) or returns nullptr when the consumer is too far behind.
 // The record becomes visible at agent_ring_commit().
@@ -35,6 +35,12 @@ inline uint8_t* agent_ring_reserve(gt_agent_ring* r, uint16_t size, uint64_t* po
 
 inline void agent_ring_commit(gt_agent_ring* r, uint64_t position, uint16_t size) {
     __atomic_store_n(&r->head, position + size, __ATOMIC_RELEASE);
+}
+
+// Bytes the producer may still write before it reaches the consumer's tail.
+inline uint64_t agent_ring_room(gt_agent_ring* r) {
+    uint64_t used = r->head - __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE);
+    return used > r->data_bytes ? 0 : r->data_bytes - used;
 }
 
 // The agent's records: reserves a zeroed record of `bytes` (rounded up to 8) with its header
@@ -76,7 +82,15 @@ AgentRingRead agent_ring_consume_copy(gt_agent_ring* r, uint64_t cap, Visit&& vi
         return got;
     }
     const uint8_t* data = agent_ring_data(r);
+    // Room is handed back as the batch goes, not at its end: a full ring read in one go takes
+    // long enough (tens of ms) for the producer to run out of room meanwhile.
+    constexpr uint64_t kReleaseEvery = 256 << 10;
+    uint64_t released = tail;
     while (tail < head) {
+        if (tail - released >= kReleaseEvery) {
+            __atomic_store_n(&r->tail, tail, __ATOMIC_RELEASE);
+            released = tail;
+        }
         uint64_t offset = tail & (cap - 1);
         gt_gpu_header h;
         std::memcpy(&h, data + offset, sizeof h);

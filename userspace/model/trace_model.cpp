@@ -133,13 +133,15 @@ std::array<uint64_t, GT_API_COUNT> TraceModel::calls_per_api() const {
     return out;
 }
 
-uint64_t TraceModel::lost_events() const {
+uint64_t TraceModel::bpf_ring_lost() const {
     // Events the ring refused, per class. Calls never traced (no per-thread state, nesting too
     // deep: GT_CNT_ENTRY_STATE_FULL) are counted apart: no raising --buffer-size brings them back.
     uint64_t n = 0;
     for (unsigned i = 0; i < GT_EV_CLASS_COUNT; ++i) n += counters[i];
-    return n + gpu_records_lost;
+    return n;
 }
+
+uint64_t TraceModel::lost_events() const { return bpf_ring_lost() + agent_ring_lost + cupti_lost; }
 
 const char* counter_name(unsigned index) {
     switch (index) {

@@ -63,10 +63,12 @@ public:
     uint64_t total_calls() const;
     std::array<uint64_t, GT_API_COUNT> calls_per_api() const;
 
-    // Losses and the other BPF counters (enum gt_counter), plus records the agent would drop.
+    // Losses and the other BPF counters (enum gt_counter), plus records the agents dropped.
     std::array<uint64_t, GT_CNT_COUNT> counters{};
-    uint64_t gpu_records_lost = 0; // dropped by the agents (their ring full, CUPTI out of buffers)
-    uint64_t lost_events() const;
+    uint64_t agent_ring_lost = 0; // GPU records and calls the agents' rings had no room for
+    uint64_t cupti_lost = 0;      // records CUPTI dropped (no activity buffer: the agent held too many)
+    uint64_t bpf_ring_lost() const; // every event class the BPF ring refused
+    uint64_t lost_events() const;   // all three sources
 
 private:
     std::string command_line(uint32_t pid) const;

@@ -275,9 +275,7 @@ void PftraceWriter::gpu_op(const GpuOp& op) {
     }
     pending_flow_.reset();
     if (op.kind == GpuOpKind::Kernel) {
-        annotation_string(t, "launch", fmt::format("grid [{},{},{}] block [{},{},{}] registers_per_thread {} shared_memory {}+{}{}",
-                                                   op.grid[0], op.grid[1], op.grid[2], op.block[0], op.block[1], op.block[2],
-                                                   op.registers, op.static_shared, op.dynamic_shared, op.graph ? " graph" : ""));
+        annotation_string(t, "launch", launch_texts_.text(op));
     } else {
         annotation_uint(t, "bytes", op.bytes);
         if (op.kind == GpuOpKind::Memcpy) {

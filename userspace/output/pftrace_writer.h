@@ -27,6 +27,7 @@
 
 #include "analyze/pftrace_reader.h"
 #include "output/clocks.h"
+#include "output/launch_texts.h"
 #include "output/pftrace_flows.h"
 #include "output/pftrace_interning.h"
 #include "output/pftrace_packets.h"
@@ -100,6 +101,7 @@ private:
     PftraceFlows flows_;
     // A flow waiting for its GPU op's slice (flow() comes just before gpu_op(), with the same op).
     std::optional<std::pair<PftraceFlows::OpKey, uint64_t>> pending_flow_;
+    LaunchTexts launch_texts_;
 };
 
 } // namespace gtrace

@@ -20,12 +20,16 @@ inline size_t varint_size(uint64_t v) {
     return n;
 }
 
+// Writes v's varint at p (room for 10 bytes); returns the end.
+inline char* put_varint(char* p, uint64_t v) {
+    while (v >= 0x80) *p++ = static_cast<char>(v | 0x80), v >>= 7;
+    *p++ = static_cast<char>(v);
+    return p;
+}
+
 inline void append_varint(std::string& out, uint64_t v) {
     char buf[10];
-    size_t n = 0;
-    while (v >= 0x80) buf[n++] = static_cast<char>(v | 0x80), v >>= 7;
-    buf[n++] = static_cast<char>(v);
-    out.append(buf, n);
+    out.append(buf, put_varint(buf, v) - buf);
 }
 
 class Encoder {
@@ -33,18 +37,19 @@ public:
     explicit Encoder(std::string& out) : out_(out) {}
 
     void tag(uint32_t field, WireType type) { append_varint(out_, (uint64_t{field} << 3) | type); }
-    void varint(uint32_t field, uint64_t v) {
-        tag(field, kVarint);
-        append_varint(out_, v);
+    void varint(uint32_t field, uint64_t v) { // one append: most of a small event's fields are these
+        char buf[20];
+        char* end = put_varint(put_varint(buf, (uint64_t{field} << 3) | kVarint), v);
+        out_.append(buf, end - buf);
     }
     // int32/int64 fields: negative values as ten-byte two's complement, as protobuf does.
     void int64(uint32_t field, int64_t v) { varint(field, static_cast<uint64_t>(v)); }
     void boolean(uint32_t field, bool v) { varint(field, v ? 1 : 0); }
     void fixed64(uint32_t field, uint64_t v) {
-        tag(field, kFixed64);
-        char b[8];
-        memcpy(b, &v, 8); // little-endian hosts only (x86_64, aarch64)
-        out_.append(b, 8);
+        char buf[18];
+        char* p = put_varint(buf, (uint64_t{field} << 3) | kFixed64);
+        memcpy(p, &v, 8); // little-endian hosts only (x86_64, aarch64)
+        out_.append(buf, p + 8 - buf);
     }
     void float64(uint32_t field, double v) {
         uint64_t bits;

@@ -2,7 +2,9 @@
 #include "collect/agent/activity_records.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "collect/agent/call_capture.h"
 #include "collect/agent/call_records.h"
@@ -126,6 +128,26 @@ void write_record(gt_agent_ring* ring, const CUpti_Activity* a, const StopTrim& 
     }
     default:
         return;
+    }
+}
+
+void wait_for_room(std::unique_lock<std::mutex>& lock, gt_agent_ring* const& ring, bool& stalled) {
+    constexpr uint64_t kRoom = 2 * agent_record_size(sizeof(gt_gpu_kernel) + GT_AGENT_NAME_MAX); // a pad and a record
+    constexpr auto kPatience = std::chrono::milliseconds(250);
+    if (!ring || agent_ring_room(ring) >= kRoom) {
+        stalled = false;
+        return;
+    }
+    if (stalled) return;
+    auto deadline = std::chrono::steady_clock::now() + kPatience;
+    while (ring && agent_ring_room(ring) < kRoom) {
+        if (std::chrono::steady_clock::now() > deadline) {
+            stalled = true;
+            return;
+        }
+        lock.unlock();
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+        lock.lock();
     }
 }
 

@@ -62,6 +62,7 @@ struct Session {
     };
     std::vector<NamedId> named_ids; // every callback id this CUPTI names, found once per session
     bool callbacks_on = false;       // the callbacks keep the slots current
+    bool reader_stalled = false;     // wait_for_room: gtrace made no room in time
 };
 
 Session& the_session() { // constructed on first use, whatever the order of load-time constructors
@@ -148,6 +149,8 @@ void CUPTIAPI on_buffer_completed(CUcontext context, uint32_t stream, uint8_t* b
         if (s.ring) {
             CUpti_Activity* record = nullptr;
             for (int n = 1; s.ring && s.cupti.cuptiActivityGetNextRecord(buffer, valid, &record) == CUPTI_SUCCESS; ++n) {
+                wait_for_room(lock, s.ring, s.reader_stalled); // still full after it: the record is dropped, and counted
+                if (!s.ring) break;
                 write_record(s.ring, record, s.trim);
                 if (n % kRecordsPerLock == 0) {
                     lock.unlock();
