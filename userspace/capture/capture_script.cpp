@@ -62,8 +62,7 @@ void CaptureScript::on_range(uint32_t pid, const std::string& range, uint64_t en
             if (p.ranks.rank == 0 && !p.forked_from && !p.exited) lead_pid_ = other;
     }
     if (pid != lead_pid_) return;
-    if (!s_.options.steps) { // --on-slow-step: the lead's step times
-        ++markers_seen_;
+    if (!s_.options.steps) { // --on-slow-step: the lead's step times (the flight dumps count them)
         if (on_lead_step_) on_lead_step_(end_ns);
         return;
     }

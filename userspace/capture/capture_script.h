@@ -35,7 +35,7 @@ private:
     uint64_t started_ns_ = 0; // CLOCK_MONOTONIC when the capture began
     uint64_t window_open_ns_ = 0, window_close_ns_ = UINT64_MAX;
     uint32_t lead_pid_ = 0;    // the process whose steps --steps counts (rank 0, or the first with steps)
-    int64_t markers_seen_ = 0; // step markers of the lead process after attach
+    int64_t markers_seen_ = 0; // --steps: step markers of the lead process after attach
     int triggers_seen_ = 0;
     std::string stop_request_; // set when the script's end is reached
 };
