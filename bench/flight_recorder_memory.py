@@ -47,7 +47,7 @@ def window_seconds(text):
     return float(text)
 
 
-def run_capture(gtrace, pid, out, extra, duration, every, signal_at=None):
+def run_capture(gtrace, pid, out, extra, duration, every, signal_at=None, job_log=None):
     """gtrace attach for `duration` s; returns its RSS curve [(t, MiB)], CPU seconds and stderr."""
     cmd = [gtrace, "attach", "--pid", str(pid), *extra, "--duration", f"{duration:g}"]
     err = open(os.path.join(out, "stderr"), "w+")
@@ -71,6 +71,11 @@ def run_capture(gtrace, pid, out, extra, duration, every, signal_at=None):
     if os.waitstatus_to_exitcode(status) != 0:
         print(log[-3000:])
         sys.exit(f"gtrace exited {os.waitstatus_to_exitcode(status)}")
+    if time.time() - start < duration - every:
+        print(log[-3000:])
+        if job_log and os.path.exists(job_log):
+            print("the job's log ends:\n" + open(job_log).read()[-2000:])
+        sys.exit(f"gtrace stopped after {time.time() - start:.0f} s, before --duration {duration:g} s (did the job end?)")
     return curve, usage.ru_utime + usage.ru_stime, log
 
 
@@ -89,15 +94,16 @@ def main():
     gtrace = os.path.join(os.path.abspath(args.build), "gtrace")
     duration = args.minutes * 60
     filled = window_seconds(args.window) + 2 + 10
-    with demo_job(args.build, args.source, args.scenario, 0, single=True) as (pid, _), tempfile.TemporaryDirectory() as out:
+    with demo_job(args.build, args.source, args.scenario, 0, single=True) as (pid, job_dir), tempfile.TemporaryDirectory() as out:
         curve, cpu_s, log = run_capture(gtrace, pid, out, ["-o", os.path.join(out, "fr.pftrace"), "--flight-recorder", args.window],
-                                        duration, args.every, signal_at=duration / 2)
+                                        duration, args.every, signal_at=duration / 2, job_log=os.path.join(job_dir, "job.log"))
         dumps = sorted(p for p in os.listdir(out) if p.startswith("fr-") and p.endswith(".pftrace"))
         facts = trace_formats.load_trace(os.path.join(out, dumps[-1]))["otherData"]["flight_recorder"] if dumps else {}
     normal = None
     if args.compare:  # a fresh job of the same scenario
-        with demo_job(args.build, args.source, args.scenario, 0, single=True) as (pid, _), tempfile.TemporaryDirectory() as out:
-            normal_curve, normal_cpu, _ = run_capture(gtrace, pid, out, ["-o", os.path.join(out, "normal.pftrace")], duration, args.every)
+        with demo_job(args.build, args.source, args.scenario, 0, single=True) as (pid, job_dir), tempfile.TemporaryDirectory() as out:
+            normal_curve, normal_cpu, _ = run_capture(gtrace, pid, out, ["-o", os.path.join(out, "normal.pftrace")], duration, args.every,
+                                                      job_log=os.path.join(job_dir, "job.log"))
             normal = (normal_curve, normal_cpu, os.path.getsize(os.path.join(out, "normal.pftrace")))
     print("".join(line + "\n" for line in log.splitlines() if "flight recorder dump" in line), end="")
     # From the window's filling to --duration (after it, gtrace writes the last dump and judges it).

@@ -60,6 +60,22 @@ SCENARIOS = {
 }
 
 
+class Epochs:
+    """Batches without end: a new epoch (and a new DataLoader worker, as PyTorch forks one per
+    epoch) when one runs out. A job left running for hours must not stop at its dataset's end."""
+
+    def __init__(self, loader):
+        self.loader = loader
+        self.batches = iter(loader)  # forks the DataLoader worker now
+
+    def __next__(self):
+        try:
+            return next(self.batches)
+        except StopIteration:
+            self.batches = iter(self.loader)
+            return next(self.batches)
+
+
 class RandomData(Dataset):
     def __init__(self, delay=0.0):
         self.delay = delay
@@ -108,7 +124,7 @@ def main():
     while args.go_file and not os.path.exists(args.go_file):
         time.sleep(0.02)
 
-    batches = iter(loader)  # forks this rank's DataLoader worker
+    batches = Epochs(loader)  # forks this rank's DataLoader worker
     calls, sources = collections.Counter(), collections.Counter()
     here = os.path.abspath(__file__)
 
@@ -175,7 +191,7 @@ def train_scenario(args, sc):
     print(f"ready rank {rank} pid {os.getpid()}" if distributed else f"ready pid {os.getpid()}", flush=True)
     while args.go_file and not os.path.exists(args.go_file):
         time.sleep(0.02)
-    batches = iter(loader)
+    batches = Epochs(loader)
     # Ground truth for the tests (GTRACE_TRUTH_LOG): per step, when the wait for the batch began
     # and ended and when the optimizer step returned, on CLOCK_MONOTONIC like the trace. One file
     # per rank (PREFIX.RANK), or PREFIX.pidPID for a process without a rank.
