@@ -83,9 +83,11 @@ int mount_library(const Plan& p, int& tmp, int& dir, int& file) {
     int made = openat(tmp, p.dir_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     struct stat st {};
     if (made < 0 || fstat(made, &st) != 0) return errno;
-    // Still the directory we made: ours, and nobody else may write into it. Else it is left alone.
-    if (st.st_uid != geteuid() || (st.st_mode & 0777) != 0755) return EPERM;
-    dir = made;
+    // Someone else's (ours was swapped): left alone. Only root makes directories owned by root.
+    if (st.st_uid != geteuid()) return EPERM;
+    dir = made; // ours from here: removed at the end, refused or not
+    // Nobody else may write into it (a default ACL on the container's /tmp could narrow it).
+    if ((st.st_mode & 0777) != 0755) return EPERM;
     file = openat(dir, kLibraryName, O_RDONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (file < 0) return errno;
     if (syscall(SYS_move_mount, p.tree, "", file, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) != 0) return errno;
@@ -96,6 +98,7 @@ int mount_library(const Plan& p, int& tmp, int& dir, int& file) {
     signal(SIGINT, SIG_IGN); // not part of the capture the user interrupts
     signal(SIGTERM, SIG_IGN);
     setsid();
+    umask(022); // the directory must be 0755 whatever gtrace's umask (027 would give 0750)
     int keep[] = {p.root, p.mnt_ns, p.tree, p.maps, p.report};
     close_all_but(keep, 5);
     int tmp = -1, dir = -1, file = -1;

@@ -33,20 +33,12 @@ struct DumpJob {
     AnalysisOptions analysis;
 };
 
-// OUT-N.report.txt beside the dump OUT-N.ext (or the directory OUT-N.kineto/).
-std::string report_path(std::string dump) {
-    if (!dump.empty() && dump.back() == '/') dump.pop_back();
-    size_t slash = dump.rfind('/'), dot = dump.rfind('.');
-    if (dot != std::string::npos && (slash == std::string::npos || dot > slash + 1)) dump.resize(dot);
-    return dump + ".report.txt";
-}
-
 // The verdict of the dump's steps, as `gtrace report` gives it, and the report beside it.
 std::string judge_dump(const std::string& path, const AnalysisOptions& analysis, bool force) {
     auto report = analyze_job({path}, analysis);
     if (!report) return fmt::format("none ({})", report.error().message);
     if (report->processes.empty()) return "none (no process with CUDA work in the window)";
-    if (auto written = write_output(report_path(path), format_report(*report), force); !written)
+    if (auto written = write_output(flight_report_path(path), format_report(*report), force); !written)
         return fmt::format("{} (report not written: {})", report->verdict.verdict, written.error().message);
     return report->verdict.verdict.empty() ? "none (no step in the window)" : report->verdict.verdict;
 }

@@ -20,6 +20,7 @@
 #include "capture/launch.h"
 #include "cli/recover_command.h"
 #include "cli/report_command.h"
+#include "output/flight_recorder.h"
 #include "output/stale_captures.h"
 #include "cli/version_command.h"
 #include "foundation/exit_codes.h"
@@ -138,8 +139,17 @@ void prepare_outputs(const po::variables_map& vm, const CaptureOptions& options)
     std::vector<OutputSpec> outputs;
     for (const char* opt : {"summary-json", "folded"})
         if (vm.count(opt)) outputs.push_back({fmt::format("--{}", opt), vm[opt].as<std::string>(), false});
-    // A flight recorder writes OUT-1.ext, OUT-2.ext, ...: the first is checked.
-    std::string trace = options.flight_window_s ? flight_dump_path(options.output, 1) : options.output;
+    // A flight recorder writes OUT-1.ext, OUT-2.ext, ... and OUT-N.report.txt: the first of each
+    // is checked, and no other output may take a dump's name (a later dump would replace it).
+    std::string trace = options.output;
+    if (options.flight_window_s) {
+        for (const auto& o : outputs)
+            if (is_flight_dump_file(options.output, o.path))
+                fail(make_error(ExitCode::Usage, fmt::format("{} {} is where a flight recorder dump of -o {} goes; give it another path",
+                                                             o.option, o.path, options.output)));
+        trace = flight_dump_path(options.output, 1);
+        outputs.push_back({"-o's first dump report", flight_report_path(trace), false});
+    }
     or_fail(check_trace_outputs({options.format, trace, options.step_marker}, outputs, options.force));
     sweep_stale_captures(options.quiet);
 }

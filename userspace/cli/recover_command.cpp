@@ -18,6 +18,7 @@
 
 #include "analyze/partial_trace.h"
 #include "analyze/pftrace_reader.h"
+#include "foundation/input_file.h"
 #include "foundation/output_file.h"
 #include "output/capture_registry.h"
 #include "output/pftrace_writer.h"
@@ -114,14 +115,28 @@ PartialView find_end(std::string_view bytes) {
 
 Result<void> recover_file(const std::string& partial, const std::string& output, bool force) {
     if (auto ok = check_outputs({{"-o", output, false}}, {partial}, force); !ok) return ok.error();
-    // O_NOFOLLOW: the partial gtrace made is a file; a link planted in its place is refused.
-    int fd = open(partial.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+    // O_NOFOLLOW: the partial gtrace made is a file; a link planted in its place is refused. It
+    // is looked at (O_PATH) before it is opened: a device's open alone may act (rewind, arm).
+    int handle = open(partial.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC);
     struct stat st {};
-    if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        int err = fd < 0 ? errno : EINVAL;
-        if (fd >= 0) close(fd);
+    if (handle < 0 || fstat(handle, &st) != 0 || S_ISLNK(st.st_mode)) {
+        int err = handle < 0 ? errno : ELOOP;
+        if (handle >= 0) close(handle);
         return make_error(ExitCode::Usage, fmt::format("cannot open {}: {}; give the partial trace file a killed capture left", partial,
                                                        err == ELOOP ? "it is a symbolic link" : strerror(err)));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(handle);
+        return make_error(ExitCode::BadTrace, fmt::format("{} is not a regular file (it is {}); give the partial trace file a killed "
+                                                          "capture left", partial, file_type_name(st.st_mode)));
+    }
+    int fd = open(fmt::format("/proc/self/fd/{}", handle).c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    int open_err = errno;
+    close(handle);
+    if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        if (fd >= 0) close(fd);
+        return make_error(ExitCode::Usage, fmt::format("cannot open {}: {}; give the partial trace file a killed capture left", partial,
+                                                       strerror(fd < 0 ? open_err : EINVAL)));
     }
     struct Closer {
         int fd;
@@ -181,6 +196,7 @@ Result<void> recover_directory(const std::string& dir, bool force) {
     std::vector<std::string> partials;
     for (const std::string& sub : {dir, dir + "/other"}) {
         std::error_code ec;
+        if (std::filesystem::is_symlink(sub, ec)) continue; // gtrace made no link: one planted there is not followed
         for (const auto& entry : std::filesystem::directory_iterator(sub, ec))
             if (entry.is_regular_file(ec) && !entry.is_symlink(ec) && is_partial_name(entry.path().string()))
                 partials.push_back(entry.path().string());

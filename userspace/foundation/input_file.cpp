@@ -40,11 +40,24 @@ const char* file_type_name(mode_t mode) {
 
 Result<InputFile> open_input_file(const std::string& path, ExitCode not_regular) {
     InputFile f;
-    // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer.
-    f.fd_ = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-    if (f.fd_ < 0) return make_error(ExitCode::Usage, fmt::format("cannot read {}: {}", path, strerror(errno)));
-    if (fstat(f.fd_, &f.st_) != 0) return make_error(ExitCode::Usage, fmt::format("cannot read {}: {}", path, strerror(errno)));
-    if (!S_ISREG(f.st_.st_mode))
+    // Looked at before it is opened: opening a device runs its driver's open (a tape rewinds, a
+    // watchdog arms), so anything but a regular file is refused through an O_PATH handle.
+    int handle = ::open(path.c_str(), O_PATH | O_CLOEXEC);
+    if (handle < 0 || fstat(handle, &f.st_) != 0) {
+        int err = errno;
+        if (handle >= 0) close(handle);
+        return make_error(ExitCode::Usage, fmt::format("cannot read {}: {}", path, strerror(err)));
+    }
+    if (!S_ISREG(f.st_.st_mode)) {
+        close(handle);
+        return make_error(not_regular, fmt::format("{} is not a regular file (it is {})", path, file_type_name(f.st_.st_mode)));
+    }
+    // That very file, opened for reading (O_NONBLOCK all the same: nothing may wait here).
+    f.fd_ = ::open(fmt::format("/proc/self/fd/{}", handle).c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    int err = errno;
+    close(handle);
+    if (f.fd_ < 0) return make_error(ExitCode::Usage, fmt::format("cannot read {}: {}", path, strerror(err)));
+    if (fstat(f.fd_, &f.st_) != 0 || !S_ISREG(f.st_.st_mode))
         return make_error(not_regular, fmt::format("{} is not a regular file (it is {})", path, file_type_name(f.st_.st_mode)));
     return f;
 }

@@ -157,8 +157,10 @@ Result<void> check_outputs(const std::vector<OutputSpec>& outputs, const std::ve
     return {};
 }
 
-Result<void> check_output_directory(const std::string& option, const std::string& path, bool force) {
-    if (path.empty()) return make_error(ExitCode::Usage, fmt::format("{} '': an empty name; give a directory name", option));
+Result<void> check_output_directory(const std::string& option, const std::string& given, bool force) {
+    if (given.empty()) return make_error(ExitCode::Usage, fmt::format("{} '': an empty name; give a directory name", option));
+    std::string path = given; // "out/" names out, whose parent is ".", not out itself
+    while (path.size() > 1 && path.ends_with('/')) path.pop_back();
     struct stat st {};
     if (lstat(path.c_str(), &st) != 0) {
         if (errno != ENOENT)

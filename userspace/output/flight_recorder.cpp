@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "foundation/output_file.h"
+
 namespace gtrace {
 
 std::string flight_dump_path(const std::string& output, int n) {
@@ -13,6 +15,33 @@ std::string flight_dump_path(const std::string& output, int n) {
     if (dot == std::string::npos || (slash != std::string::npos && dot < slash) || dot == (slash == std::string::npos ? 0 : slash + 1))
         dot = path.size(); // no extension (a leading dot names a hidden file, not an extension)
     return path.substr(0, dot) + "-" + std::to_string(n) + path.substr(dot) + (directory ? "/" : "");
+}
+
+std::string flight_report_path(std::string dump) {
+    if (!dump.empty() && dump.back() == '/') dump.pop_back();
+    size_t slash = dump.rfind('/'), dot = dump.rfind('.');
+    if (dot != std::string::npos && (slash == std::string::npos || dot > slash + 1)) dump.resize(dot);
+    return dump + ".report.txt";
+}
+
+bool is_flight_dump_file(const std::string& output, const std::string& path) {
+    auto absolute = [](std::string p) {
+        while (p.size() > 1 && p.back() == '/') p.pop_back();
+        return absolute_output_path(p);
+    };
+    // The dumps' names differ only in N: what dumps 1 and 2 share around it is the pattern.
+    std::string one = absolute(flight_dump_path(output, 1)), two = absolute(flight_dump_path(output, 2));
+    size_t head = 0;
+    while (head < one.size() && head < two.size() && one[head] == two[head]) ++head;
+    std::string prefix = one.substr(0, head), suffix = one.substr(head + 1);
+    std::string report_suffix = flight_report_path(one).substr(head + 1);
+    std::string p = absolute(path);
+    for (const std::string& tail : {suffix, suffix + ".partial", report_suffix}) {
+        if (p.size() <= prefix.size() + tail.size() || !p.starts_with(prefix) || !p.ends_with(tail)) continue;
+        std::string_view n(p.data() + prefix.size(), p.size() - prefix.size() - tail.size());
+        if (n.find_first_not_of("0123456789") == std::string_view::npos && n[0] != '0') return true;
+    }
+    return false;
 }
 
 Result<FlightDump> write_flight_window(const FlightWindow& window, uint64_t end_ns, const TraceOutput& out, bool force,

@@ -30,6 +30,11 @@ struct FlightStats {
 
 // OUT-N.ext for the N-th dump of `-o OUT.ext` (Kineto: OUT-N.kineto/); no extension: OUT-N.
 std::string flight_dump_path(const std::string& output, int n);
+// OUT-N.report.txt beside the dump OUT-N.ext (or the directory OUT-N.kineto/).
+std::string flight_report_path(std::string dump);
+// Whether `path` is a file some dump of `-o output` would write (OUT-N.ext, its partial, its
+// report, for any N), however spelt: another output there would be overwritten by a dump.
+bool is_flight_dump_file(const std::string& output, const std::string& path);
 
 // What one written dump is.
 struct FlightDump {

@@ -49,6 +49,14 @@ Result<TraceFormat> choose_format(const std::string& path, const std::string& fo
 Result<void> check_trace_outputs(const TraceOutput& out, std::vector<OutputSpec> others, bool force) {
     if (out.format == TraceFormat::Kineto) {
         if (auto r = check_output_directory("-o", out.path, force); !r) return r;
+        // The directory and its files are the trace's: no other output there.
+        std::string dir = out.path;
+        while (dir.size() > 1 && dir.ends_with('/')) dir.pop_back();
+        dir = absolute_output_path(dir);
+        for (const auto& o : others)
+            if (std::string p = absolute_output_path(o.path); p == dir || p.starts_with(dir + "/"))
+                return make_error(ExitCode::Usage, fmt::format("-o {} and {} {} name the same place (a Kineto trace is a directory of "
+                                                               "files); give each output a path of its own", out.path, o.option, o.path));
     } else {
         auto trace = trace_outputs(out.path);
         others.insert(others.begin(), trace.begin(), trace.end());
