@@ -245,3 +245,30 @@ TEST_CASE("report reads a partial trace; recover completes it") {
     CHECK(run_recover({dir.at("u.json.partial"), dir.at("t.json"), true}));
     CHECK(code_of(run_recover({dir.write("x.json.partial", "not a trace"), "", false})) == ExitCode::BadTrace);
 }
+
+TEST_CASE("an output's directory swapped for a link during the capture is not followed") {
+    TempDir dir;
+    fs::create_directories(dir.path / "out");
+    fs::create_directories(dir.path / "elsewhere");
+    std::string trace = dir.at("out/t.pftrace"), summary = dir.at("out/summary.json"), kineto = dir.at("out/k/");
+    REQUIRE(check_outputs({{"-o", trace, false}, {"-o's partial trace", partial_path_of(trace), true}, {"--summary-json", summary, false}},
+                          {}, false));
+    REQUIRE(check_output_directory("-o", kineto, false));
+    auto f = OutputFile::create(trace, false, partial_path_of(trace));
+    REQUIRE(f);
+    // Whoever owns out/ moves it away and leaves a link to another directory in its place.
+    fs::rename(dir.path / "out", dir.path / "moved");
+    fs::create_directory_symlink(dir.path / "elsewhere", dir.path / "out");
+    REQUIRE(write(f->fd(), "x", 1) == 1);
+    CHECK(read(f->readable_path()) == "x"); // the partial read back is the one being written
+    REQUIRE(f->commit());
+    REQUIRE(write_output(summary, "{}", false));
+    auto k = create_output_directory(kineto, false);
+    REQUIRE(k);
+    close(*k);
+    REQUIRE(write_output(kineto + "rank0.pt.trace.json", "{}", false));
+    CHECK(read((dir.path / "moved" / "t.pftrace").string()) == "x");
+    CHECK(fs::exists(dir.path / "moved" / "summary.json"));
+    CHECK(fs::exists(dir.path / "moved" / "k" / "rank0.pt.trace.json"));
+    CHECK(fs::is_empty(dir.path / "elsewhere"));
+}

@@ -1,5 +1,6 @@
 #include "capture/flight_dumps.h"
 
+#include <malloc.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -135,7 +136,14 @@ void FlightDumps::start_next() {
     job.facts = facts_now_(fmt::format("flight recorder dump {} ({}); the capture went on", job.n, p.reason));
     job.facts["flight_recorder"] = facts(job.n, p.reason, p.trigger_ns);
     job.analysis = {s_.options.step_marker, s_.options.redact};
-    running_ = std::async(std::launch::async, [job = std::move(job)] { return write_dump(job); });
+    running_ = std::async(std::launch::async, [job = std::make_unique<DumpJob>(std::move(job))]() mutable {
+        Outcome o = write_dump(*job);
+        job.reset();
+        // The dump's model, writer and report analysis are freed now: give their pages back, or the
+        // capture's RSS stays at the dump's peak for the rest of a long run.
+        malloc_trim(0);
+        return o;
+    });
 }
 
 void FlightDumps::collect(bool wait) {

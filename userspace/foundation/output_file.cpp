@@ -12,6 +12,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <map>
+#include <mutex>
 
 #include <fmt/format.h>
 
@@ -24,6 +26,47 @@ std::string dir_of(const std::string& path) {
     fs::path p(path);
     return p.has_parent_path() ? p.parent_path().string() : std::string(".");
 }
+
+// "out/", "out//." and "out" are one directory.
+std::string dir_key(const std::string& dir) {
+    std::string key = fs::path(dir).lexically_normal().string();
+    while (key.size() > 1 && key.ends_with('/')) key.pop_back();
+    return key.empty() ? std::string(".") : key;
+}
+
+// The directories of checked outputs, held open from the check until gtrace exits. Files are
+// created and renamed relative to these handles: whoever owns a directory on an output's path
+// cannot swap it for a link while the capture runs and so send a root-written file elsewhere.
+class PinnedDirectories {
+public:
+    static PinnedDirectories& get() {
+        static PinnedDirectories pinned;
+        return pinned;
+    }
+    // Pins `dir` as it resolves now (the user's own path may go through links); an existing pin stays.
+    void pin(const std::string& dir) {
+        std::lock_guard lock(mutex_);
+        auto& fd = fds_[dir_key(dir)];
+        if (fd <= 0) fd = ::open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+    }
+    void pin_fd(const std::string& dir, int dir_fd) {
+        std::lock_guard lock(mutex_);
+        auto& fd = fds_[dir_key(dir)];
+        if (fd <= 0) fd = fcntl(dir_fd, F_DUPFD_CLOEXEC, 0);
+    }
+    // A handle of `dir` the caller owns: a copy of its pin, or (never checked) opened now. -1 + errno.
+    int open(const std::string& dir) {
+        {
+            std::lock_guard lock(mutex_);
+            if (auto it = fds_.find(dir_key(dir)); it != fds_.end() && it->second > 0) return fcntl(it->second, F_DUPFD_CLOEXEC, 0);
+        }
+        return ::open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+    }
+
+private:
+    std::mutex mutex_;
+    std::map<std::string, int> fds_;
+};
 
 // Where a path leads, to tell whether two paths name one file: the directory resolved (links
 // and ".." in it), and the file's device and inode when it exists.
@@ -93,6 +136,7 @@ Result<void> check_one(const OutputSpec& o, bool force) {
     if (access(dir.c_str(), W_OK | X_OK) != 0)
         return make_error(ExitCode::OutputUnwritable,
                           fmt::format("cannot write in {}: {}; choose a writable directory with {}", dir, strerror(errno), o.option));
+    PinnedDirectories::get().pin(dir);
     return {};
 }
 
@@ -172,6 +216,7 @@ Result<void> check_output_directory(const std::string& option, const std::string
         if (access(parent.c_str(), W_OK | X_OK) != 0)
             return make_error(ExitCode::OutputUnwritable,
                               fmt::format("cannot write in {}: {}; choose a writable directory with {}", parent, strerror(errno), option));
+        PinnedDirectories::get().pin(parent);
         return {};
     }
     if (S_ISLNK(st.st_mode))
@@ -189,18 +234,30 @@ Result<void> check_output_directory(const std::string& option, const std::string
                           fmt::format("output directory {} already exists; use --force to write into it or choose another {} path", path, option));
     if (access(path.c_str(), W_OK | X_OK) != 0)
         return make_error(ExitCode::OutputUnwritable, fmt::format("cannot write in {}: {}; choose another {} path", path, strerror(errno), option));
+    PinnedDirectories::get().pin(dir_of(path));
     return {};
 }
 
-Result<int> create_output_directory(const std::string& path, bool force) {
-    bool made = mkdir(path.c_str(), 0700) == 0;
-    if (!made && !(errno == EEXIST && force))
-        return make_error(errno == EEXIST ? ExitCode::OutputExists : ExitCode::OutputUnwritable,
-                          fmt::format("cannot create directory {}: {}; choose another path", path, strerror(errno)));
-    int fd = open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+Result<int> create_output_directory(const std::string& given, bool force) {
+    std::string path = dir_key(given);
+    std::string name = fs::path(path).filename().string();
+    int parent = PinnedDirectories::get().open(dir_of(path));
+    if (parent < 0)
+        return make_error(ExitCode::OutputUnwritable, fmt::format("cannot open the directory of {}: {}; choose another path", path, strerror(errno)));
+    bool made = mkdirat(parent, name.c_str(), 0700) == 0;
+    if (!made && !(errno == EEXIST && force)) {
+        int err = errno;
+        close(parent);
+        return make_error(err == EEXIST ? ExitCode::OutputExists : ExitCode::OutputUnwritable,
+                          fmt::format("cannot create directory {}: {}; choose another path", path, strerror(err)));
+    }
+    int fd = openat(parent, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int err = errno;
+    close(parent);
     if (fd < 0)
         return make_error(ExitCode::OutputUnwritable, fmt::format("cannot open directory {}: {}; give the real path of a directory",
-                                                                  path, strerror(errno)));
+                                                                  path, strerror(err)));
+    PinnedDirectories::get().pin_fd(path, fd); // its files are created through this handle
     if (auto who = sudo_invoker(); made && who && fchown(fd, who->first, who->second) != 0) {
         int err = errno;
         close(fd);
@@ -225,27 +282,34 @@ Result<OutputFile> OutputFile::create(const std::string& path, bool force, const
     OutputFile f;
     f.path_ = path;
     f.force_ = force;
+    f.name_ = fs::path(path).filename().string();
     std::string dir = dir_of(path);
+    if (!temp_path.empty() && dir_key(dir_of(temp_path)) != dir_key(dir))
+        return make_error(ExitCode::Internal, fmt::format("{} is not beside {}: it could not be renamed into place", temp_path, path));
+    f.dir_fd_ = PinnedDirectories::get().open(dir);
+    if (f.dir_fd_ < 0)
+        return make_error(ExitCode::OutputUnwritable, fmt::format("cannot open {}: {}; choose a writable directory", dir, strerror(errno)));
     // O_EXCL: the name must be new, and a link there (even a dangling one) is never followed.
     // Mode 0600; the kernel narrows it by the umask.
     constexpr int kFlags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
     if (temp_path.empty()) {
-        std::string base = fs::path(path).filename().string();
         for (int tries = 0; f.fd_ < 0 && tries < 100; ++tries) {
-            f.temp_path_ = (fs::path(dir) / ("." + base + "." + random_suffix() + ".tmp")).string();
-            f.fd_ = open(f.temp_path_.c_str(), kFlags, 0600);
+            f.temp_name_ = "." + f.name_ + "." + random_suffix() + ".tmp";
+            f.fd_ = openat(f.dir_fd_, f.temp_name_.c_str(), kFlags, 0600);
             if (f.fd_ < 0 && errno != EEXIST) break;
         }
     } else {
-        f.temp_path_ = temp_path;
-        f.fd_ = open(temp_path.c_str(), kFlags, 0600);
-        if (f.fd_ < 0 && errno == EEXIST && force && unlink(temp_path.c_str()) == 0) f.fd_ = open(temp_path.c_str(), kFlags, 0600);
+        f.temp_name_ = fs::path(temp_path).filename().string();
+        f.fd_ = openat(f.dir_fd_, f.temp_name_.c_str(), kFlags, 0600);
+        if (f.fd_ < 0 && errno == EEXIST && force && unlinkat(f.dir_fd_, f.temp_name_.c_str(), 0) == 0)
+            f.fd_ = openat(f.dir_fd_, f.temp_name_.c_str(), kFlags, 0600);
     }
     if (f.fd_ < 0) {
         int err = errno;
-        f.temp_path_.clear(); // not ours: nothing to remove
+        f.temp_name_.clear(); // not ours: nothing to remove
         return make_error(ExitCode::OutputUnwritable, fmt::format("cannot write in {}: {}; choose a writable directory", dir, strerror(err)));
     }
+    f.temp_path_ = (fs::path(dir) / f.temp_name_).string();
     if (auto who = sudo_invoker(); who && fchown(f.fd_, who->first, who->second) != 0)
         return make_error(ExitCode::OutputUnwritable,
                           fmt::format("cannot give {} to the user who ran sudo (uid {}): {}; write it on a local disk", f.temp_path_,
@@ -254,16 +318,19 @@ Result<OutputFile> OutputFile::create(const std::string& path, bool force, const
 }
 
 OutputFile::OutputFile(OutputFile&& o) noexcept
-    : path_(std::move(o.path_)), temp_path_(std::move(o.temp_path_)), force_(o.force_), keep_(o.keep_),
-      committed_(o.committed_), fd_(o.fd_) {
-    o.fd_ = -1;
-    o.temp_path_.clear();
+    : path_(std::move(o.path_)), temp_path_(std::move(o.temp_path_)), name_(std::move(o.name_)), temp_name_(std::move(o.temp_name_)),
+      force_(o.force_), keep_(o.keep_), committed_(o.committed_), fd_(o.fd_), dir_fd_(o.dir_fd_) {
+    o.fd_ = o.dir_fd_ = -1;
+    o.temp_name_.clear();
 }
 
 OutputFile::~OutputFile() {
     if (fd_ >= 0) close(fd_);
-    if (!committed_ && !keep_ && !temp_path_.empty()) unlink(temp_path_.c_str());
+    if (!committed_ && !keep_ && !temp_name_.empty() && dir_fd_ >= 0) unlinkat(dir_fd_, temp_name_.c_str(), 0);
+    if (dir_fd_ >= 0) close(dir_fd_);
 }
+
+std::string OutputFile::readable_path() const { return fd_ >= 0 ? fmt::format("/proc/self/fd/{}", fd_) : temp_path_; }
 
 Result<void> OutputFile::commit() {
     if (fsync(fd_) != 0) {
@@ -272,7 +339,7 @@ Result<void> OutputFile::commit() {
     }
     close(fd_);
     fd_ = -1;
-    if (renameat2(AT_FDCWD, temp_path_.c_str(), AT_FDCWD, path_.c_str(), force_ ? 0 : RENAME_NOREPLACE) != 0) {
+    if (renameat2(dir_fd_, temp_name_.c_str(), dir_fd_, name_.c_str(), force_ ? 0 : RENAME_NOREPLACE) != 0) {
         int err = errno;
         if (err == EEXIST)
             return make_error(ExitCode::OutputExists,

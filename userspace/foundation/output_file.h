@@ -5,7 +5,9 @@
 //    into place, so a symbolic link at the path is never written through;
 //  - a symbolic link, a directory or a special file at an output path is refused, even with
 //    --force; --force replaces an existing regular file (the old one is unlinked, not rewritten);
-//  - mode 0600, narrowed by the umask; under sudo the file is given to the invoking user.
+//  - mode 0600, narrowed by the umask; under sudo the file is given to the invoking user;
+//  - an output's directory is held open from the check on, and its file created and renamed
+//    relative to that handle: a directory on the path swapped for a link mid-capture changes nothing.
 #pragma once
 #include <sys/types.h>
 
@@ -67,15 +69,17 @@ public:
     int fd() const { return fd_; }
     const std::string& path() const { return path_; }
     const std::string& temp_path() const { return temp_path_; }
+    // A path that reads the file being written, wherever its directory has gone since.
+    std::string readable_path() const;
     // fsync, then rename into place; an existing file is replaced only with `force`.
     Result<void> commit();
     void keep_temp() { keep_ = true; }
 
 private:
     OutputFile() = default;
-    std::string path_, temp_path_;
+    std::string path_, temp_path_, name_, temp_name_;
     bool force_ = false, keep_ = false, committed_ = false;
-    int fd_ = -1;
+    int fd_ = -1, dir_fd_ = -1; // dir_fd_: the directory, held (O_PATH) from the output check on
 };
 
 // The whole of a small output (summary, folded stacks, report), written safely in one go.

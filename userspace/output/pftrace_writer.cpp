@@ -356,7 +356,7 @@ void PftraceWriter::metadata(const TraceModel&) {
 }
 
 std::string PftraceWriter::slice_ends_before(uint64_t offset) const {
-    auto file = TraceFile::open(sink_.partial_path());
+    auto file = TraceFile::open(sink_.readable_partial_path());
     if (!file || offset > file->size()) return {};
     auto open = pftrace_open_slices({file->begin(), static_cast<size_t>(offset)});
     return open ? pftrace_slice_ends(*open) : std::string();

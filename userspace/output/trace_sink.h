@@ -46,6 +46,8 @@ public:
     uint64_t units() const { return units_; }
     const std::string& path() const { return file_.path(); }
     const std::string& partial_path() const { return file_.temp_path(); }
+    // Reads the partial being written (through its fd: its directory's path may lead elsewhere now).
+    std::string readable_partial_path() const { return file_.readable_path(); }
 
     // `closing(cut)` gives the bytes that end the stream after the units kept (cut: null when
     // nothing was lost). Closes the stream and renames it into place; returns the cut, if any.
