@@ -8,7 +8,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
+#include <deque>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
@@ -50,7 +52,9 @@ public:
             s.name = name ? name : "";
             s.addr = sh.sh_addr, s.offset = sh.sh_offset, s.size = sh.sh_size;
             s.exec = (sh.sh_flags & SHF_EXECINSTR) != 0;
-            if (sh.sh_type != SHT_NOBITS)
+            if (sh.sh_type != SHT_NOBITS && s.exec)
+                s.bytes = read_code(sh);
+            else if (sh.sh_type != SHT_NOBITS)
                 if (Elf_Data* d = elf_rawdata(scn, nullptr); d && d->d_size == sh.sh_size) s.bytes = static_cast<const uint8_t*>(d->d_buf);
             if (sh.sh_type == SHT_RELA) relocations(scn, sh);
             sections_.push_back(std::move(s));
@@ -67,6 +71,19 @@ public:
     const std::unordered_map<uint64_t, std::string>& got_slots() const { return got_slots_; }
 
 private:
+    // Code is read, not mapped: the kernel puts the breakpoints of every uprobe on this file (ours,
+    // another gtrace's, bpftrace's) into any mapping of it that may execute — a read-only mmap of
+    // the file included — and an int3 at a function's entry or ret hides the real instruction.
+    const uint8_t* read_code(const GElf_Shdr& sh) {
+        std::vector<uint8_t> bytes(sh.sh_size);
+        for (size_t done = 0; done < bytes.size();) {
+            ssize_t n = pread(fd_, bytes.data() + done, bytes.size() - done, static_cast<off_t>(sh.sh_offset + done));
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) return nullptr;
+            done += static_cast<size_t>(n);
+        }
+        return code_.emplace_back(std::move(bytes)).data();
+    }
     void relocations(Elf_Scn* scn, const GElf_Shdr& sh) {
         Elf_Data* data = elf_getdata(scn, nullptr);
         Elf_Scn* symscn = elf_getscn(elf_, sh.sh_link);
@@ -87,6 +104,7 @@ private:
     int fd_ = -1;
     Elf* elf_ = nullptr;
     std::vector<Section> sections_;
+    std::deque<std::vector<uint8_t>> code_; // the executable sections' bytes, read (read_code)
     std::unordered_map<uint64_t, std::string> got_slots_;
 };
 
