@@ -12,11 +12,12 @@ run on modelled streams, and --scenario shapes the step like a real bottleneck:
   straggler     as balanced; the simulator makes one rank's kernels slower (GTSIM_SLOW_RANK)
 
   torchrun --nproc_per_node 2 demo/train.py [--steps N] [--go-file F] [--kernels LIB] [--scenario S]
-                                            [--step-sleep S] [--slow-step N:SECONDS]
+                                            [--step-sleep S] [--slow-step N:SECONDS] [--epoch-steps N]
   python3 demo/train.py --scenario S --kernels LIB [...]   (one process, no torchrun: no RANK)
 
 --go-file makes every rank wait (after set-up, before training) until the file exists, so a
-test can attach first. Each rank prints "GTRACE_COUNTS {json}" with the CUDA calls it made and
+test can attach first. --epoch-steps N (scenarios) starts a new epoch every N steps: the DataLoader
+forks a fresh worker and the last one exits, as in real training (processes that come and go). Each rank prints "GTRACE_COUNTS {json}" with the CUDA calls it made and
 "GTRACE_SOURCES {json}" with the loop line each was made from.
 """
 import argparse
@@ -91,6 +92,8 @@ def main():
     p.add_argument("--scenario", choices=sorted(SCENARIOS))
     p.add_argument("--slow-step", metavar="N:SECONDS",
                    help="make step N (from 0) slow on purpose: sleep SECONDS in it, before its optimizer step")
+    p.add_argument("--epoch-steps", type=int, default=0,
+                   help="scenarios: a new epoch every N steps (the DataLoader's worker exits and a fresh one is forked)")
     args = p.parse_args()
     args.slow_step = tuple(float(x) for x in args.slow_step.split(":")) if args.slow_step else (-1, 0)
     if args.scenario:
@@ -182,6 +185,8 @@ def train_scenario(args, sc):
     suffix = rank if distributed else f"pid{os.getpid()}"
     truth = open(f"{os.environ['GTRACE_TRUTH_LOG']}.{suffix}", "w", buffering=1) if "GTRACE_TRUTH_LOG" in os.environ else None
     for step in range(args.steps):
+        if args.epoch_steps and step and step % args.epoch_steps == 0:
+            batches = iter(loader)  # the old iterator's worker exits; the new epoch's is forked
         loader_start = time.monotonic_ns()
         x, y = next(batches)
         loader_end = time.monotonic_ns()
