@@ -6,6 +6,10 @@ namespace gtrace {
 namespace {
 
 constexpr size_t kMaxCalls = 1 << 20;   // calls waiting for their GPU records
+// ... and no longer than this after newer calls: the agent hands records over within a second
+// of the op's end, and a training loop's GPU runs seconds behind its CPU at most. Without it a
+// slow job's table would grow for hours before the count bound (~100 MiB) stops it.
+constexpr uint64_t kMaxCallAgeNs = 60'000'000'000;
 constexpr size_t kMaxWaitingOps = 1 << 18;
 constexpr size_t kRecentPerThread = 4096;
 constexpr uint64_t kApiSlackNs = 2000;  // the clock offset's uncertainty, generously
@@ -23,9 +27,9 @@ void GpuJoin::link(Key k, const CallRef& call) {
         waiting_ops_.erase(w);
     }
     if (calls_.emplace(k, call).second) {
-        call_order_.push_back(k);
-        if (call_order_.size() > kMaxCalls) {
-            calls_.erase(call_order_.front());
+        call_order_.emplace_back(k, call.end_ns);
+        while (call_order_.size() > kMaxCalls || call_order_.front().second + kMaxCallAgeNs < call.end_ns) {
+            calls_.erase(call_order_.front().first);
             call_order_.pop_front();
         }
     }
@@ -67,6 +71,10 @@ void GpuJoin::add_op(const GpuOp& op) {
         }
     }
     v.push_back(op);
+}
+
+void GpuJoin::forget_process(uint32_t pid) {
+    recent_.erase(recent_.lower_bound({pid, 0}), recent_.lower_bound({pid + 1, 0}));
 }
 
 Unlinked GpuJoin::unlinked() const {

@@ -48,6 +48,8 @@ public:
     void add_call(const ApiCall& call); // any call; those with a correlation id join
     void add_op(const GpuOp& op);
     void add_api_record(const GpuApiRecord& r);
+    // pid exited (its last GPU records taken): its threads' recent calls are let go.
+    void forget_process(uint32_t pid);
     const JoinStats& stats() const { return stats_; }
     // The ops still waiting for a call, classified (plus those the bounded table dropped).
     Unlinked unlinked() const;
@@ -60,7 +62,7 @@ private:
     Emit emit_;
     JoinStats stats_;
     std::unordered_map<Key, CallRef> calls_;
-    std::deque<Key> call_order_;
+    std::deque<std::pair<Key, uint64_t>> call_order_; // (key, the call's end), oldest first
     std::unordered_map<Key, std::vector<GpuOp>> waiting_ops_;
     std::deque<Key> op_order_;
     // Recent calls per thread without a correlation id, for the API-record fallback.
