@@ -130,6 +130,17 @@ TEST_CASE("GPU join: an exited process's recent calls are let go, other processe
     op.pid = 2, op.correlation = 43;
     join.add_op(op);
     REQUIRE(linked_pids == std::vector<uint32_t>{2});
+    // Ops of a process that exited wait for no call: counted as unlinked at once, then let go.
+    op.pid = 3, op.correlation = 9;
+    join.add_op(op);
+    REQUIRE(join.unlinked().no_traced_call == 2); // pid 1's op and pid 3's
+    join.forget_process(3);
+    join.forget_process(1);
+    REQUIRE(join.unlinked().no_traced_call == 2);
+    ApiCall late = a;
+    late.pid = 3, late.correlation = 9;
+    join.add_call(late); // a new process under pid 3: not joined to the old one's op
+    REQUIRE(linked_pids == std::vector<uint32_t>{2});
 }
 
 TEST_CASE("GPU join and flows: a call waits a minute of newer calls for its GPU op, not forever") {

@@ -65,8 +65,10 @@ void GpuJoin::add_op(const GpuOp& op) {
     if (v.empty()) {
         op_order_.push_back(k);
         if (op_order_.size() > kMaxWaitingOps) {
-            ops_dropped_ += waiting_ops_[op_order_.front()].size();
-            waiting_ops_.erase(op_order_.front());
+            if (auto old = waiting_ops_.find(op_order_.front()); old != waiting_ops_.end()) {
+                ops_dropped_ += old->second.size();
+                waiting_ops_.erase(old);
+            }
             op_order_.pop_front();
         }
     }
@@ -75,20 +77,31 @@ void GpuJoin::add_op(const GpuOp& op) {
 
 void GpuJoin::forget_process(uint32_t pid) {
     recent_.erase(recent_.lower_bound({pid, 0}), recent_.lower_bound({pid + 1, 0}));
+    for (auto it = waiting_ops_.begin(); it != waiting_ops_.end();) {
+        if (static_cast<uint32_t>(it->first >> 32) != pid) {
+            ++it;
+            continue;
+        }
+        classify(forgotten_, it->first, it->second.size());
+        it = waiting_ops_.erase(it); // its key in op_order_ goes when it comes up
+    }
+    call_ids_.erase(pid);
+}
+
+void GpuJoin::classify(Unlinked& u, Key k, uint64_t ops) const {
+    uint32_t pid = static_cast<uint32_t>(k >> 32), corr = static_cast<uint32_t>(k);
+    auto ids = call_ids_.find(pid);
+    uint64_t& bucket = ids == call_ids_.end()        ? u.no_traced_call
+                       : corr < ids->second.first    ? u.before_first_call
+                       : corr > ids->second.second   ? u.after_last_call
+                                                     : u.untraced_call;
+    bucket += ops;
 }
 
 Unlinked GpuJoin::unlinked() const {
-    Unlinked u;
-    u.untraced_call = ops_dropped_;
-    for (const auto& [k, ops] : waiting_ops_) {
-        uint32_t pid = static_cast<uint32_t>(k >> 32), corr = static_cast<uint32_t>(k);
-        auto ids = call_ids_.find(pid);
-        uint64_t& bucket = ids == call_ids_.end()        ? u.no_traced_call
-                           : corr < ids->second.first    ? u.before_first_call
-                           : corr > ids->second.second   ? u.after_last_call
-                                                         : u.untraced_call;
-        bucket += ops.size();
-    }
+    Unlinked u = forgotten_;
+    u.untraced_call += ops_dropped_;
+    for (const auto& [k, ops] : waiting_ops_) classify(u, k, ops.size());
     return u;
 }
 
