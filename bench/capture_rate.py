@@ -25,15 +25,10 @@ import sys
 import tempfile
 import time
 
+from proc_stats import cpu_seconds
+
 SIM_ENV = {"GTSIM_KERNEL_BASE_NS": "100", "GTSIM_KERNEL_NS_PER_BLOCK": "0", "GTSIM_LAUNCH_LATENCY_NS": "1000"}
 GRAPH_NODES = 66
-
-
-def cpu_seconds(pid):
-    """user + sys of a process (its threads included), from /proc/PID/stat."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def run_rate(build, mode, rate, seconds, procs, threads):

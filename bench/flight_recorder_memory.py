@@ -29,14 +29,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "runtime"))
 from demo_job import demo_job, require_root  # noqa: E402
 import trace_formats  # noqa: E402
-
-
-def rss_mib(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return 0.0
+from proc_stats import rss_mib  # noqa: E402
 
 
 def window_seconds(text):

@@ -121,7 +121,7 @@ struct Stream {
 
 void write_gpt2(TraceWriter& w, TraceModel& model, int steps) {
     Stream s{w, model};
-    SampleTracks samples(w, 100);
+    SampleTracks samples(w, 100, false);
     uint64_t next_sample = s.t;
     auto sample = [&](const PyStackRef& py) { // the 100 Hz timer, as due
         for (; next_sample <= s.t; next_sample += 10'000'000) {

@@ -13,17 +13,22 @@ run on modelled streams, and --scenario shapes the step like a real bottleneck:
 
   torchrun --nproc_per_node 2 demo/train.py [--steps N] [--go-file F] [--kernels LIB] [--scenario S]
                                             [--step-sleep S] [--slow-step N:SECONDS]
+                                            [--epoch-steps N] [--eval-every N]
   python3 demo/train.py --scenario S --kernels LIB [...]   (one process, no torchrun: no RANK)
 
 --go-file makes every rank wait (after set-up, before training) until the file exists, so a
-test can attach first. Each rank prints "GTRACE_COUNTS {json}" with the CUDA calls it made and
-"GTRACE_SOURCES {json}" with the loop line each was made from.
+test can attach first. In the scenarios, --epoch-steps N starts a new epoch every N steps (the
+DataLoader forks a fresh worker and the last one exits, as in real training) and --eval-every N
+starts a 20-step run of this script every N steps as a child beside the training (a CUDA process
+with its own agent): processes that come and go. Each rank prints "GTRACE_COUNTS {json}" with
+the CUDA calls it made and "GTRACE_SOURCES {json}" with the loop line each was made from.
 """
 import argparse
 import collections
 import ctypes
 import json
 import os
+import subprocess
 import sys
 import time
 
@@ -107,6 +112,10 @@ def main():
     p.add_argument("--scenario", choices=sorted(SCENARIOS))
     p.add_argument("--slow-step", metavar="N:SECONDS",
                    help="make step N (from 0) slow on purpose: sleep SECONDS in it, before its optimizer step")
+    p.add_argument("--epoch-steps", type=int, default=0,
+                   help="scenarios: a new epoch every N steps (the DataLoader's worker exits and a fresh one is forked)")
+    p.add_argument("--eval-every", type=int, default=0,
+                   help="scenarios: every N steps a 20-step run of this script in a child process (a CUDA process that comes and goes)")
     args = p.parse_args()
     args.slow_step = tuple(float(x) for x in args.slow_step.split(":")) if args.slow_step else (-1, 0)
     if args.scenario:
@@ -170,6 +179,14 @@ def main():
     dist.destroy_process_group()
 
 
+def start_evaluation(args):
+    """--eval-every: this script for 20 steps, alone (no rank), beside the training."""
+    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "GTRACE_TRUTH_LOG")}
+    return subprocess.Popen([sys.executable, os.path.abspath(__file__), "--scenario", args.scenario, "--steps", "20",
+                             "--cudart", args.cudart, "--kernels", args.kernels, "--step-sleep", str(args.step_sleep)],
+                            stdout=subprocess.DEVNULL, env=env)
+
+
 def train_scenario(args, sc):
     """The scenario loop: copy the batch in, run the step's kernels next to the CPU model, sync.
     Without torchrun (no RANK in the environment) it trains alone: no process group, no DDP."""
@@ -197,7 +214,12 @@ def train_scenario(args, sc):
     # per rank (PREFIX.RANK), or PREFIX.pidPID for a process without a rank.
     suffix = rank if distributed else f"pid{os.getpid()}"
     truth = open(f"{os.environ['GTRACE_TRUTH_LOG']}.{suffix}", "w", buffering=1) if "GTRACE_TRUTH_LOG" in os.environ else None
+    evaluation = None
     for step in range(args.steps):
+        if args.epoch_steps and step and step % args.epoch_steps == 0:
+            batches = iter(loader)  # the old iterator's worker exits; the new epoch's is forked
+        if args.eval_every and step and step % args.eval_every == 0 and (evaluation is None or evaluation.poll() is not None):
+            evaluation = start_evaluation(args)
         loader_start = time.monotonic_ns()
         x, y = next(batches)
         loader_end = time.monotonic_ns()

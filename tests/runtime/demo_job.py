@@ -25,15 +25,16 @@ def _exit_on_sigterm(signum, frame):
     raise SystemExit(f"stopped by signal {signum}")  # runs the finally below: no job left running
 
 
-def train_command(build, source, scenario):
-    """demo/train.py in a scenario on the simulator, training until stopped."""
+def train_command(build, source, scenario, train_args=()):
+    """demo/train.py in a scenario on the simulator, training until stopped (`train_args`: more
+    of train.py's options)."""
     return [os.path.join(os.path.abspath(source), "demo/train.py"), "--scenario", scenario,
             "--cudart", os.path.join(os.path.abspath(build), "gpusim/libcudart.so.13"),
-            "--kernels", os.path.join(os.path.abspath(build), "programs/libdemo_kernels.so"), "--steps", "1000000"]
+            "--kernels", os.path.join(os.path.abspath(build), "programs/libdemo_kernels.so"), "--steps", "1000000", *train_args]
 
 
 @contextlib.contextmanager
-def demo_job(build, source, scenario, port, env_extra=None, settle_s=2.0, single=False):
+def demo_job(build, source, scenario, port, env_extra=None, settle_s=2.0, single=False, train_args=()):
     """Yields (torchrun pid, temp dir) once both ranks train; with single, (the pid of
     `python3 demo/train.py` run alone, temp dir) once it trains."""
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
@@ -46,7 +47,7 @@ def demo_job(build, source, scenario, port, env_extra=None, settle_s=2.0, single
     with tempfile.TemporaryDirectory() as tmp:
         log_path = os.path.join(tmp, "job.log")
         with open(log_path, "w") as log:
-            job = subprocess.Popen(["/usr/bin/python3", *launcher, *train_command(build, source, scenario)],
+            job = subprocess.Popen(["/usr/bin/python3", *launcher, *train_command(build, source, scenario, train_args)],
                                    stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
         try:
             deadline = time.time() + 120

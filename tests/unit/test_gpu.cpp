@@ -6,6 +6,7 @@
 #include "collect/agent_ring.h"
 #include "decode/gpu_activity.h"
 #include "model/gpu_join.h"
+#include "output/pftrace_flows.h"
 
 using namespace gtrace;
 
@@ -109,6 +110,66 @@ TEST_CASE("GPU join: CUPTI API records join a call on the same thread whose inte
     join.add_op(op);
     REQUIRE(linked_tids == std::vector<uint32_t>{2});
     REQUIRE(join.stats().joined_by_api_record == 1);
+}
+
+TEST_CASE("GPU join: an exited process's recent calls are let go, other processes' kept") {
+    std::vector<uint32_t> linked_pids;
+    GpuJoin join([&](const CallRef& c, const GpuOp&) { linked_pids.push_back(c.pid); });
+    ApiCall a;
+    a.pid = 1, a.tid = 1, a.start_ns = 1000, a.end_ns = 5000;
+    ApiCall b = a;
+    b.pid = 2, b.tid = 2;
+    join.add_call(a);
+    join.add_call(b);
+    join.forget_process(1);
+    join.add_api_record({1, 1, 42, 1500, 2000}); // pid 1 exited: no call of it is held
+    join.add_api_record({2, 2, 43, 1500, 2000});
+    GpuOp op;
+    op.pid = 1, op.correlation = 42;
+    join.add_op(op);
+    op.pid = 2, op.correlation = 43;
+    join.add_op(op);
+    REQUIRE(linked_pids == std::vector<uint32_t>{2});
+    // Ops of a process that exited wait for no call: counted as unlinked at once, then let go.
+    op.pid = 3, op.correlation = 9;
+    join.add_op(op);
+    REQUIRE(join.unlinked().no_traced_call == 2); // pid 1's op and pid 3's
+    join.forget_process(3);
+    join.forget_process(1);
+    REQUIRE(join.unlinked().no_traced_call == 2);
+    ApiCall late = a;
+    late.pid = 3, late.correlation = 9;
+    join.add_call(late); // a new process under pid 3: not joined to the old one's op
+    REQUIRE(linked_pids == std::vector<uint32_t>{2});
+}
+
+TEST_CASE("GPU join and flows: a call waits a minute of newer calls for its GPU op, not forever") {
+    std::vector<uint32_t> linked;
+    GpuJoin join([&](const CallRef&, const GpuOp& op) { linked.push_back(op.correlation); });
+    PftraceFlows flows;
+    ApiCall c;
+    c.pid = 1, c.tid = 1;
+    auto call = [&](uint32_t corr, uint64_t at_s) {
+        c.correlation = corr, c.start_ns = at_s * 1'000'000'000, c.end_ns = c.start_ns + 1000;
+        join.add_call(c);
+        flows.call_written(c.pid, c.tid, c.start_ns, corr);
+    };
+    call(5, 0);  // never gets its op: let go once a minute of newer calls came
+    call(6, 30);
+    call(7, 61);
+    GpuOp op;
+    op.pid = 1;
+    for (uint32_t corr : {5, 6, 7}) {
+        op.correlation = corr;
+        join.add_op(op);
+    }
+    REQUIRE(linked == std::vector<uint32_t>{6, 7});
+    CallRef at_30{1, 1, 30'000'000'000, 30'000'001'000};
+    op.correlation = 6;
+    REQUIRE_FALSE(flows.join(at_30, op).needs_start); // still started on its call's slice
+    CallRef at_0{1, 1, 0, 1000};
+    op.correlation = 5;
+    REQUIRE(flows.join(at_0, op).needs_start); // let go: a late join starts its own flow
 }
 
 TEST_CASE("GPU records decode with times moved to CLOCK_MONOTONIC") {

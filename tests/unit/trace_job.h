@@ -40,7 +40,7 @@ inline PyStackRef stack(int line, bool truncated = false) {
 
 // A few steps of a training job, every kind of event, through `w` (and the sampler).
 inline void write_job(TraceWriter& w, TraceModel& model) {
-    SampleTracks samples(w, 100);
+    SampleTracks samples(w, 100, false);
     uint64_t t = kT0;
     uint32_t corr = 1;
     for (int step = 0; step < 4; ++step) {

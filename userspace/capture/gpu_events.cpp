@@ -159,6 +159,13 @@ void GpuEvents::poll() {
     }
 }
 
+void GpuEvents::process_exited(uint32_t pid) {
+    injection_tries_.erase(pid);
+    injected_at_.erase(pid);
+    if (s_.agents) s_.agents->retire(pid, *this);
+    s_.join.forget_process(pid);
+}
+
 void GpuEvents::finish() {
     if (!s_.agents) return;
     s_.agents->detach_all(*this, kDetachTimeoutMs);

@@ -25,6 +25,9 @@ public:
     // agent is loading, or was busy answering).
     bool inject_if_cuda(int pid, const std::vector<Mapping>& maps);
     void poll();   // the agents' rings and states
+    // pid exited: its agent's last records read, its ring and pipe let go, its pid free for
+    // a new process (which is asked afresh).
+    void process_exited(uint32_t pid);
     void finish(); // detaches every agent, its last records read
     void update_lost(); // the agents' losses (their rings, CUPTI) into the model
 

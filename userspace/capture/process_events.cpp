@@ -120,16 +120,23 @@ void ProcessEvents::on_proc(const gt_proc_event& e) {
         if (auto r = scan(static_cast<int>(e.pid)); !r) s_.defer(r.error());
         break;
     case GT_PROC_EXIT:
-        s_.model.mark_exited(e.pid, e.exit_code);
-        s_.kernel_names.forget_process(e.pid);
-        s_.addresses.forget_process(e.pid);
-        forget_python(e.pid);
-        s_.memory.forget_process(e.pid);
-        pending_scan_.erase(static_cast<int>(e.pid));
+        exited(e.pid, e.exit_code);
         break;
     default:
         break;
     }
+}
+
+void ProcessEvents::exited(uint32_t pid, int exit_code) {
+    // Only the model keeps the process (for the trace and the report); the rest is let go, so a
+    // capture left on for days holds nothing per process that came and went.
+    s_.model.mark_exited(pid, exit_code);
+    s_.kernel_names.forget_process(pid);
+    s_.addresses.forget_process(pid);
+    forget_python(pid);
+    s_.memory.forget_process(pid);
+    gpu_.process_exited(pid);
+    pending_scan_.erase(static_cast<int>(pid));
 }
 
 void ProcessEvents::on_mmap(const gt_mmap_event& e) {
@@ -150,8 +157,8 @@ void ProcessEvents::rescan_all() {
     // Normally the exit tracepoint reports exits; this catches one whose event was lost.
     for (const auto& [pid, p] : s_.model.processes())
         if (!p.exited && !process_alive(static_cast<int>(pid))) {
-            s_.model.mark_exited(pid, 0);
             s_.bpf->untrack(pid);
+            exited(pid, 0);
         }
     for (const auto& [pid, p] : s_.model.processes())
         if (!p.exited) pending_scan_.insert(static_cast<int>(pid));

@@ -27,6 +27,7 @@ private:
     Result<void> scan(int pid);
     void detect_python(int pid, const std::vector<Mapping>& maps);
     void forget_python(uint32_t pid);
+    void exited(uint32_t pid, int exit_code);
 
     CaptureState& s_;
     CallEvents& calls_;

@@ -12,7 +12,7 @@ namespace gtrace {
 
 class SampleEvents {
 public:
-    explicit SampleEvents(CaptureState& s) : s_(s), tracks_(s.writer, s.options.sample_hz) {}
+    explicit SampleEvents(CaptureState& s) : s_(s), tracks_(s.writer, s.options.sample_hz, !s.options.folded.empty()) {}
 
     void on_pystack(const gt_py_stack_event& e) { s_.stacks.define(e); }
     void on_sample(const gt_sample_event& e);

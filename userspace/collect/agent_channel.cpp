@@ -80,7 +80,8 @@ Result<AgentChannel> AgentChannel::create(const std::string& agent_path) {
 
 AgentChannel::AgentChannel(AgentChannel&& o) noexcept
     : token_(std::move(o.token_)), mailbox_offset_(o.mailbox_offset_), agent_dev_(o.agent_dev_), agent_inode_(o.agent_inode_),
-      rings_(std::move(o.rings_)), pending_(std::move(o.pending_)) {
+      rings_(std::move(o.rings_)), pending_(std::move(o.pending_)), records_read_(o.records_read_), retired_(o.retired_),
+      awaited_(std::move(o.awaited_)) {
     o.rings_.clear();
 }
 
@@ -300,21 +301,36 @@ uint64_t AgentChannel::calls_since(uint32_t pid) const {
     return since ? since : 1;
 }
 
-AgentTotals AgentChannel::totals() const {
-    AgentTotals t;
-    for (const auto& [pid, r] : rings_) {
-        ++t.agents;
-        t.active += r.reported_state == GT_AGENT_ACTIVE || r.reported_state == GT_AGENT_DETACHED;
-        t.failed += r.reported_state == GT_AGENT_FAILED;
-        t.ring_dropped += r.header->ring_dropped;
-        t.cupti_dropped += r.header->cupti_dropped;
-        t.buffers_refused += r.header->buffers_refused;
-        t.trimmed_at_stop += r.header->ops_trimmed_at_stop;
-        t.calls_from_records += (__atomic_load_n(&r.header->flags, __ATOMIC_ACQUIRE) & GT_AGENT_CALL_RECORDS) != 0;
-        t.call_stacks_missed += r.header->call_stacks_missed;
-        t.records += r.records;
-        t.ring_corrupt += r.corrupt;
+void AgentChannel::retire(uint32_t pid, AgentSink& sink) {
+    pending_.erase(pid);
+    awaited_.erase(pid);
+    auto it = rings_.find(pid);
+    if (it != rings_.end()) {
+        read_ring(pid, it->second, sink);
+        count(retired_, it->second);
+        release(it->second);
+        rings_.erase(it);
     }
+    tids_.forget(pid);
+}
+
+void AgentChannel::count(AgentTotals& t, const Ring& r) {
+    ++t.agents;
+    t.active += r.reported_state == GT_AGENT_ACTIVE || r.reported_state == GT_AGENT_DETACHED;
+    t.failed += r.reported_state == GT_AGENT_FAILED;
+    t.ring_dropped += r.header->ring_dropped;
+    t.cupti_dropped += r.header->cupti_dropped;
+    t.buffers_refused += r.header->buffers_refused;
+    t.trimmed_at_stop += r.header->ops_trimmed_at_stop;
+    t.calls_from_records += (__atomic_load_n(&r.header->flags, __ATOMIC_ACQUIRE) & GT_AGENT_CALL_RECORDS) != 0;
+    t.call_stacks_missed += r.header->call_stacks_missed;
+    t.records += r.records;
+    t.ring_corrupt += r.corrupt;
+}
+
+AgentTotals AgentChannel::totals() const {
+    AgentTotals t = retired_;
+    for (const auto& [pid, r] : rings_) count(t, r);
     return t;
 }
 

@@ -68,6 +68,9 @@ public:
 
     // Takes answered offers, reads every ring; refusals are returned as pid → reason.
     std::map<uint32_t, std::string> poll(AgentSink& sink);
+    // pid exited: its ring read a last time (what the agent wrote before the end), its counts
+    // kept for totals(), the ring unmapped and its pipe closed; nothing of it is kept.
+    void retire(uint32_t pid, AgentSink& sink);
     // Asks every active agent to flush and detach, and reads until all did or `timeout_ms`.
     void detach_all(AgentSink& sink, int timeout_ms);
     AgentTotals totals() const;
@@ -101,6 +104,7 @@ private:
     void take_offers();
     void read_ring(uint32_t pid, Ring& r, AgentSink& sink);
     void release(Ring& r);
+    static void count(AgentTotals& t, const Ring& r);
 
     std::string token_;
     uint64_t mailbox_offset_ = 0; // file offset of gtrace_agent_mailbox in the agent library
@@ -108,6 +112,7 @@ private:
     std::map<uint32_t, Ring> rings_;
     std::map<uint32_t, Pending> pending_;
     uint64_t records_read_ = 0;
+    AgentTotals retired_; // the rings of processes that exited
     std::map<uint32_t, uint64_t> awaited_; // launch mode: pid → mailbox of an agent not offering yet
     NamespaceTids tids_; // agents in containers name threads by their namespace's ids
 };

@@ -6,6 +6,10 @@ namespace gtrace {
 namespace {
 
 constexpr size_t kMaxCalls = 1 << 20;   // calls waiting for their GPU records
+// ... and no longer than this after newer calls: the agent hands records over within a second
+// of the op's end, and a training loop's GPU runs seconds behind its CPU at most. Without it a
+// slow job's table would grow for hours before the count bound (~100 MiB) stops it.
+constexpr uint64_t kMaxCallAgeNs = 60'000'000'000;
 constexpr size_t kMaxWaitingOps = 1 << 18;
 constexpr size_t kRecentPerThread = 4096;
 constexpr uint64_t kApiSlackNs = 2000;  // the clock offset's uncertainty, generously
@@ -23,9 +27,9 @@ void GpuJoin::link(Key k, const CallRef& call) {
         waiting_ops_.erase(w);
     }
     if (calls_.emplace(k, call).second) {
-        call_order_.push_back(k);
-        if (call_order_.size() > kMaxCalls) {
-            calls_.erase(call_order_.front());
+        call_order_.emplace_back(k, call.end_ns);
+        while (call_order_.size() > kMaxCalls || call_order_.front().second + kMaxCallAgeNs < call.end_ns) {
+            calls_.erase(call_order_.front().first);
             call_order_.pop_front();
         }
     }
@@ -61,26 +65,43 @@ void GpuJoin::add_op(const GpuOp& op) {
     if (v.empty()) {
         op_order_.push_back(k);
         if (op_order_.size() > kMaxWaitingOps) {
-            ops_dropped_ += waiting_ops_[op_order_.front()].size();
-            waiting_ops_.erase(op_order_.front());
+            if (auto old = waiting_ops_.find(op_order_.front()); old != waiting_ops_.end()) {
+                ops_dropped_ += old->second.size();
+                waiting_ops_.erase(old);
+            }
             op_order_.pop_front();
         }
     }
     v.push_back(op);
 }
 
-Unlinked GpuJoin::unlinked() const {
-    Unlinked u;
-    u.untraced_call = ops_dropped_;
-    for (const auto& [k, ops] : waiting_ops_) {
-        uint32_t pid = static_cast<uint32_t>(k >> 32), corr = static_cast<uint32_t>(k);
-        auto ids = call_ids_.find(pid);
-        uint64_t& bucket = ids == call_ids_.end()        ? u.no_traced_call
-                           : corr < ids->second.first    ? u.before_first_call
-                           : corr > ids->second.second   ? u.after_last_call
-                                                         : u.untraced_call;
-        bucket += ops.size();
+void GpuJoin::forget_process(uint32_t pid) {
+    recent_.erase(recent_.lower_bound({pid, 0}), recent_.lower_bound({pid + 1, 0}));
+    for (auto it = waiting_ops_.begin(); it != waiting_ops_.end();) {
+        if (static_cast<uint32_t>(it->first >> 32) != pid) {
+            ++it;
+            continue;
+        }
+        classify(forgotten_, it->first, it->second.size());
+        it = waiting_ops_.erase(it); // its key in op_order_ goes when it comes up
     }
+    call_ids_.erase(pid);
+}
+
+void GpuJoin::classify(Unlinked& u, Key k, uint64_t ops) const {
+    uint32_t pid = static_cast<uint32_t>(k >> 32), corr = static_cast<uint32_t>(k);
+    auto ids = call_ids_.find(pid);
+    uint64_t& bucket = ids == call_ids_.end()        ? u.no_traced_call
+                       : corr < ids->second.first    ? u.before_first_call
+                       : corr > ids->second.second   ? u.after_last_call
+                                                     : u.untraced_call;
+    bucket += ops;
+}
+
+Unlinked GpuJoin::unlinked() const {
+    Unlinked u = forgotten_;
+    u.untraced_call += ops_dropped_;
+    for (const auto& [k, ops] : waiting_ops_) classify(u, k, ops.size());
     return u;
 }
 

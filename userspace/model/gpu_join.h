@@ -48,6 +48,9 @@ public:
     void add_call(const ApiCall& call); // any call; those with a correlation id join
     void add_op(const GpuOp& op);
     void add_api_record(const GpuApiRecord& r);
+    // pid exited (its last GPU records taken): its threads' recent calls are let go, and its ops
+    // still waiting (no call of it can come now) are counted as unlinked and let go.
+    void forget_process(uint32_t pid);
     const JoinStats& stats() const { return stats_; }
     // The ops still waiting for a call, classified (plus those the bounded table dropped).
     Unlinked unlinked() const;
@@ -56,17 +59,19 @@ private:
     using Key = uint64_t; // pid << 32 | correlation
     static Key key(uint32_t pid, uint32_t corr) { return (uint64_t{pid} << 32) | corr; }
     void link(Key k, const CallRef& call);
+    void classify(Unlinked& u, Key k, uint64_t ops) const; // by where k's id falls among its process's
 
     Emit emit_;
     JoinStats stats_;
     std::unordered_map<Key, CallRef> calls_;
-    std::deque<Key> call_order_;
+    std::deque<std::pair<Key, uint64_t>> call_order_; // (key, the call's end), oldest first
     std::unordered_map<Key, std::vector<GpuOp>> waiting_ops_;
     std::deque<Key> op_order_;
     // Recent calls per thread without a correlation id, for the API-record fallback.
     std::map<std::pair<uint32_t, uint32_t>, std::deque<CallRef>> recent_;
     std::unordered_map<uint32_t, std::pair<uint32_t, uint32_t>> call_ids_; // pid → lowest, highest id
     uint64_t ops_dropped_ = 0; // unlinked ops the bounded table let go
+    Unlinked forgotten_;       // unlinked ops of processes that exited
 };
 
 } // namespace gtrace

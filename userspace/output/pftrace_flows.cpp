@@ -6,6 +6,7 @@ namespace {
 // Calls waiting for their GPU op, as many as GpuJoin keeps; past that the oldest call's flow
 // starts at an instant when its op comes after all.
 constexpr size_t kMaxStarted = 1 << 20;
+constexpr uint64_t kMaxStartedAgeNs = 60'000'000'000; // as GpuJoin keeps a call (model/gpu_join.cpp)
 constexpr size_t kMaxUnlinkedOps = 1 << 16;
 
 } // namespace
@@ -19,11 +20,11 @@ uint64_t PftraceFlows::call_written(uint32_t pid, uint32_t tid, uint64_t start_n
     uint64_t id = next_id(correlation), k = key(pid, correlation);
     // A second call with the same id keeps the first's entry: GpuJoin joins ops to the first one.
     if (started_.try_emplace(k, Started{tid, start_ns, id}).second) {
-        started_order_.emplace_back(k, id);
-        if (started_order_.size() > kMaxStarted) {
-            auto [old_key, old_id] = started_order_.front();
+        started_order_.push_back({k, id, start_ns});
+        while (started_order_.size() > kMaxStarted || started_order_.front().start_ns + kMaxStartedAgeNs < start_ns) {
+            auto old = started_order_.front();
             started_order_.pop_front();
-            if (auto it = started_.find(old_key); it != started_.end() && it->second.id == old_id) started_.erase(it);
+            if (auto it = started_.find(old.key); it != started_.end() && it->second.id == old.id) started_.erase(it);
         }
     }
     return id;

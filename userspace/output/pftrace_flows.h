@@ -49,7 +49,10 @@ private:
     };
     uint32_t serial_ = 0;
     std::unordered_map<uint64_t, Started> started_; // (pid, correlation) -> the call slice's flow, not ended yet
-    std::deque<std::pair<uint64_t, uint64_t>> started_order_; // (key, id), oldest first
+    struct Order {
+        uint64_t key = 0, id = 0, start_ns = 0;
+    };
+    std::deque<Order> started_order_; // oldest first; entries whose flow ended are skipped
     std::set<OpKey> unlinked_ops_;
 };
 

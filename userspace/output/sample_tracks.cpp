@@ -15,7 +15,7 @@ void SampleTracks::close_to(uint32_t pid, uint32_t tid, Track& t, size_t keep, u
 
 void SampleTracks::add(uint32_t pid, uint32_t tid, uint64_t ts_ns, const std::string& thread, const std::vector<PyFrame>& stack) {
     ++samples_;
-    if (!stack.empty()) {
+    if (fold_ && !stack.empty()) {
         std::string key;
         for (const PyFrame& frame : stack) {
             std::string f = frame.text();

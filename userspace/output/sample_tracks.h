@@ -17,7 +17,10 @@ namespace gtrace {
 
 class SampleTracks {
 public:
-    SampleTracks(TraceWriter& writer, uint32_t hz) : writer_(writer), period_ns_(hz ? 1'000'000'000ull / hz : 0) {}
+    // `fold`: aggregate the folded stacks (only when they are written: a stack string per sample,
+    // kept per process, costs CPU and memory that a long capture would not get back).
+    SampleTracks(TraceWriter& writer, uint32_t hz, bool fold)
+        : writer_(writer), period_ns_(hz ? 1'000'000'000ull / hz : 0), fold_(fold) {}
 
     // One sample of thread `thread` (its name); `stack` outermost first.
     void add(uint32_t pid, uint32_t tid, uint64_t ts_ns, const std::string& thread, const std::vector<PyFrame>& stack);
@@ -36,6 +39,7 @@ private:
 
     TraceWriter& writer_;
     uint64_t period_ns_;
+    bool fold_;
     uint64_t samples_ = 0;
     std::map<std::pair<uint32_t, uint32_t>, Track> tracks_;
     std::map<uint32_t, std::map<std::string, uint64_t>> folded_; // pid -> "a;b;c" -> count
