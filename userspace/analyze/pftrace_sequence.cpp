@@ -58,6 +58,31 @@ bool Sequence::read_defaults(std::string_view bytes) {
     return !r.failed();
 }
 
+std::optional<int64_t> realtime_offset(std::string_view snapshot) {
+    WireReader r(snapshot);
+    uint32_t field, type;
+    std::optional<uint64_t> mono, real;
+    while (r.next(field, type)) {
+        if (field != 1 || type != 2) {
+            r.skip(type);
+            continue;
+        }
+        WireReader c(r.bytes());
+        uint32_t id = 0;
+        uint64_t ts = 0;
+        while (c.next(field, type)) {
+            if (field == 1) id = static_cast<uint32_t>(c.varint_of(type));
+            else if (field == 2) ts = c.varint_of(type);
+            else c.skip(type);
+        }
+        if (c.failed()) return std::nullopt;
+        if (id == kClockMonotonic) mono = ts;
+        if (id == kClockRealtime) real = ts;
+    }
+    if (r.failed() || !mono || !real) return std::nullopt;
+    return static_cast<int64_t>(*real - *mono);
+}
+
 bool Sequence::read_clock_snapshot(std::string_view bytes) {
     WireReader r(bytes);
     uint32_t field, type;
