@@ -14,6 +14,7 @@ output/clocks.cpp): by the clock readings alone, node-b's times would be 2.5 ms 
 
 About 15 s (torch's import and the two captures). Usage: two_nodes.py --build BUILD --source SOURCE"""
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -107,7 +108,7 @@ def main():
     source = os.path.abspath(a.source)
     signal.signal(signal.SIGTERM, lambda s, f: sys.exit(f"stopped by signal {s}"))
     started = time.time()
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() if not os.environ.get("KEEP") else contextlib.nullcontext(tempfile.mkdtemp()) as tmp:
         agents = [start_agent(source, i, tmp) for i in (0, 1)]
         tracers = []
         try:

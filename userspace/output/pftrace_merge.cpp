@@ -111,8 +111,9 @@ public:
             else if (field == kPacketDefaults) defaults = r.bytes_of(type);
             else if (field == kInternedData) interned = r.bytes_of(type);
             else if (field == kTraceAttributes && type == 2) return attributes(r.bytes(), bytes, out);
-            else if (field == kClockSnapshot && type == 2 && k_ > 0 && !sequence_scoped(r.bytes())) return true; // the first input's clocks only
-            else r.skip(type);
+            else if (field == kClockSnapshot && type == 2 && k_ > 0) {
+                if (!sequence_scoped(r.bytes())) return true; // the first input's clocks only
+            } else r.skip(type);
         }
         if (r.failed()) return false;
         Sequence& s = sequences_[sequence];
