@@ -36,31 +36,85 @@ std::vector<std::string> trace_files(const std::vector<std::string>& traces) {
     return files;
 }
 
+// A node is named by its host; by its trace's file name where the hosts are unknown or repeat
+// (two captures on one host), by the whole path where those repeat too.
+void name_nodes(std::vector<JobNode>& nodes) {
+    auto count = [&](auto field, const std::string& value) {
+        return std::count_if(nodes.begin(), nodes.end(), [&](const JobNode& n) { return field(n) == value; });
+    };
+    auto host = [](const JobNode& n) { return n.host; };
+    auto file = [](const JobNode& n) { return std::filesystem::path(n.trace).filename().string(); };
+    for (auto& n : nodes) {
+        if (!n.host.empty() && count(host, n.host) == 1) n.name = n.host;
+        else if (!file(n).empty() && count(file, file(n)) == 1) n.name = file(n);
+        else n.name = n.trace;
+    }
+}
+
+// Puts every node's collectives on the first node's clock (the times the matching compares).
+void align(JobReport& report, std::vector<NodeClock>& clocks) {
+    for (auto& p : report.processes)
+        if (p.rank) clocks[p.node].ranks.push_back(&p.collective_calls);
+    auto alignment = align_nodes(clocks);
+    for (size_t i = 0; i < report.nodes.size(); ++i) report.nodes[i].clock = alignment[i];
+    for (auto& p : report.processes) shift_calls(p.collective_calls, alignment[p.node].offset_ns());
+}
+
+void summarize_nodes(JobReport& report) {
+    for (const auto& p : report.processes) {
+        if (!p.rank || p.node >= report.nodes.size()) continue;
+        JobNode& n = report.nodes[p.node];
+        n.ranks.push_back(*p.rank);
+        n.step_ms = std::max(n.step_ms, p.step_ms);
+        if (!p.verdict.empty() && ("/" + n.verdict + "/").find("/" + p.verdict + "/") == std::string::npos)
+            n.verdict += (n.verdict.empty() ? "" : "/") + p.verdict;
+    }
+}
+
 } // namespace
 
 size_t JobReport::rank_count() const {
     return static_cast<size_t>(std::count_if(processes.begin(), processes.end(), [](const auto& p) { return p.rank.has_value(); }));
 }
 
+const JobNode* JobReport::node_of_rank(int rank) const {
+    for (const auto& p : processes)
+        if (p.rank == rank && p.node < nodes.size()) return &nodes[p.node];
+    return nullptr;
+}
+
 Result<JobReport> analyze_job(const std::vector<std::string>& traces, const AnalysisOptions& options) {
     JobReport report;
     report.traces = traces;
-    const std::vector<std::string> files = trace_files(traces);
-    for (const auto& path : files) {
-        auto t = load_trace(path);
-        if (!t) return t.error();
-        if (t->partial_events && partial_in_use(path))
-            report.notes.push_back(fmt::format("{} is the partial trace of a capture still running: read its {} whole events so far",
-                                               path, *t->partial_events));
-        else if (t->partial_events)
-            report.notes.push_back(fmt::format("{} is a partial trace (its capture was killed): read its {} whole events; "
-                                               "complete it with: gtrace recover {}", path, *t->partial_events, path));
-        for (auto& p : analyze_processes(*t, options)) report.processes.push_back(std::move(p));
+    std::vector<NodeClock> clocks;
+    for (size_t node = 0; node < traces.size(); ++node) {
+        NodeClock clock;
+        for (const auto& path : trace_files({traces[node]})) {
+            auto t = load_trace(path);
+            if (!t) return t.error();
+            if (t->partial_events && partial_in_use(path))
+                report.notes.push_back(fmt::format("{} is the partial trace of a capture still running: read its {} whole events so far",
+                                                   path, *t->partial_events));
+            else if (t->partial_events)
+                report.notes.push_back(fmt::format("{} is a partial trace (its capture was killed): read its {} whole events; "
+                                                   "complete it with: gtrace recover {}", path, *t->partial_events, path));
+            if (clock.host.empty()) clock.host = t->host;
+            if (!clock.realtime_offset_ns) clock.realtime_offset_ns = t->realtime_offset_ns;
+            for (auto& p : analyze_processes(*t, options)) {
+                p.node = node;
+                report.processes.push_back(std::move(p));
+            }
+        }
+        report.nodes.push_back({"", clock.host, traces[node], {}});
+        clocks.push_back(std::move(clock));
     }
+    name_nodes(report.nodes);
+    if (traces.size() > 1) align(report, clocks);
     match_collectives(report.processes); // every rank of the job, whichever file it is in (Kineto: a file per rank)
     std::stable_sort(report.processes.begin(), report.processes.end(), report_order);
     for (auto& p : report.processes) judge_process(p, options.step_marker);
     report.verdict = judge_job(report.processes);
+    summarize_nodes(report);
     return report;
 }
 

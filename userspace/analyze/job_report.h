@@ -5,22 +5,37 @@
 #include <string>
 #include <vector>
 
+#include "analyze/clock_alignment.h"
 #include "analyze/step_analysis.h"
 #include "analyze/verdict.h"
 #include "foundation/result.h"
 
 namespace gtrace {
 
+// One trace argument (a file, or a Kineto directory): one node of the job, its host's clock.
+struct JobNode {
+    std::string name; // its host; its trace's file name when the traces do not say or hosts repeat
+    std::string host;
+    std::string trace;
+    NodeAlignment clock; // how its times were put on the first node's (the report's times are)
+    std::vector<int> ranks;
+    double step_ms = 0;   // its slowest rank's
+    std::string verdict;  // its ranks' verdict ("a/b" when they differ)
+};
+
 struct JobReport {
     std::vector<std::string> traces;
+    std::vector<JobNode> nodes;
     std::vector<ProcessAnalysis> processes; // ranks first by rank, then other processes by pid
     JobVerdict verdict;
     std::vector<std::string> notes; // for stderr: partial traces read
     size_t rank_count() const;
+    const JobNode* node_of_rank(int rank) const;
 };
 
-// Reads every trace (of a Kineto directory, each file in it and in other/) and analyses it.
-// An unreadable trace is the error (exit 11).
+// Reads every trace (of a Kineto directory, each file in it and in other/) and analyses it; each
+// argument is a node, aligned to the first (analyze/clock_alignment.h) before the collectives of
+// all ranks are matched. An unreadable trace is the error (exit 11).
 Result<JobReport> analyze_job(const std::vector<std::string>& traces, const AnalysisOptions& options);
 
 } // namespace gtrace

@@ -107,6 +107,7 @@ private:
         if (p.flags & 1) s.clear();
         if (!p.defaults.empty() && !s.read_defaults(p.defaults)) return false;
         if (!p.clocks.empty() && !s.read_clock_snapshot(p.clocks)) return false;
+        if (!p.clocks.empty() && !t_.realtime_offset_ns) t_.realtime_offset_ns = pftrace_in::realtime_offset(p.clocks);
         if (!p.interned.empty() && !s.read_interned(p.interned, t_.strings)) return false;
         if (!p.attributes.empty() && !attributes(p.attributes)) return false;
         if (!p.descriptor.empty() && !descriptor(p.descriptor)) return false;
@@ -148,6 +149,7 @@ private:
             }
             if (a.failed()) return false;
             if (key == "tool") tool = value;
+            if (key == "host" && t_.host.empty()) t_.host = value;
             if (key == "other_data") facts = value;
         }
         return !r.failed();

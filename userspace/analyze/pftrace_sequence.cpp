@@ -58,11 +58,11 @@ bool Sequence::read_defaults(std::string_view bytes) {
     return !r.failed();
 }
 
-bool Sequence::read_clock_snapshot(std::string_view bytes) {
-    WireReader r(bytes);
+// Each clock of a ClockSnapshot as (id, time); false: malformed.
+template <typename F>
+bool for_each_clock(std::string_view snapshot, F&& on_clock) {
+    WireReader r(snapshot);
     uint32_t field, type;
-    bool has_mono = false, has_inc = false;
-    uint64_t mono = 0, inc = 0;
     while (r.next(field, type)) {
         if (field != 1 || type != 2) {
             r.skip(type);
@@ -77,15 +77,33 @@ bool Sequence::read_clock_snapshot(std::string_view bytes) {
             else c.skip(type);
         }
         if (c.failed()) return false;
-        if (id == kClockMonotonic) has_mono = true, mono = ts;
-        if (id == kClockIncremental) has_inc = true, inc = ts;
-    }
-    if (has_mono && has_inc) {
-        incremental_known = true;
-        incremental = inc;
-        offset = static_cast<int64_t>(mono - inc);
+        on_clock(id, ts);
     }
     return !r.failed();
+}
+
+std::optional<int64_t> realtime_offset(std::string_view snapshot) {
+    std::optional<uint64_t> mono, real;
+    bool ok = for_each_clock(snapshot, [&](uint32_t id, uint64_t ts) {
+        if (id == kClockMonotonic) mono = ts;
+        if (id == kClockRealtime) real = ts;
+    });
+    if (!ok || !mono || !real) return std::nullopt;
+    return static_cast<int64_t>(*real - *mono);
+}
+
+bool Sequence::read_clock_snapshot(std::string_view bytes) {
+    std::optional<uint64_t> mono, inc;
+    bool ok = for_each_clock(bytes, [&](uint32_t id, uint64_t ts) {
+        if (id == kClockMonotonic) mono = ts;
+        if (id == kClockIncremental) inc = ts;
+    });
+    if (ok && mono && inc) {
+        incremental_known = true;
+        incremental = *inc;
+        offset = static_cast<int64_t>(*mono - *inc);
+    }
+    return ok;
 }
 
 // {iid = 1, name or str = 2} entries; SourceLocation {iid 1, file 2, function 3, line 4}.

@@ -3,6 +3,7 @@
 // locations), the sequence's default track and clock, and its incremental clock.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -12,7 +13,10 @@ namespace gtrace::pftrace_in {
 
 // Perfetto's builtin clock ids (BuiltinClock in clock_snapshot.proto): gtrace writes
 // CLOCK_MONOTONIC, and an incremental clock of its own above 63 (sequence-scoped ids).
-constexpr uint32_t kClockMonotonic = 3, kClockIncremental = 64;
+constexpr uint32_t kClockRealtime = 1, kClockMonotonic = 3, kClockIncremental = 64;
+
+// A ClockSnapshot's CLOCK_REALTIME minus its CLOCK_MONOTONIC; none when it lacks either.
+std::optional<int64_t> realtime_offset(std::string_view snapshot);
 
 enum class Cat : uint8_t { Other, Call, Range, Kernel, Memcpy, Memset, Sample, Collective };
 enum class Ann : uint8_t { Other, Bytes, Kind, Correlation, Phase, IssuedNs };

@@ -65,6 +65,7 @@ struct ProcessAnalysis {
     std::optional<int> rank; // none: a process without RANK (plain `python train.py`, a notebook, a server)
     std::string name;        // "rank 0", or "pid 1234 (python3 train.py)": how the report names it
     std::string label;       // the trace's label of the process
+    size_t node = 0;         // of the job's nodes (JobReport::nodes): the trace argument it came from
     uint64_t origin_ns = 0;  // the capture's start (its trace's first event): every time below is relative to it
     std::string step_rule;   // how the steps were found
     std::vector<StepBreakdown> steps;

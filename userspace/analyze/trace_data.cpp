@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <cstring>
 #include <exception>
 #include <mutex>
@@ -123,6 +124,9 @@ public:
                 } else if (is(key, "distributedInfo") && c.peek() == '{') {
                     kineto = true;
                     distributed_info();
+                } else if (is(key, "baseTimeNanoseconds") && c.peek() != '"') {
+                    kineto = true; // Kineto's epoch: gtrace's is CLOCK_REALTIME minus CLOCK_MONOTONIC
+                    if (auto base = signed_number(c)) t_.realtime_offset_ns = base;
                 } else if (is(key, "schemaVersion") || is(key, "deviceProperties") || is(key, "baseTimeNanoseconds")) {
                     kineto = true; // what torch.profiler (Kineto) writes
                     c.skip();
@@ -224,6 +228,10 @@ private:
         for (bool first = true; c.next_key(first, key);) {
             if (is(key, "tool") && c.peek() == '"') {
                 tool = c.string(scratch_);
+            } else if (is(key, "host") && c.peek() == '"') {
+                t_.host = c.string(scratch_);
+            } else if (is(key, "clocks") && c.peek() == '{') {
+                clocks();
             } else if (is(key, "gpu") && c.peek() == '{') {
                 c.begin_object();
                 for (bool f = true; c.next_key(f, key);) {
@@ -235,6 +243,28 @@ private:
                 c.skip();
             }
         }
+    }
+
+    // otherData.clocks: {"monotonic_ns", "realtime_ns", ...} read together.
+    void clocks() {
+        JsonCursor& c = main_.cursor();
+        std::optional<int64_t> mono, real;
+        c.begin_object();
+        std::string_view key;
+        for (bool first = true; c.next_key(first, key);) {
+            if (is(key, "monotonic_ns") && c.peek() != '"') mono = signed_number(c);
+            else if (is(key, "realtime_ns") && c.peek() != '"') real = signed_number(c);
+            else c.skip();
+        }
+        if (mono && real) t_.realtime_offset_ns = *real - *mono;
+    }
+
+    static std::optional<int64_t> signed_number(JsonCursor& c) {
+        std::string_view n = c.number();
+        int64_t v = 0;
+        auto [end, ec] = std::from_chars(n.data(), n.data() + n.size(), v);
+        if (ec != std::errc{} || end != n.data() + n.size()) return std::nullopt; // a fraction, or out of range
+        return v;
     }
 
     TraceData& t_;

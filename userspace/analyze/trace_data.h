@@ -95,6 +95,11 @@ struct TraceData {
     std::map<uint32_t, ProcessData> processes;
     bool has_gpu = false; // the capture had the GPU agent on
     std::optional<uint64_t> partial_events; // a partial trace (its capture was killed): the whole events read
+    // Where and when: the host that wrote it ("" when the trace does not say), and its
+    // CLOCK_REALTIME minus CLOCK_MONOTONIC (the trace's clock), read together during the capture:
+    // what puts traces of several hosts on one time line (analyze/clock_alignment.h).
+    std::string host;
+    std::optional<int64_t> realtime_offset_ns;
     StringPool strings;
 };
 

@@ -4,6 +4,7 @@
 #include "capture/capture.h"
 #include "capture/lost_events.h"
 #include "decode/api_table.h"
+#include "output/clocks.h"
 
 namespace gtrace {
 
@@ -18,10 +19,13 @@ nlohmann::json Capture::other_data(const std::string& stop_reason, double elapse
     nlohmann::json objects = nlohmann::json::array();
     for (const auto& [key, obj] : s_.cuda_probes->objects())
         objects.push_back({{"path", obj.path}, {"mapped", obj.mapped}, {"apis", obj.apis}});
+    ClockReading clocks = read_clocks();
     return {{"tool", "gtrace"},
             {"version", "0.1.0"},
             {"root_pid", s_.options.pid},
+            {"host", host_name()},
             {"clock", "CLOCK_MONOTONIC"},
+            {"clocks", {{"monotonic_ns", clocks.monotonic_ns}, {"boottime_ns", clocks.boottime_ns}, {"realtime_ns", clocks.realtime_ns}}},
             {"start_unix_ms", s_.start_wall_unix_ms},
             {"duration_s", elapsed_s},
             {"stop_reason", stop_reason},

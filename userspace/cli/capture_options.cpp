@@ -34,7 +34,7 @@ void add_capture_options(po::options_description& o) {
          "stop after this long: seconds, or with a unit (500ms, 10s, 5m, 1h), from 1ms to 720h; default: until Ctrl-C, "
          "SIGTERM, or every traced process has exited")
         ("output,o", po::value<std::string>(),
-         "trace file (Kineto: a directory); default gtrace-<pid>-<yyyymmdd-hhmmss>.pftrace (.json, .kineto/ with --format)")
+         "trace file (Kineto: a directory); default gtrace-<host>-<pid>-<yyyymmdd-hhmmss>.pftrace (.json, .kineto/ with --format)")
         ("format", po::value<std::string>(),
          "pftrace (Perfetto protobuf, the default), json (Chrome trace JSON) or kineto (PyTorch profiler JSON, a file "
          "per rank, for Holistic Trace Analysis); default: by the -o extension (.json: json), else pftrace")

@@ -9,7 +9,7 @@
 namespace gtrace {
 namespace {
 
-constexpr std::string_view kAllCommands = "attach record report recover dump ps";
+constexpr std::string_view kAllCommands = "attach record report recover merge dump ps";
 
 struct CodeHelp {
     ExitCode code;
@@ -21,15 +21,17 @@ constexpr CodeHelp kCodes[] = {
     {ExitCode::Ok, "attach record", "capture finished (a capture that lost events says so but still exits 0)"},
     {ExitCode::Ok, "report", "report printed (and written)"},
     {ExitCode::Ok, "recover", "trace completed"},
+    {ExitCode::Ok, "merge", "traces merged"},
     {ExitCode::Ok, "dump", "stacks printed"},
     {ExitCode::Ok, "ps", "jobs listed, or none found (\"no jobs found\")"},
     {ExitCode::Internal, kAllCommands, "internal error"},
     {ExitCode::Usage, "attach record",
      "bad command line (unknown option, a stray argument, malformed duration or size, an empty file name, two\n"
      "     outputs naming one file, an output naming an input)"},
-    {ExitCode::Usage, "report recover",
+    {ExitCode::Usage, "report recover merge",
      "bad command line (unknown option, a stray argument, an empty file name, two outputs naming one file, an\n"
      "     output naming an input)"},
+    {ExitCode::Usage, "merge", "fewer than two traces, or traces that are not one per node of one job (a rank in two of them)"},
     {ExitCode::Usage, "dump", "bad command line (unknown option, a stray argument, a malformed PID)"},
     {ExitCode::Usage, "ps", "bad command line (unknown option, a stray argument)"},
     {ExitCode::Usage, "attach dump", "--pid of gtrace itself, or a tree that is the whole host without --system-wide"},
@@ -39,20 +41,21 @@ constexpr CodeHelp kCodes[] = {
     {ExitCode::Privileges, "attach record", "missing privileges (run as root, or grant CAP_BPF and CAP_PERFMON)"},
     {ExitCode::Privileges, "dump", "missing privileges (run as root, or grant CAP_SYS_PTRACE)"},
     {ExitCode::KernelUnsupported, "attach record", "the kernel lacks BTF or a BPF feature gtrace needs (named), or refused BPF/uprobes"},
-    {ExitCode::OutputUnwritable, "attach record report recover",
+    {ExitCode::OutputUnwritable, "attach record report recover merge",
      "output directory does not exist or is not writable, or the output path is a directory, a symbolic link\n"
      "     or a special file (never written through or replaced, even with --force)"},
     {ExitCode::OutputExists, "attach record", "output file exists (use --force to replace it), or a killed capture's FILE.partial is in the way\n"
                                               "     (complete it with gtrace recover, or discard it with --force)"},
-    {ExitCode::OutputExists, "report recover", "output file exists (use --force to replace it)"},
+    {ExitCode::OutputExists, "report recover merge", "output file exists (use --force to replace it)"},
     {ExitCode::CommandFailed, "record", "the command could not be started (not found, not executable)"},
     {ExitCode::BadTrace, "report recover",
      "a file is not a trace gtrace wrote, or not a regular file (a FILE.partial is read up to its last whole event)"},
+    {ExitCode::BadTrace, "merge", "a file is not a .pftrace gtrace wrote, or not a regular file"},
     {ExitCode::ScriptIncomplete, "attach record",
      "--steps A:B: the capture ended (job exit, --duration, Ctrl-C) before step B; the trace holds what was captured"},
     {ExitCode::WriteFailed, "attach record", "a write failed (disk full, I/O error, quota): the capture stopped, and the trace is complete but\n"
                                              "     cut short (otherData.cut says how much)"},
-    {ExitCode::WriteFailed, "report recover", "a write failed (disk full, I/O error, quota)"},
+    {ExitCode::WriteFailed, "report recover merge", "a write failed (disk full, I/O error, quota)"},
 };
 
 bool lists(std::string_view commands, std::string_view command) {

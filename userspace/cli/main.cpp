@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <ctime>
 #include <filesystem>
 #include <iostream>
@@ -15,6 +16,7 @@
 #include "cli/command_line.h"
 #include "cli/dump_command.h"
 #include "cli/exit_code_help.h"
+#include "cli/merge_command.h"
 #include "cli/option_values.h"
 #include "cli/ps_command.h"
 #include "capture/launch.h"
@@ -25,6 +27,7 @@
 #include "cli/version_command.h"
 #include "foundation/exit_codes.h"
 #include "foundation/output_file.h"
+#include "output/clocks.h"
 
 namespace po = boost::program_options;
 using namespace gtrace;
@@ -40,6 +43,7 @@ constexpr const char* kUsage =
     "  gtrace dump --pid PID\n"
     "  gtrace report TRACE... [--json FILE] [--html FILE] [--force]\n"
     "  gtrace recover PARTIAL [-o FILE] [--force]\n"
+    "  gtrace merge -o JOB.pftrace TRACE.pftrace... [--force]\n"
     "  gtrace <command> --help\n"
     "  gtrace --version       version, git commit and the kernel features found\n\n"
     "Commands:\n"
@@ -48,6 +52,7 @@ constexpr const char* kUsage =
     "  record   start a command with the GPU agent loaded from its start, and trace it like attach\n"
     "  report   step time breakdown and bottleneck verdict per rank, from traces gtrace wrote\n"
     "  recover  complete the partial trace (FILE.partial) of a capture that was killed\n"
+    "  merge    join the traces of a job's nodes into one, their clocks aligned by the collectives\n"
     "  dump     print the Python and native stack of every thread in the tree once, grouped across ranks\n\n";
 
 void on_stop_signal(int sig) { g_stop_signal.store(sig); }
@@ -69,13 +74,21 @@ void install_signal_handlers(int trigger_signal = 0) {
     }
 }
 
+// The host's name as a file name's part: one trace per node of a job can share a directory.
+std::string host_for_file_name() {
+    std::string host = host_name().substr(0, 64);
+    for (char& c : host)
+        if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') c = '_';
+    return host.empty() || host[0] == '.' ? "host" : host;
+}
+
 std::string default_output(int pid, TraceFormat format) {
     std::time_t now = std::time(nullptr);
     std::tm tm{};
     localtime_r(&now, &tm);
     char stamp[32];
     std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
-    return default_output_name(format, fmt::format("gtrace-{}-{}", pid, stamp));
+    return default_output_name(format, fmt::format("gtrace-{}-{}-{}", host_for_file_name(), pid, stamp));
 }
 
 // -o and --format: the format, and the output's name (the default one has the format's extension).
@@ -326,7 +339,7 @@ int main(int argc, char** argv) {
     std::string command_name = "attach";
     try {
         if (args.empty())
-            fail(make_error(ExitCode::Usage, "missing command; usage: gtrace ps|attach|record|report|dump ...; see gtrace --help"));
+            fail(make_error(ExitCode::Usage, "missing command; usage: gtrace ps|attach|record|report|merge|dump ...; see gtrace --help"));
         if (args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
             std::cout << kUsage << attach_options() << "\n"
                       << "gtrace record takes the same options but --pid and --system-wide, and --on-stop term|kill|keep\n"
@@ -343,6 +356,7 @@ int main(int argc, char** argv) {
         if (command == "record") return run_record(args);
         if (command == "report") return run_report_command(args);
         if (command == "recover") return run_recover_command(args);
+        if (command == "merge") return run_merge_command(args);
         if (command == "ps") return run_ps_command(args);
         fail(make_error(ExitCode::Usage, fmt::format("unknown command '{}'; see gtrace --help", command)));
     } catch (const po::error& e) {

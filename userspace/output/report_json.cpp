@@ -90,6 +90,19 @@ nlohmann::json process_json(const ProcessAnalysis& r) {
     return j;
 }
 
+nlohmann::json nodes_json(const JobReport& report) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& n : report.nodes) {
+        const NodeAlignment& a = n.clock;
+        nlohmann::json clock = {{"offset_ns", a.offset_ns()}, {"clock_offset_ns", a.clock_offset_ns}, {"refined_ns", a.refined_ns},
+                                {"matched_collectives", a.matched}, {"method", a.method}};
+        if (a.residual_ns) clock["residual_skew_us"] = static_cast<double>(*a.residual_ns) / 1e3;
+        out.push_back({{"name", n.name}, {"host", n.host}, {"trace", n.trace}, {"ranks", n.ranks}, {"step_ms", n.step_ms},
+                       {"verdict", n.verdict}, {"clock", clock}});
+    }
+    return out;
+}
+
 } // namespace
 
 std::string verdict_key(const ProcessAnalysis& p) { return p.rank ? std::to_string(*p.rank) : fmt::format("pid {}", p.pid); }
@@ -106,6 +119,10 @@ nlohmann::json report_json(const JobReport& report) {
     if (!v.leading.empty()) verdict["leading"] = v.leading;
     nlohmann::json out = {{"traces", report.traces}, {"verdict", verdict}, {"ranks", entries}};
     if (v.straggler) out["straggler_rank"] = v.straggler->rank;
+    if (report.nodes.size() > 1) {
+        out["nodes"] = nodes_json(report);
+        if (const JobNode* n = v.straggler ? report.node_of_rank(v.straggler->rank) : nullptr) out["straggler_node"] = n->name;
+    }
     if (v.straggler && !v.straggler->collective.empty())
         out["straggler"] = {{"rank", v.straggler->rank}, {"waiting_rank", v.straggler->waiting_rank},
                             {"collective", v.straggler->collective}, {"wait_ms_per_step", v.straggler->wait_ms}};

@@ -1,6 +1,9 @@
 #include "output/report_text.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace gtrace {
 namespace {
@@ -33,6 +36,22 @@ std::string table(const JobReport& report) {
         out += fmt::format(" {:>5.1f}%  {}\n", r.gpu_utilization * 100, r.verdict.empty() ? "-" : r.verdict);
     }
     return out;
+}
+
+// "+2.503 ms"
+std::string signed_ms(int64_t ns) { return fmt::format("{:+.3f} ms", static_cast<double>(ns) / 1e6); }
+
+// Several traces: one line per node (trace argument), and how its clock was aligned.
+std::string nodes_table(const JobReport& report) {
+    if (report.nodes.size() < 2) return "";
+    size_t width = 4;
+    for (const auto& n : report.nodes) width = std::max(width, n.name.size());
+    std::string out = fmt::format("{:>{}} {:>8} {:>9}  {:<14} clock (times put on {}'s)\n", "node", width, "ranks", "step ms", "verdict",
+                                  report.nodes[0].name);
+    for (const auto& n : report.nodes)
+        out += fmt::format("{:>{}} {:>8} {:>9.2f}  {:<14} {}\n", n.name, width, fmt::format("{}", fmt::join(n.ranks, ",")), n.step_ms,
+                           n.verdict.empty() ? "-" : n.verdict, clock_alignment_text(n.clock));
+    return out + "\n";
 }
 
 std::string details(const ProcessAnalysis& r) {
@@ -68,12 +87,26 @@ std::string details(const ProcessAnalysis& r) {
 
 } // namespace
 
+std::string clock_alignment_text(const NodeAlignment& a) {
+    if (a.method == "reference" || a.method.starts_with("same host")) return a.method;
+    std::string out = fmt::format("{} by its clock reading", signed_ms(a.clock_offset_ns));
+    if (a.matched)
+        out += fmt::format(", {} from {} collectives' ends; residual skew {:.1f} µs", signed_ms(a.refined_ns), a.matched,
+                           static_cast<double>(a.residual_ns.value_or(0)) / 1e3);
+    else
+        out += fmt::format(" ({})", a.method);
+    return out;
+}
+
 std::string format_report(const JobReport& report) {
-    std::string out = "\n" + heading(report) + table(report) + "\n";
+    std::string out = "\n" + heading(report) + table(report) + "\n" + nodes_table(report);
     for (const auto& r : report.processes) out += details(r);
     const JobVerdict& v = report.verdict;
-    if (v.straggler)
+    if (v.straggler) {
         out += fmt::format("\nJOB VERDICT: straggler — {}\n", v.evidence);
+        if (const JobNode* n = report.nodes.size() > 1 ? report.node_of_rank(v.straggler->rank) : nullptr)
+            out += fmt::format("  straggler: node {} rank {}\n", n->name, v.straggler->rank);
+    }
     else if (!v.verdict.empty())
         out += fmt::format("\nJOB VERDICT: {}{}\n", v.verdict, v.leading.empty() ? "" : " — no dominant cause; leading cause: " + v.leading);
     if (!v.straggler && report.processes.size() > 1 && !v.evidence.empty()) out += fmt::format("  {}\n", v.evidence);

@@ -1,0 +1,141 @@
+// Clock alignment of several nodes' traces (analyze/clock_alignment.h): the clock readings give a
+// first offset, and the ends of the same collectives correct what the wall clocks got wrong —
+// through a straggler (whose collectives start late but end with everyone's), a trace that
+// covers more time than the others, and the odd unmatched call.
+#include <catch2/catch.hpp>
+
+#include <random>
+
+#include "analyze/clock_alignment.h"
+
+using namespace gtrace;
+
+namespace {
+
+constexpr int64_t kMs = 1'000'000, kUs = 1'000;
+
+// A rank's all_reduce calls every `period_ns` from `first_end_ns` (its own clock), each arriving
+// `late_ns` before it ends, with ends jittered by up to `jitter_ns`.
+std::vector<CollectiveCall> rank_calls(uint64_t first_end_ns, uint64_t period_ns, int count, uint64_t late_ns,
+                                       uint64_t jitter_ns = 0, unsigned seed = 1) {
+    std::mt19937 rng(seed);
+    std::uniform_int_distribution<uint64_t> jitter(0, jitter_ns);
+    std::vector<CollectiveCall> out;
+    for (int i = 0; i < count; ++i) {
+        uint64_t done = first_end_ns + static_cast<uint64_t>(i) * period_ns + jitter(rng);
+        out.push_back({"all_reduce", done - late_ns, done, late_ns});
+    }
+    return out;
+}
+
+NodeClock node(std::string host, std::optional<int64_t> realtime, std::vector<const std::vector<CollectiveCall>*> ranks) {
+    return {std::move(host), realtime, std::move(ranks)};
+}
+
+} // namespace
+
+TEST_CASE("median: the lower middle value, 0 for none") {
+    CHECK(median({}) == 0);
+    CHECK(median({5}) == 5);
+    CHECK(median({9, -3, 4}) == 4);
+    CHECK(median({4, 1, 3, 2}) == 2);
+}
+
+TEST_CASE("end differences: the nearest end of the same name, within the window, inside the reference's span") {
+    std::vector<CollectiveEnd> ref = {{"all_reduce", 1000}, {"barrier", 1500}, {"all_reduce", 2000}, {"all_reduce", 3000}};
+    std::vector<CollectiveCall> calls = {
+        {"all_reduce", 0, 1040, 0},  // → 1000: -40
+        {"all_reduce", 0, 1980, 0},  // → 2000: +20 (barrier at 1500 is nearer but another collective)
+        {"barrier", 0, 1490, 0},     // → 1500: +10
+        {"broadcast", 0, 2000, 0},   // no broadcast in the reference
+        {"all_reduce", 0, 9000, 0},  // after the reference's span: left out
+    };
+    CHECK(end_differences(ref, calls, 0, 400) == std::vector<int64_t>{-40, 20, 10});
+    // Shifted by +30: the same calls 30 ns later.
+    CHECK(end_differences(ref, calls, 30, 400) == std::vector<int64_t>{-70, -10, -20});
+    // A window narrower than a difference drops that call.
+    CHECK(end_differences(ref, calls, 0, 15) == std::vector<int64_t>{10});
+}
+
+TEST_CASE("align: a node whose wall clock is 2.5 ms off is put back by its collectives' ends, through a straggler") {
+    // Node A (reference) and node B share one time line; B's clock runs 7 s ahead of A's
+    // (booted earlier) and its wall clock is 2.5 ms fast, so the readings say 7 s + 2.5 ms.
+    // B's rank is the straggler: it arrives 30 ms after A's, and both end together (±20 µs).
+    const uint64_t boot_gap = 7'000 * kMs;
+    auto a = rank_calls(100 * kMs, 40 * kMs, 50, 31 * kMs, 20 * kUs, 1);
+    auto b = rank_calls(100 * kMs + boot_gap, 40 * kMs, 50, 1 * kMs, 20 * kUs, 2);
+    const int64_t real_a = 1'700'000'000'000'000'000, wall_error = 2'500'000;
+    std::vector<NodeClock> nodes = {node("a", real_a, {&a}), node("b", real_a - static_cast<int64_t>(boot_gap) + wall_error, {&b})};
+    auto al = align_nodes(nodes);
+    REQUIRE(al.size() == 2);
+    CHECK(al[0].offset_ns() == 0);
+    CHECK(al[0].method == "reference");
+    CHECK(al[1].clock_offset_ns == -static_cast<int64_t>(boot_gap) + wall_error);
+    CHECK(std::llabs(al[1].offset_ns() + static_cast<int64_t>(boot_gap)) < 20 * kUs); // the truth: −7 s exactly
+    CHECK(std::llabs(al[1].refined_ns + wall_error) < 20 * kUs);
+    CHECK(al[1].matched == 50);
+    REQUIRE(al[1].residual_ns);
+    CHECK(*al[1].residual_ns < 20 * kUs);
+    CHECK(al[1].method == "clocks and collectives");
+}
+
+TEST_CASE("align: a node's trace that starts earlier and ends later than the reference's still aligns") {
+    // B's capture covers 100 calls, A's only the middle 30: B's calls outside A's span are left
+    // out, and no edge call of A drags the median.
+    auto b = rank_calls(0, 10 * kMs, 100, 0);
+    std::vector<CollectiveCall> a(b.begin() + 35, b.begin() + 65);
+    const int64_t error = 3 * kMs;
+    std::vector<NodeClock> nodes = {node("a", 0, {&a}), node("b", error, {&b})};
+    auto al = align_nodes(nodes);
+    CHECK(al[1].clock_offset_ns == error);
+    CHECK(al[1].offset_ns() == 0);
+    CHECK(al[1].matched == 30);
+    CHECK(*al[1].residual_ns == 0);
+}
+
+TEST_CASE("align: several ranks per node; a third node aligned to both before it") {
+    auto a0 = rank_calls(50 * kMs, 20 * kMs, 40, 5 * kMs, 10 * kUs, 1), a1 = rank_calls(50 * kMs, 20 * kMs, 40, 2 * kMs, 10 * kUs, 2);
+    auto b0 = rank_calls(50 * kMs + 1000, 20 * kMs, 40, 1 * kMs, 10 * kUs, 3), b1 = rank_calls(50 * kMs + 1000, 20 * kMs, 40, 3 * kMs, 10 * kUs, 4);
+    auto c0 = rank_calls(50 * kMs - 4000, 20 * kMs, 40, 0, 10 * kUs, 5);
+    // True offsets: B −1 µs, C +4 µs; the readings say B +4 ms, C −3 ms.
+    std::vector<NodeClock> nodes = {node("a", 0, {&a0, &a1}), node("b", 4 * kMs, {&b0, &b1}), node("c", -3 * kMs, {&c0})};
+    auto al = align_nodes(nodes);
+    CHECK(std::llabs(al[1].offset_ns() - -1000) < 10 * kUs);
+    CHECK(std::llabs(al[2].offset_ns() - 4000) < 10 * kUs);
+    CHECK(al[1].matched == 80);
+    CHECK(al[2].matched >= 38); // an edge end jittered outside the others' span is left out
+}
+
+TEST_CASE("align: without collectives in common, by the clocks only; the same host keeps its one clock") {
+    auto a = rank_calls(0, 10 * kMs, 10, 0);
+    std::vector<CollectiveCall> b = {{"broadcast", 0, 5 * kMs, 0}}; // no broadcast on A
+    auto c = rank_calls(0, 10 * kMs, 10, 0);
+    std::vector<NodeClock> nodes = {node("a", 100, {&a}), node("b", 700, {&b}), node("a", 900, {&c})};
+    auto al = align_nodes(nodes);
+    CHECK(al[1].offset_ns() == 600);
+    CHECK(al[1].matched == 0);
+    CHECK(!al[1].residual_ns);
+    CHECK(al[1].method == "clocks only: no collective in common with the nodes before it");
+    // Node 3 is on A's host: A's clock, whatever its later reading says (NTP slews the wall clock).
+    CHECK(al[2].offset_ns() == 0);
+    CHECK(al[2].method == "same host as node 1: one clock");
+    CHECK(al[2].matched == 10);
+}
+
+TEST_CASE("align: a trace without clock readings starts from the first ends, then the collectives") {
+    auto a = rank_calls(1'000 * kMs, 10 * kMs, 20, 0);
+    auto b = rank_calls(5 * kMs, 10 * kMs, 20, 0); // the same calls, 995 ms earlier on B's clock
+    std::vector<NodeClock> nodes = {node("a", std::nullopt, {&a}), node("b", std::nullopt, {&b})};
+    auto al = align_nodes(nodes);
+    CHECK(al[1].offset_ns() == 995 * kMs);
+    CHECK(al[1].method == "collectives only: the trace has no clock reading");
+}
+
+TEST_CASE("shift_calls: both ends move; never below 0") {
+    std::vector<CollectiveCall> calls = {{"x", 100, 200, 0}};
+    shift_calls(calls, -150);
+    CHECK(calls[0].arrival == 0);
+    CHECK(calls[0].done == 50);
+    shift_calls(calls, 1000);
+    CHECK(calls[0].done == 1050);
+}
