@@ -217,7 +217,7 @@ def train_scenario(args, sc):
     evaluation = None
     for step in range(args.steps):
         if args.epoch_steps and step and step % args.epoch_steps == 0:
-            batches = iter(loader)  # the old iterator's worker exits; the new epoch's is forked
+            batches = Epochs(loader)  # the old iterator's worker exits; the new epoch's is forked
         if args.eval_every and step and step % args.eval_every == 0 and (evaluation is None or evaluation.poll() is not None):
             evaluation = start_evaluation(args)
         loader_start = time.monotonic_ns()
