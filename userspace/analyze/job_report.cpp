@@ -105,7 +105,10 @@ Result<JobReport> analyze_job(const std::vector<std::string>& traces, const Anal
                 report.processes.push_back(std::move(p));
             }
         }
-        report.nodes.push_back({"", clock.host, traces[node], {}});
+        JobNode n;
+        n.host = clock.host;
+        n.trace = traces[node];
+        report.nodes.push_back(std::move(n));
         clocks.push_back(std::move(clock));
     }
     name_nodes(report.nodes);
