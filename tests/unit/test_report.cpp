@@ -285,3 +285,11 @@ TEST_CASE("the terminal report shows launch statistics, copy bandwidth and top k
     CHECK(text.find("top kernels") != std::string::npos);
     CHECK(text.find("ms  gemm") != std::string::npos);
 }
+
+TEST_CASE("the report's JSON text survives bytes that are not UTF-8 (a traced process's command line)") {
+    nlohmann::json summary = {{"label", std::string("rank 0 \xff\xfe python")}};
+    std::string text;
+    REQUIRE_NOTHROW(text = report_json_text(summary));
+    CHECK(text.find("\xef\xbf\xbd") != std::string::npos); // U+FFFD
+    CHECK(nlohmann::json::parse(text)["label"].get<std::string>().starts_with("rank 0 "));
+}

@@ -79,7 +79,7 @@ int run_merge_command(const std::vector<std::string>& args) {
     or_fail(check_one_job(report));
     std::vector<MergeInput> inputs;
     for (const auto& n : report.nodes) inputs.push_back({n.trace, n.name, n.clock.offset_ns()});
-    auto summary = or_fail(merge_pftraces(inputs, output, force, merged_facts(report).dump()));
+    auto summary = or_fail(merge_pftraces(inputs, output, force, merged_facts(report).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));
     fmt::print(stderr, "gtrace: merged {} traces ({} ranks) into {}; times on {}'s clock\n", traces.size(), report.rank_count(), output,
                report.nodes[0].name);
     for (size_t i = 0; i < report.nodes.size(); ++i) {

@@ -24,7 +24,7 @@ Result<void> run_report(const std::vector<std::string>& traces, const ReportOpti
     nlohmann::json summary = report_json(*report);
     if (!options.capture.is_null()) summary["capture"] = options.capture;
     if (!options.json_path.empty())
-        if (auto written = write_output(options.json_path, summary.dump(2) + "\n", options.force); !written) return written;
+        if (auto written = write_output(options.json_path, report_json_text(summary), options.force); !written) return written;
     if (!options.html_path.empty())
         if (auto written = write_html_report(summary, options.html_path, options.force); !written) return written;
     return {};

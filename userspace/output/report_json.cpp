@@ -107,6 +107,10 @@ nlohmann::json nodes_json(const JobReport& report) {
 
 std::string verdict_key(const ProcessAnalysis& p) { return p.rank ? std::to_string(*p.rank) : fmt::format("pid {}", p.pid); }
 
+std::string report_json_text(const nlohmann::json& summary) {
+    return summary.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
 nlohmann::json report_json(const JobReport& report) {
     nlohmann::json verdicts = nlohmann::json::object(), entries = nlohmann::json::array();
     for (const auto& p : report.processes) {

@@ -17,4 +17,8 @@ std::string verdict_key(const ProcessAnalysis& p);
 
 nlohmann::json report_json(const JobReport& report);
 
+// The --json file's text: indented; bytes that are not UTF-8 (a traced process's command line
+// may hold any) become U+FFFD instead of failing the report.
+std::string report_json_text(const nlohmann::json& summary);
+
 } // namespace gtrace
