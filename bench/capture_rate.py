@@ -14,8 +14,13 @@ Target: 1,000,000 events/s kept with zero lost at the default ring size, gtrace 
 one core. Modes: `launch` (cudaLaunchKernel: calls with their stacks and kernels), `graph`
 (cudaGraphLaunch of a 66-kernel graph: mostly GPU records, as in the issue's H100 job).
 
+With --python N, N Python processes join the tree (bench/py_workload.py stack: cudaLaunchKernel
+through ctypes, ~50 Python frames deep, as fast as they can; the stub is no registered kernel, so
+a call and no GPU op): their calls carry Python stacks, and are added to the offered and kept counts (a Python loop makes tens of thousands of
+calls a second, not a million: the rate_loop processes make up the rest).
+
 Usage: capture_rate.py BUILD_DIR [--mode launch|graph] [--rates 100000,250000,...]
-                       [--seconds S] [--procs P] [--threads T]
+                       [--seconds S] [--procs P] [--threads T] [--python N]
 """
 import argparse
 import json
@@ -31,7 +36,10 @@ SIM_ENV = {"GTSIM_KERNEL_BASE_NS": "100", "GTSIM_KERNEL_NS_PER_BLOCK": "0", "GTS
 GRAPH_NODES = 66
 
 
-def run_rate(build, mode, rate, seconds, procs, threads):
+PY_CALLS_PER_S = 20000  # what one Python process is asked for (it runs until done: its own time is reported)
+
+
+def run_rate(build, mode, rate, seconds, procs, threads, python=0):
     env = dict(os.environ, LD_LIBRARY_PATH=os.path.join(build, "gpusim"), **SIM_ENV)
     per_event = 1 + (GRAPH_NODES if mode == "graph" else 1)
     calls_per_thread = rate / per_event / (procs * threads)
@@ -40,11 +48,15 @@ def run_rate(build, mode, rate, seconds, procs, threads):
         # One parent so that one gtrace attach covers every process (a tree, as torchrun's ranks).
         loop = [os.path.join(build, "bench", "rate_loop"), "--seconds", str(seconds), "--rate", str(calls_per_thread),
                 "--threads", str(threads), "--go-file", go] + (["--graph", str(GRAPH_NODES)] if mode == "graph" else [])
+        py_calls = int(PY_CALLS_PER_S * seconds)
+        py = ["/usr/bin/python3", os.path.join(os.path.dirname(os.path.abspath(__file__)), "py_workload.py"), "stack",
+              str(py_calls), go, os.path.join(build, "gpusim", "libcudart.so.13")]
         script = "import subprocess,sys\n" \
                  f"ps=[subprocess.Popen({loop!r}) for _ in range({procs})]\n" \
+                 f"ps+=[subprocess.Popen({py!r}) for _ in range({python})]\n" \
                  "sys.exit(max(p.wait() for p in ps))\n"
         parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, env=env)
-        readies = [parent.stdout.readline() for _ in range(procs)]
+        readies = [parent.stdout.readline() for _ in range(procs + python)]
         assert all(r.startswith("ready") for r in readies), readies
         summary = os.path.join(tmp, "summary.json")
         gtrace = subprocess.Popen([os.path.join(build, "gtrace"), "attach", "--pid", str(parent.pid), "-q", "-o",
@@ -56,7 +68,7 @@ def run_rate(build, mode, rate, seconds, procs, threads):
         time.sleep(1.0)  # the agents are loaded and their callbacks on (the uprobes come off)
         cpu0, t0 = cpu_seconds(gtrace.pid), time.time()
         open(go, "w").close()
-        out = [parent.stdout.readline() for _ in range(procs)]
+        out = [parent.stdout.readline() for _ in range(procs + python)]
         parent.wait()
         # gtrace stops when every traced process exited; its CPU until then (the records drain).
         cpu1 = cpu0
@@ -72,14 +84,20 @@ def run_rate(build, mode, rate, seconds, procs, threads):
             raise SystemExit(f"gtrace exited {gtrace.returncode}: {err.strip()[-400:]}")
         with open(summary) as f:
             facts = json.load(f)
-    offered_calls = sum(int(line.split("calls=")[1].split()[0]) for line in out)
-    behind = sum(int(line.split("behind_ticks=")[1].split()[0]) for line in out)
+    loop_out = [line for line in out if line.startswith("offered")]
+    py_ns = [float(line.split()[-1]) for line in out if line.startswith("ns_per_op")]
+    offered_calls = sum(int(line.split("calls=")[1].split()[0]) for line in loop_out)
+    py_seconds = max((ns * py_calls / 1e9 for ns in py_ns), default=0)
+    py_events = py_calls * len(py_ns)  # calls only: py_workload launches a stub no module registered (no GPU op)
+    behind = sum(int(line.split("behind_ticks=")[1].split()[0]) for line in loop_out)
+    span = max(seconds, py_seconds)
     capture = facts.get("capture", facts)
     gpu = capture.get("gpu", {})
     kept_calls = sum(capture.get("calls", {}).values())
     kept_ops = gpu.get("gpu_ops", 0)
     lost = capture["lost"]  # by source: the BPF ring (per event class), the agents' rings, CUPTI
-    return {"offered": offered_calls * per_event / seconds, "behind_ticks": behind, "kept": (kept_calls + kept_ops) / seconds,
+    return {"offered": (offered_calls * per_event + py_events) / span, "behind_ticks": behind, "kept": (kept_calls + kept_ops) / span,
+            "py_events_per_s": py_events / py_seconds if py_seconds else 0, "py_seconds": py_seconds,
             "calls": kept_calls, "ops": kept_ops, "lost_bpf": lost["bpf_ring"]["total"], "lost_agent": lost["agent_ring"],
             "lost_cupti": lost["cupti"], "cpu_per_s": (cpu1 - cpu0) / wall,
             "ns_per_event": (cpu1 - cpu0) * 1e9 / max(1, kept_calls + kept_ops)}
@@ -93,6 +111,7 @@ def main():
     ap.add_argument("--seconds", type=float, default=5)
     ap.add_argument("--procs", type=int, default=2)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--python", type=int, default=0, help="Python processes launching with their stacks, beside the loops")
     args = ap.parse_args()
     if os.geteuid() != 0:
         raise SystemExit("capture_rate: run as root (gtrace attach needs it)")
@@ -101,10 +120,12 @@ def main():
     print(f"{'offered/s':>12} {'kept/s':>12} {'calls':>10} {'gpu ops':>10} {'lost:bpf':>9} {'agent':>9} {'cupti':>9} "
           f"{'gtrace CPU':>11} {'ns/event':>9} {'behind':>7}")
     for rate in (float(r) for r in args.rates.split(",")):
-        r = run_rate(args.build, args.mode, rate, args.seconds, args.procs, args.threads)
+        r = run_rate(args.build, args.mode, rate, args.seconds, args.procs, args.threads, args.python)
         print(f"{r['offered']:12,.0f} {r['kept']:12,.0f} {r['calls']:10,} {r['ops']:10,} {r['lost_bpf']:9,} "
               f"{r['lost_agent']:9,} {r['lost_cupti']:9,} {r['cpu_per_s']:10.2f}c {r['ns_per_event']:9.0f} "
               f"{r['behind_ticks']:7}", flush=True)
+        if args.python:
+            print(f"    of which Python (with stacks): {r['py_events_per_s']:,.0f} events/s over {r['py_seconds']:.1f} s", flush=True)
     print("target: 1,000,000 events/s kept, 0 lost, gtrace CPU <= 1.00 core (lost: by the BPF ring, the agents' "
           "rings, CUPTI; behind: ticks in which the loop itself could not offer its rate)")
 
