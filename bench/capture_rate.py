@@ -16,7 +16,7 @@ one core. Modes: `launch` (cudaLaunchKernel: calls with their stacks and kernels
 
 With --python N, N Python processes join the tree (bench/py_workload.py stack: cudaLaunchKernel
 through ctypes, ~50 Python frames deep, as fast as they can; the stub is no registered kernel, so
-a call and no GPU op): their calls carry Python stacks, and are added to the offered and kept counts (a Python loop makes tens of thousands of
+a call and no GPU op): their calls have Python frames above them, and are added to the offered and kept counts (a Python loop makes tens of thousands of
 calls a second, not a million: the rate_loop processes make up the rest).
 
 Usage: capture_rate.py BUILD_DIR [--mode launch|graph] [--rates 100000,250000,...]
