@@ -133,26 +133,12 @@ private:
 
 
     bool attributes(std::string_view bytes) {
-        WireReader r(bytes);
-        uint32_t field, type;
-        while (r.next(field, type)) {
-            if (field != 1 || type != 2) {
-                r.skip(type);
-                continue;
-            }
-            WireReader a(r.bytes());
-            std::string_view key, value;
-            while (a.next(field, type)) {
-                if (field == 1) key = a.bytes_of(type);
-                else if (field == 3) value = a.bytes_of(type);
-                else a.skip(type);
-            }
-            if (a.failed()) return false;
+        return for_each_pftrace_attribute(bytes, [&](std::string_view key, std::string_view value) {
             if (key == "tool") tool = value;
             if (key == "host" && t_.host.empty()) t_.host = value;
             if (key == "other_data") facts = value;
-        }
-        return !r.failed();
+            return true;
+        });
     }
 
     bool descriptor(std::string_view bytes) {
@@ -406,6 +392,28 @@ std::optional<PftraceEnd> find_pftrace_end(std::string_view bytes) {
     if (end.packets == 0) return std::nullopt;
     end.complete = end.cut == bytes.size() && holds_facts(last);
     return end;
+}
+
+bool for_each_pftrace_attribute(std::string_view attributes,
+                                const std::function<bool(std::string_view key, std::string_view value)>& entry) {
+    proto::WireReader r(attributes);
+    uint32_t field, type;
+    while (r.next(field, type)) {
+        if (field != 1 || type != 2) {
+            r.skip(type);
+            continue;
+        }
+        proto::WireReader a(r.bytes());
+        std::string_view key, value;
+        while (a.next(field, type)) {
+            if (field == 1) key = a.bytes_of(type);
+            else if (field == 3) value = a.bytes_of(type);
+            else a.skip(type);
+        }
+        if (a.failed()) return false;
+        if (!entry(key, value)) return true;
+    }
+    return !r.failed();
 }
 
 Result<void> read_pftrace(const TraceFile& file, size_t length, const std::string& path, TraceData& t) {

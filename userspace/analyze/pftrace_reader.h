@@ -4,6 +4,7 @@
 // names and string values, source locations) and per track its open slices.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -40,5 +41,10 @@ std::optional<PftraceOpenSlices> pftrace_open_slices(std::string_view whole_pack
 // Reads the packets in the file's first `length` bytes (whole ones: cut a partial first) into
 // `t`. Errors: not a gtrace trace, or malformed (ExitCode::BadTrace, naming `path`).
 Result<void> read_pftrace(const TraceFile& file, size_t length, const std::string& path, TraceData& t);
+
+// Each key and string value of a trace's attributes (entries of field 1: key 1, value 3), in order,
+// until `entry` returns false. False when the bytes are malformed.
+bool for_each_pftrace_attribute(std::string_view attributes,
+                                const std::function<bool(std::string_view key, std::string_view value)>& entry);
 
 } // namespace gtrace

@@ -325,25 +325,14 @@ private:
     // the others' are dropped.
     bool attributes(std::string_view attrs, std::string_view packet, std::string& out) {
         if (k_ > 0) return true;
-        WireReader r(attrs);
-        uint32_t field, type;
-        while (r.next(field, type)) {
-            if (field != 1 || type != 2) {
-                r.skip(type);
-                continue;
-            }
-            WireReader a(r.bytes());
-            std::string_view key, value;
-            while (a.next(field, type))
-                if (field == 1) key = a.bytes_of(type);
-                else if (field == 3) value = a.bytes_of(type);
-                else a.skip(type);
-            if (key == kPftraceFactsKey) {
-                facts = value;
-                return true;
-            }
-        }
-        proto::Encoder(out).message(kTracePacket, packet);
+        bool is_facts = false;
+        for_each_pftrace_attribute(attrs, [&](std::string_view key, std::string_view value) {
+            if (key != kPftraceFactsKey) return true;
+            facts = value;
+            is_facts = true;
+            return false; // the facts packet is held back, not copied
+        });
+        if (!is_facts) proto::Encoder(out).message(kTracePacket, packet);
         return true;
     }
 
