@@ -72,7 +72,7 @@ def collective_ends(trace, node):
     """The all_reduce completions (µs: the ends of its waits; an issue returns at once, when the
     rank gets there) of the process named with `node`, and that name."""
     names = {e["pid"]: e["args"]["name"] for e in trace["traceEvents"] if e.get("ph") == "M" and e["name"] == "process_name"}
-    pids = [pid for pid, name in names.items() if name.startswith(f"[{node}] ") and "rank" in name]
+    pids = [pid for pid, name in names.items() if (node is None or name.startswith(f"[{node}] ")) and "rank" in name]
     if len(pids) != 1:
         fail(f"expected one rank process named [{node}] in the merged trace, found: {names}")
     pid = pids[0]
@@ -82,7 +82,7 @@ def collective_ends(trace, node):
     return ends, names[pid]
 
 
-def check_merged(path):
+def check_merged(path, node_b_trace):
     trace = check_pftrace(path)  # raises with what trace_processor would object to
     a, a_name = collective_ends(trace, "node-a")
     b, b_name = collective_ends(trace, "node-b")
@@ -92,10 +92,17 @@ def check_merged(path):
     # Each of rank 1's all_reduce completions, with the nearest on rank 0.
     gaps = [min(abs(t - u) for u in a) for t in b]
     print(f"merged: |rank 1 end - rank 0 end| µs: median {statistics.median(gaps):.1f}, max {max(gaps):.1f}", flush=True)
-    # The median, not every pair: the ranks' completions themselves scatter by scheduling on a busy
-    # 2-core machine (a few pairs by a millisecond), whatever the alignment.
-    if statistics.median(gaps) > WITHIN_US:
-        fail(f"node-b's all_reduce completions lie a median {statistics.median(gaps):.1f} µs from node-a's (> {WITHIN_US} µs)")
+    # Both "nodes" share this machine's monotonic clock (the hook shifts only node-b's wall-clock
+    # reading): node-b's completions in the merged trace must lie where its own trace has them,
+    # within WITHIN_US. (Rank against rank, completions scatter by scheduling on a busy 2-core
+    # machine, by up to a millisecond: printed above, not judged.)
+    own, _ = collective_ends(check_pftrace(node_b_trace), None)
+    if len(own) != len(b):
+        fail(f"node-b has {len(own)} all_reduce waits in its trace and {len(b)} in the merged one")
+    shift = statistics.median(m - o for m, o in zip(b, own))
+    print(f"merged: node-b's completions moved by a median {shift:.1f} µs from its own trace (truth: 0)", flush=True)
+    if abs(shift) > WITHIN_US:
+        fail(f"node-b's all_reduce completions lie {shift:.1f} µs from where its trace has them (> {WITHIN_US} µs)")
     nodes = trace["otherData"].get("merged", {}).get("nodes", [])
     if [n.get("name") for n in nodes] != ["node-a", "node-b"]:
         fail(f"otherData.merged.nodes names {nodes}, expected node-a and node-b")
@@ -142,7 +149,9 @@ def main():
                 fail(f"node-b's clock reading says {clock['clock_offset_ns']} ns, expected the injected {OFFSET_NS} (the hook)")
             if abs(clock["offset_ns"]) > WITHIN_US * 1000 or clock["matched_collectives"] < STEPS // 2:  # both captures start after the job, a few steps apart
                 fail(f"node-b aligned by {clock['offset_ns']} ns from {clock['matched_collectives']} collectives; the truth is 0")
-            if not clock.get("residual_skew_us", 1e9) < WITHIN_US:
+            # Stated, and sane; not held to WITHIN_US: it measures how the ranks' completions scatter
+            # (up to ~0.6 ms median on this busy 2-core machine), the offset above the alignment.
+            if not 0 <= clock.get("residual_skew_us", -1) < 10_000:
                 fail(f"residual skew {clock.get('residual_skew_us')} µs")
             print(f"report: node-b offset {clock['offset_ns']} ns (clock reading {clock['clock_offset_ns']}, "
                   f"collectives {clock['refined_ns']}), residual skew {clock['residual_skew_us']} µs", flush=True)
@@ -151,7 +160,7 @@ def main():
             r = run(gtrace, "merge", "-o", merged, *traces)
             if r.returncode != 0 or "node node-b" not in r.stderr:
                 fail("gtrace merge failed")
-            check_merged(merged)
+            check_merged(merged, traces[1])
             r = run(gtrace, "report", merged, "--json", report_json, "--force")
             if r.returncode != 0 or json.load(open(report_json)).get("straggler_rank") != 1:
                 fail("gtrace report on the merged trace does not name rank 1 as the straggler")
