@@ -58,9 +58,7 @@ bool Sequence::read_defaults(std::string_view bytes) {
     return !r.failed();
 }
 
-// Each clock of a ClockSnapshot as (id, time); false: malformed.
-template <typename F>
-bool for_each_clock(std::string_view snapshot, F&& on_clock) {
+bool for_each_clock(std::string_view snapshot, const std::function<void(uint32_t id, uint64_t ts)>& on_clock) {
     WireReader r(snapshot);
     uint32_t field, type;
     while (r.next(field, type)) {

@@ -3,6 +3,7 @@
 // locations), the sequence's default track and clock, and its incremental clock.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -43,5 +44,8 @@ struct Sequence {
     bool read_clock_snapshot(std::string_view bytes);
     bool read_interned(std::string_view bytes, StringPool& pool);
 };
+
+// Each clock of a ClockSnapshot as (id, time); false: malformed.
+bool for_each_clock(std::string_view snapshot, const std::function<void(uint32_t id, uint64_t ts)>& on_clock);
 
 } // namespace gtrace::pftrace_in

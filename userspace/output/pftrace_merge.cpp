@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "analyze/pftrace_reader.h"
+#include "analyze/pftrace_sequence.h"
 #include "analyze/proto_wire.h"
 #include "analyze/trace_file.h"
 #include "foundation/output_file.h"
@@ -157,20 +158,11 @@ private:
     uint64_t flow(uint64_t id) const { return k_ ? id ^ (uint64_t{k_} << 56) : id; }
     uint32_t sequence_id(uint32_t id) const { return id && k_ ? (k_ << 24) | (id & 0xFFFFFF) : id; }
 
+    // A snapshot with a sequence-scoped clock (id 64 or more) belongs to its sequence.
     static bool sequence_scoped(std::string_view snapshot) {
-        WireReader r(snapshot);
-        uint32_t field, type;
-        while (r.next(field, type)) {
-            if (field != 1 || type != 2) {
-                r.skip(type);
-                continue;
-            }
-            WireReader c(r.bytes());
-            while (c.next(field, type))
-                if (field == 1 && c.varint_of(type) >= 64) return true;
-                else if (field != 1) c.skip(type);
-        }
-        return false;
+        bool scoped = false;
+        pftrace_in::for_each_clock(snapshot, [&](uint32_t id, uint64_t) { scoped |= id >= 64; });
+        return scoped;
     }
 
     static bool read_defaults(std::string_view bytes, Sequence& s) {
