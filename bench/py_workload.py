@@ -1,5 +1,7 @@
 """Benchmark workloads, timed by themselves after FILE (argv[2]) appears.
-  py_workload.py stack N GO CUDART   N cudaLaunchKernel calls through ctypes from 45 Python frames deep
+  py_workload.py stack N GO CUDART [RATE]
+                                     N cudaLaunchKernel calls through ctypes from 45 Python frames deep,
+                                     RATE calls a second if given (paced in chunks of 100), else at once
   py_workload.py cpu N GO            N iterations of a CPU-bound loop
 Prints "ready PID", then "ns_per_op X" (CPU time per operation for cpu)."""
 import ctypes
@@ -18,7 +20,7 @@ def at_depth(depth, fn):
     return fn() if depth == 0 else at_depth(depth - 1, fn)
 
 
-def stack_bench(n, go, cudart_path):
+def stack_bench(n, go, cudart_path, rate=0.0):
     rt = ctypes.CDLL(cudart_path)
     launch = rt.cudaLaunchKernel
     launch.argtypes = [ctypes.c_void_p] * 6
@@ -26,9 +28,23 @@ def stack_bench(n, go, cudart_path):
 
     def loop():
         t0 = time.perf_counter_ns()
-        for _ in range(n):
-            launch(stub, 1, 1, None, 0, None)
-        return time.perf_counter_ns() - t0
+        if rate <= 0:
+            for _ in range(n):
+                launch(stub, 1, 1, None, 0, None)
+            return time.perf_counter_ns() - t0
+        busy, done = 0, 0
+        while done < n:  # a steady share over the whole run: chunks of 100 on the schedule
+            chunk = min(100, n - done)
+            c0 = time.perf_counter_ns()
+            for _ in range(chunk):
+                launch(stub, 1, 1, None, 0, None)
+            busy += time.perf_counter_ns() - c0
+            done += chunk
+            ahead = t0 + done * 1e9 / rate - time.perf_counter_ns()
+            if ahead > 0:
+                time.sleep(ahead / 1e9)
+        print(f"paced_seconds {(time.perf_counter_ns() - t0) / 1e9:.3f}", flush=True)
+        return busy
 
     wait(go)
     # The loop and main frames add to 45 recursive ones: about 50 Python frames at each call.
@@ -50,6 +66,6 @@ def cpu_bench(n, go):
 
 
 if sys.argv[1] == "stack":
-    stack_bench(int(sys.argv[2]), sys.argv[3], sys.argv[4])
+    stack_bench(int(sys.argv[2]), sys.argv[3], sys.argv[4], float(sys.argv[5]) if len(sys.argv) > 5 else 0.0)
 else:
     cpu_bench(int(sys.argv[2]), sys.argv[3])

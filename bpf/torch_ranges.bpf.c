@@ -4,7 +4,11 @@
  * USER_SCOPE and calls end() on it (or destroys it): those two exported functions bound the
  * range, keyed by the object's address. torch 2.x passes the name through the exported
  * record_function_enter_new just before; torch 1.13 never hands it to an exported function
- * unless a profiler is on, so its ranges are named from the Python stack taken at the start. */
+ * unless a profiler is on, so its ranges are named from the Python stack taken at the start.
+ *
+ * Backward passes: THPEngine_run_backward (libtorch_python) is where Python's backward() and
+ * autograd.grad() enter the engine. Its entry and its ret instructions are probed (not a return
+ * probe: see gtrace/comm.h), matched by the stack pointer, outermost call per thread only. */
 #include "common.bpf.h"
 #include "pystack.bpf.h"
 #include "gtrace/torch_ranges.h"
@@ -59,6 +63,22 @@ struct {
 	__type(value, struct open_range);
 } scratch SEC(".maps");
 
+/* The thread's open backward pass. */
+struct open_backward {
+	__u64 sp; /* at the entry: where the return address is; 0: none open */
+	__u64 start_ns;
+	__u64 py_stack;
+	__u8 py_status;
+	__u8 pad[7];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct open_backward);
+} backward_threads SEC(".maps");
+
 /* libstdc++'s std::string (C++11 ABI) starts with {char *data; size_t length}. */
 static __always_inline void remember_name(__u64 string_addr)
 {
@@ -79,10 +99,8 @@ static __always_inline void remember_name(__u64 string_addr)
 	p->valid = 1;
 }
 
-static __always_inline void begin_range(struct pt_regs *ctx, __u32 tgid, __u32 tid)
+static __always_inline void begin_range(struct pt_regs *ctx, __u32 tgid, __u32 tid, __u64 py_stack, __u8 py_status)
 {
-	if ((int)PT_REGS_PARM2(ctx) != GT_TORCH_USER_SCOPE)
-		return;
 	__u32 zero = 0;
 	struct open_range *r = bpf_map_lookup_elem(&scratch, &zero);
 	if (!r)
@@ -97,11 +115,8 @@ static __always_inline void begin_range(struct pt_regs *ctx, __u32 tgid, __u32 t
 		r->named = 1;
 		p->valid = 0;
 	}
-	r->py_stack = 0;
-	r->py_status = GT_PY_NONE;
-	struct gt_py_layout *layout = bpf_map_lookup_elem(&py_layouts, &tgid);
-	if (layout)
-		r->py_stack = gt_python_stack(layout, tgid, &r->py_status, NULL);
+	r->py_stack = py_stack;
+	r->py_status = py_status;
 	struct open_key key = {.tgid = tgid, .object = PT_REGS_PARM1(ctx)};
 	if (bpf_map_update_elem(&open_ranges, &key, r, BPF_ANY))
 		gt_count(GT_CNT_RANGES_OPEN_FULL);
@@ -117,6 +132,7 @@ static __always_inline void end_range(__u32 tgid, __u64 object)
 	if (e) {
 		e->cls = GT_EV_TORCH_RANGE;
 		e->named = r->named;
+		e->kind = GT_RANGE_USER;
 		e->pid = tgid;
 		e->tid = r->tid;
 		e->start_ns = r->start_ns;
@@ -129,6 +145,35 @@ static __always_inline void end_range(__u32 tgid, __u64 object)
 	bpf_map_delete_elem(&open_ranges, &key);
 }
 
+/* A backward pass's begin (end_ns 0) or whole span; named by userspace. */
+static __always_inline void emit_backward(__u8 kind, __u32 tgid, __u32 tid, const struct open_backward *b, __u64 end_ns)
+{
+	struct gt_torch_range_event *e = gt_reserve(sizeof(*e), GT_EV_TORCH_RANGE);
+	if (!e)
+		return;
+	e->cls = GT_EV_TORCH_RANGE;
+	e->named = 0;
+	e->kind = kind;
+	e->pid = tgid;
+	e->tid = tid;
+	e->pad2 = 0;
+	e->start_ns = b->start_ns;
+	e->end_ns = end_ns;
+	e->py_stack = b->py_stack;
+	e->py_status = b->py_status;
+	e->name[0] = 0;
+	bpf_ringbuf_submit(e, gt_submit_flags());
+}
+
+static __always_inline void backward_returned(__u32 tgid, __u32 tid, __u64 sp)
+{
+	struct open_backward *b = bpf_task_storage_get(&backward_threads, bpf_get_current_task_btf(), 0, 0);
+	if (!b || b->sp != sp)
+		return; /* a nested pass's return, or one begun before attach */
+	emit_backward(GT_RANGE_BACKWARD, tgid, tid, b, bpf_ktime_get_ns());
+	b->sp = 0;
+}
+
 /* One program for every libtorch site; the attach cookie says which (enum gt_torch_site). */
 SEC("uprobe")
 int torch_range_probe(struct pt_regs *ctx)
@@ -137,18 +182,47 @@ int torch_range_probe(struct pt_regs *ctx)
 	__u32 tgid = pid_tgid >> 32;
 	if (!gt_is_tracked(tgid))
 		return 0;
-	switch (bpf_get_attach_cookie(ctx)) {
+	__u32 tid = (__u32)pid_tgid;
+	__u64 site = bpf_get_attach_cookie(ctx), sp = PT_REGS_SP(ctx);
+	struct open_backward *b = NULL;
+	switch (site) {
 	case GT_TORCH_RANGE_NAME:
 		/* Returns an intrusive_ptr in memory: the hidden result pointer comes first. */
 		remember_name(PT_REGS_PARM2(ctx));
-		break;
-	case GT_TORCH_RANGE_BEGIN:
-		begin_range(ctx, tgid, (__u32)pid_tgid);
-		break;
+		return 0;
 	case GT_TORCH_RANGE_END:
 		end_range(tgid, PT_REGS_PARM1(ctx));
+		return 0;
+	case GT_TORCH_BACKWARD_RET:
+		backward_returned(tgid, tid, sp);
+		return 0;
+	case GT_TORCH_RANGE_BEGIN:
+		if ((int)PT_REGS_PARM2(ctx) != GT_TORCH_USER_SCOPE)
+			return 0;
 		break;
+	case GT_TORCH_BACKWARD:
+		b = bpf_task_storage_get(&backward_threads, bpf_get_current_task_btf(), 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (!b || (b->sp && b->sp > sp))
+			return 0; /* nested in the thread's open pass (a reentrant backward) */
+		break;
+	default:
+		return 0;
 	}
+	/* A range or a pass begins: the Python stack that began it, walked once for both kinds. */
+	__u64 py_stack = 0;
+	__u8 py_status = GT_PY_NONE;
+	struct gt_py_layout *layout = bpf_map_lookup_elem(&py_layouts, &tgid);
+	if (layout)
+		py_stack = gt_python_stack(layout, tgid, &py_status, NULL);
+	if (!b) {
+		begin_range(ctx, tgid, tid, py_stack, py_status);
+		return 0;
+	}
+	b->sp = sp;
+	b->start_ns = bpf_ktime_get_ns();
+	b->py_stack = py_stack;
+	b->py_status = py_status;
+	emit_backward(GT_RANGE_BACKWARD_BEGUN, tgid, tid, b, 0);
 	return 0;
 }
 

@@ -16,6 +16,7 @@ BUILD_PACKAGES=(
 )
 TEST_PACKAGES=(
   bpftrace linux-perf austin time util-linux
+  libclang-rt-dev # ASan, UBSan and libFuzzer runtimes: scripts/build_sanitized.sh, scripts/fuzz.sh
   protobuf-compiler python3-protobuf # tests decode .pftrace with the protobuf runtime, not gtrace's reader
   chromium
   qemu-system-x86 busybox-static kmod cpio xz-utils

@@ -15,7 +15,7 @@
 #define GTRACE_AGENT_H
 
 #define GT_AGENT_MAGIC 0x32524147u /* "GAR2" */
-#define GT_AGENT_VERSION 3u
+#define GT_AGENT_VERSION 4u
 #define GT_AGENT_DATA_OFFSET 4096u           /* records start one page after the header */
 #define GT_AGENT_DEFAULT_RING (8u << 20)     /* bytes of records, a power of two */
 #define GT_AGENT_MIN_RING (64u << 10)
@@ -145,6 +145,9 @@ enum gt_gpu_record_type {
 	GT_GPU_API = 6,    /* a CUPTI runtime/driver API record (joins when callbacks are not ours) */
 	GT_GPU_CALL = 7,   /* an API call the agent recorded in its callback (capture_calls) */
 	GT_GPU_PYSTACK = 8, /* a Python stack's frames, once per id, before the calls naming it */
+	GT_GPU_MEMORY_STATE = 9, /* the GPU memory in use when the agent started (attach), per device */
+	GT_GPU_NVTX_RANGE = 10, /* an NVTX range that ended (push/pop or start/end) */
+	GT_GPU_NVTX_MODULE = 11, /* attach mode: what became of one module's NVTX table */
 	GT_GPU_PAD = 0xffff, /* skip to the ring's end */
 };
 
@@ -204,6 +207,39 @@ struct gt_gpu_memory {
 	uint8_t pad[3];
 };
 
+/* gt_gpu_memory_state.have: which figures the agent could read. */
+enum gt_memory_state_have {
+	GT_MEMSTATE_DEVICE = 1 << 0, /* device_used, device_total (cuMemGetInfo in the primary context) */
+	GT_MEMSTATE_TORCH = 1 << 1,  /* torch_reserved, torch_allocated (torch.cuda's caching allocator) */
+};
+
+/* gt_gpu_memory_state.torch: why torch's figures are there or not. */
+enum gt_memory_state_torch {
+	GT_TORCH_READ = 0,          /* read */
+	GT_TORCH_NO_PYTHON = 1,     /* no initialized CPython in the process */
+	GT_TORCH_NOT_IMPORTED = 2,  /* Python without torch, or torch whose CUDA is not initialized */
+	GT_TORCH_GIL_TIMEOUT = 3,   /* the interpreter did not let the agent in within its patience */
+	GT_TORCH_ERROR = 4,         /* torch.cuda raised (an old or odd torch) */
+	GT_TORCH_NO_DEVICE = 5,     /* torch has no figures for this device (index beyond its count) */
+};
+
+/* Sent once per device whose primary context the process already has active, right after CUPTI
+ * started in a running process (never in launch mode: there CUDA is just starting and nothing is
+ * allocated). The agent never creates a context to read it. ts is CLOCK_MONOTONIC just before the
+ * figures were read: memory records stamped before it are already in them. */
+struct gt_gpu_memory_state {
+	struct gt_gpu_header h;
+	uint64_t ts;
+	uint64_t device_used;  /* total - free: every process and context on the device */
+	uint64_t device_total;
+	uint64_t torch_reserved;  /* bytes the caching allocator holds from CUDA (its cudaMallocs) */
+	uint64_t torch_allocated; /* of those, bytes in live tensors */
+	uint32_t device;
+	uint8_t have;  /* enum gt_memory_state_have */
+	uint8_t torch; /* enum gt_memory_state_torch */
+	uint8_t pad[2];
+};
+
 struct gt_gpu_api {
 	struct gt_gpu_header h;
 	uint64_t start;
@@ -234,6 +270,50 @@ struct gt_gpu_pystack {
 	uint8_t truncated;
 	uint8_t pad[5];
 	struct gt_py_frame frames[]; /* innermost first */
+};
+
+/* NVTX (nvtx_injection.h in the agent): the agent is the process's NVTX injection, so every
+ * range is timed in the process. Times are CLOCK_MONOTONIC. */
+#define GT_NVTX_DOMAIN_MAX 128u   /* longer domain names are cut */
+#define GT_NVTX_MESSAGE_MAX 1024u /* longer messages are cut */
+
+enum gt_nvtx_range_kind {
+	GT_NVTX_PUSH_POP = 1,    /* nvtxRangePush / nvtxDomainRangePushEx ... Pop: nested per thread */
+	GT_NVTX_START_END = 2,   /* nvtxRangeStart / End: may end on another thread */
+};
+
+struct gt_nvtx_range {
+	struct gt_gpu_header h; /* correlation: 0 */
+	uint64_t start;
+	uint64_t end;
+	uint64_t payload;     /* raw bits, as payload_type says */
+	uint32_t tid;         /* the thread that opened it */
+	uint32_t end_tid;     /* the thread that ended it */
+	uint32_t category;    /* 0: none */
+	uint8_t payload_type; /* nvtxPayloadType_t, 0: none */
+	uint8_t kind;         /* enum gt_nvtx_range_kind */
+	uint16_t depth;       /* push/pop: nesting level in its domain on its thread, 0 outermost */
+	uint16_t domain_len;  /* 0: the default domain */
+	uint16_t message_len;
+	uint32_t pad;
+	char text[];          /* the domain's name, then the message; neither terminated */
+};
+
+/* What the agent did with a module's NVTX table (nvtxGlobals_v3) that gtrace named in attach mode. */
+enum gt_nvtx_table_status {
+	GT_NVTX_TABLE_INSTALLED = 1,   /* initialized without a tool: the agent's functions are in it now */
+	GT_NVTX_TABLE_INITIALIZED = 2, /* never used yet: the agent initialized it, as NVTX's own init would */
+	GT_NVTX_TABLE_OURS = 3,        /* already the agent's (record mode, or an earlier capture) */
+	GT_NVTX_TABLE_OTHER_TOOL = 4,  /* another NVTX injection (nsys, CUPTI) serves it: left alone */
+	GT_NVTX_TABLE_BUSY = 5,        /* its initialization was under way on another thread throughout */
+	GT_NVTX_TABLE_INVALID = 6,     /* not an NVTX v3 table as this agent knows it: left alone */
+};
+
+struct gt_nvtx_module {
+	struct gt_gpu_header h;
+	uint64_t table;  /* the address gtrace named */
+	uint32_t status; /* enum gt_nvtx_table_status */
+	uint32_t pad;
 };
 
 #endif /* __bpf__ */

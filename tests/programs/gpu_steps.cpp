@@ -4,7 +4,11 @@
 //
 //   gpu_steps [--steps N] [--kernels K] [--bytes B] [--threads T] [--go-file F] [--load-after F]
 //             [--fork-after-init] [--busy-threads T] [--step-sleep-ms M] [--until-file F]
+//             [--hold-bytes H] [--step-alloc-bytes A --step-alloc-after F]
 //
+// --hold-bytes H allocates H bytes of device memory at start, kept to the end, and prints
+// "held H" (the memory in use before a tracer attaches). --step-alloc-bytes A makes every step,
+// once F exists, allocate A more bytes and free them before the next step.
 // libcudart is loaded with dlopen: --load-after F loads it only once F exists (CUDA loaded
 // after gtrace attached). --busy-threads T adds threads that compute, sleep and pass bytes
 // through a pipe (blocking system calls that an injection must restart correctly) and print a
@@ -31,6 +35,7 @@ namespace {
 
 struct Cuda {
     decltype(&cudaMalloc) malloc_ = nullptr;
+    decltype(&cudaFree) free_ = nullptr;
     decltype(&cudaMemcpyAsync) memcpy_async = nullptr;
     decltype(&cudaLaunchKernel) launch = nullptr;
     decltype(&cudaStreamSynchronize) sync = nullptr;
@@ -54,11 +59,12 @@ Cuda load_cuda() {
     }
     Cuda c;
     c.malloc_ = reinterpret_cast<decltype(c.malloc_)>(dlsym(h, "cudaMalloc"));
+    c.free_ = reinterpret_cast<decltype(c.free_)>(dlsym(h, "cudaFree"));
     c.memcpy_async = reinterpret_cast<decltype(c.memcpy_async)>(dlsym(h, "cudaMemcpyAsync"));
     c.launch = reinterpret_cast<decltype(c.launch)>(dlsym(h, "cudaLaunchKernel"));
     c.sync = reinterpret_cast<decltype(c.sync)>(dlsym(h, "cudaStreamSynchronize"));
     c.stream_create = reinterpret_cast<decltype(c.stream_create)>(dlsym(h, "cudaStreamCreate"));
-    if (!c.malloc_ || !c.memcpy_async || !c.launch || !c.sync || !c.stream_create) {
+    if (!c.malloc_ || !c.free_ || !c.memcpy_async || !c.launch || !c.sync || !c.stream_create) {
         fprintf(stderr, "gpu_steps: libcudart lacks a function\n");
         exit(2);
     }
@@ -71,7 +77,13 @@ struct Counts {
     std::atomic<long> kernels{0}, copies{0}, failed{0};
 };
 
-void run_steps(const Cuda& c, int steps, int kernels, size_t bytes, int sleep_ms, const std::string& until, Counts& n) {
+struct StepAlloc {
+    size_t bytes = 0;  // 0: none
+    std::string after; // from when on
+};
+
+void run_steps(const Cuda& c, int steps, int kernels, size_t bytes, int sleep_ms, const std::string& until, Counts& n,
+               const StepAlloc& step_alloc = {}) {
     cudaStream_t stream = nullptr;
     if (c.stream_create(&stream) != cudaSuccess) ++n.failed;
     void* dev = nullptr;
@@ -91,6 +103,10 @@ void run_steps(const Cuda& c, int steps, int kernels, size_t bytes, int sleep_ms
         if (c.memcpy_async(host.data(), dev, bytes, cudaMemcpyDeviceToHost, stream) != cudaSuccess) ++n.failed;
         ++n.copies;
         if (c.sync(stream) != cudaSuccess) ++n.failed;
+        if (void* extra = nullptr; step_alloc.bytes && exists(step_alloc.after)) {
+            if (c.malloc_(&extra, step_alloc.bytes) != cudaSuccess) ++n.failed;
+            else if (c.free_(extra) != cudaSuccess) ++n.failed;
+        }
         if (sleep_ms) usleep(static_cast<useconds_t>(sleep_ms) * 1000);
     }
 }
@@ -142,7 +158,8 @@ unsigned long busy_work(int index, const std::string& until, long* bad) {
 
 int main(int argc, char** argv) {
     int steps = 10, kernels = 4, threads = 1, busy = 0, sleep_ms = 0;
-    size_t bytes = 1 << 20;
+    size_t bytes = 1 << 20, hold = 0;
+    StepAlloc step_alloc;
     std::string go, load_after, until;
     bool fork_after_init = false;
     for (int i = 1; i < argc; ++i) {
@@ -158,6 +175,9 @@ int main(int argc, char** argv) {
         else if (a == "--load-after") load_after = next();
         else if (a == "--until-file") until = next();
         else if (a == "--fork-after-init") fork_after_init = true;
+        else if (a == "--hold-bytes") hold = strtoul(next().c_str(), nullptr, 10);
+        else if (a == "--step-alloc-bytes") step_alloc.bytes = strtoul(next().c_str(), nullptr, 10);
+        else if (a == "--step-alloc-after") step_alloc.after = next();
         else {
             fprintf(stderr, "gpu_steps: unknown option %s\n", a.c_str());
             return 2;
@@ -173,6 +193,14 @@ int main(int argc, char** argv) {
 
     wait_for(load_after);
     Cuda c = load_cuda();
+    if (void* held = nullptr; hold) {
+        if (c.malloc_(&held, hold) != cudaSuccess) {
+            fprintf(stderr, "gpu_steps: cudaMalloc(%zu) failed\n", hold);
+            return 1;
+        }
+        printf("held %zu\n", hold);
+        fflush(stdout);
+    }
     wait_for(go);
     Counts n;
     if (fork_after_init) {
@@ -187,7 +215,7 @@ int main(int argc, char** argv) {
     }
     std::vector<std::thread> workers;
     for (int t = 0; t < threads; ++t)
-        workers.emplace_back([&] { run_steps(c, steps, kernels, bytes, sleep_ms, until, n); });
+        workers.emplace_back([&] { run_steps(c, steps, kernels, bytes, sleep_ms, until, n, step_alloc); });
     for (auto& w : workers) w.join();
     for (auto& b : busy_threads) b.join();
     printf("GTRACE_GPU {\"kernels\": %ld, \"copies\": %ld, \"failed\": %ld, \"busy\": [", n.kernels.load(), n.copies.load(),

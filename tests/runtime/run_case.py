@@ -22,6 +22,7 @@ import command_runs
 import flight_checks
 import gpu_checks
 import json_checks
+import nvtx_checks
 import trace_formats
 from kernel_state import leftover_bpf_objects, process_tree
 
@@ -203,7 +204,7 @@ def check_trace(trace, expect, program_lines):
         for line in program_lines:
             if "GTRACE_SOURCES " in line:
                 record = json.loads(line[line.find("GTRACE_SOURCES ") + 15:])
-                got = collections.Counter(c["args"].get("source") for c in calls if c["pid"] == record["pid"])
+                got = collections.Counter(c["args"].get("source", "") for c in calls if c["pid"] == record["pid"])
                 if dict(got) != record["sources"]:
                     fail(f"pid {record['pid']}: sources {dict(got)}, expected {record['sources']}")
                 print(f"ok: pid {record['pid']}: every call's source is its training-loop line")
@@ -232,6 +233,12 @@ def check_trace(trace, expect, program_lines):
         n = sum(1 for e in calls if re.search(pattern, threads.get((e["pid"], e["tid"]), "")))
         if n < minimum:
             fail(f"{n} calls on threads /{pattern}/, expected at least {minimum}")
+    ranges = [e for e in events if e["ph"] == "X" and e.get("cat") == "torch_range"]
+    for pattern, n in expect.get("range_counts", {}).items():
+        matching = [r for r in ranges if re.search(pattern, r["name"])]
+        if len(matching) != n:
+            fail(f"{len(matching)} torch ranges named like /{pattern}/, expected {n}: {sorted({r['name'] for r in ranges})}")
+        print(f"ok: {n} torch ranges named like /{pattern}/")
     for kernel in expect.get("kernels", []):
         if not any(e["args"].get("kernel") == kernel for e in calls):
             fail(f"no launch of kernel {kernel!r}; saw {sorted({e['args'].get('kernel') for e in calls if 'kernel' in e['args']})}")
@@ -372,6 +379,9 @@ def check_run(expect, rc, err_text, out_text, program_lines):
         gpu_checks.check_gpu(load_trace(expect["trace"]), expect)
     if "flight" in expect:
         flight_checks.check_flight(expect["flight"], load_trace)
+    if "nvtx" in expect:
+        # record: the command is gtrace's child, and prints on gtrace's stdout
+        nvtx_checks.check_nvtx(load_trace(expect["trace"]), expect["nvtx"], program_lines + out_text.splitlines())
     if expect.get("dump_blocks"):
         for line in program_lines:
             if "GTRACE_BLOCK " in line:

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "capture/lost_events.h"
+#include "model/backward_passes.h"
 #include "model/trace_model.h"
 
 using namespace gtrace;
@@ -115,4 +116,30 @@ TEST_CASE("a fork gone before its event was read is labelled with its parent's c
     CHECK(c.cmdline == parent_cmd);
     CHECK(c.label().starts_with(fmt::format("child of {} · ", self)));
     CHECK(c.label().find("? (pid") == std::string::npos);
+}
+
+TEST_CASE("an autograd thread's call without a stack gets the stack of the one backward pass open in its process") {
+    BackwardPasses passes;
+    auto stack = make_py_stack({PyFrame{"train", "/job/train.py", 42}}, false);
+    REQUIRE(stack);
+    passes.begun(100, 100, 1000, stack);
+
+    auto origin = passes.origin_of(100, "pt_autograd_0", 1500);
+    CHECK(origin.stack == stack);
+    CHECK(origin.tid == 100);
+    CHECK_FALSE(passes.origin_of(100, "other_native", 1500).stack);   // not the engine's thread
+    CHECK_FALSE(passes.origin_of(100, "pt_autograd_0", 900).stack);   // before the pass began
+    CHECK_FALSE(passes.origin_of(200, "pt_autograd_0", 1500).stack);  // another process
+
+    passes.begun(100, 101, 1600, stack); // a second thread in backward: which pass is unknown
+    CHECK_FALSE(passes.origin_of(100, "pt_autograd_1", 1700).stack);
+    passes.ended(100, 101);
+    CHECK(passes.origin_of(100, "pt_autograd_1", 1800).stack == stack);
+
+    passes.ended(100, 100);
+    CHECK_FALSE(passes.origin_of(100, "pt_autograd_0", 1900).stack); // the pass is over
+    auto facts = passes.facts();
+    CHECK(facts["passes"] == 2);
+    CHECK(facts["calls_given_the_pass_stack"] == 2);
+    CHECK(facts["calls_left_without_stack_two_passes_open"] == 1);
 }

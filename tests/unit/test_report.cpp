@@ -276,6 +276,24 @@ TEST_CASE("a dense memory curve is thinned to its envelope: every low and high s
     CHECK(c.points.back().first == Approx(99.999)); // where the capture left it
 }
 
+TEST_CASE("the memory the agent found at attach starts the curve at 0 ms, and the peak counts it") {
+    // Read 300 ms into the capture (the agent's start): 256 MiB in use; then 64 MiB more and back.
+    std::vector<MemoryPoint> memory = {{kStart + 300 * kMs, 0, 256u << 20, true},
+                                       {kStart + 400 * kMs, 0, 320u << 20},
+                                       {kStart + 401 * kMs, 0, 256u << 20}};
+    MemoryCurve c = memory_curve(memory, kStart);
+    REQUIRE(c.points.size() == 3);
+    CHECK(c.points[0] == std::pair<double, uint64_t>{0.0, 256u << 20});
+    CHECK(c.peak_bytes == 320u << 20);
+    CHECK(c.peak_ms == Approx(400));
+    CHECK(c.at_attach_bytes == std::optional<uint64_t>{256u << 20});
+    // Without the mark the first change is drawn where it happened, and nothing is said at attach.
+    memory[0].at_attach = false;
+    c = memory_curve(memory, kStart);
+    CHECK(c.points[0].first == Approx(300));
+    CHECK(!c.at_attach_bytes);
+}
+
 TEST_CASE("the terminal report shows launch statistics, copy bandwidth and top kernels") {
     TraceData t;
     add_steps(t, process(t, 20, 0), {.copy = 2, .kernel = 6});

@@ -76,3 +76,39 @@ TEST_CASE("GPU memory follows cudaMalloc/cudaFree until CUPTI records take over"
     CHECK(samples[4].allocated_bytes == 0);
     CHECK(memory.peak_bytes() == 4096);
 }
+
+TEST_CASE("GPU memory in use at attach starts the curve; records it already holds are skipped") {
+    std::vector<MemorySample> samples;
+    GpuMemory memory([&](const MemorySample& s) { samples.push_back(s); });
+    gt_gpu_memory early{};
+    early.bytes = 1 << 20, early.device = 0;
+    memory.on_record(7, early, 90); // came first, but older than the figures: in them
+    gt_gpu_memory_state state{};
+    state.device = 0, state.have = GT_MEMSTATE_DEVICE, state.device_used = 300u << 20, state.device_total = 80ull << 30;
+    memory.on_state(7, state, 100);
+    REQUIRE(samples.size() == 3); // the early record, the curve's start, the device's used bytes
+    CHECK(samples[1].counter == MemoryCounter::Allocated);
+    CHECK(samples[1].at_attach);
+    CHECK(samples[1].allocated_bytes == 300u << 20);
+    CHECK(samples[2].counter == MemoryCounter::DeviceUsed);
+    CHECK(memory_counter_name(samples[2]) == "GPU device used at attach (device 0)");
+    memory.on_record(7, early, 95); // older than the figures: skipped
+    CHECK(samples.size() == 3);
+    gt_gpu_memory later = early;
+    later.bytes = 64u << 20;
+    memory.on_record(7, later, 200);
+    REQUIRE(samples.size() == 4);
+    CHECK(samples[3].allocated_bytes == 364u << 20);
+    CHECK(memory.peak_bytes() == 364u << 20);
+
+    // A PyTorch process: the curve starts at the caching allocator's reserved bytes.
+    state.have |= GT_MEMSTATE_TORCH, state.torch_reserved = 200u << 20, state.torch_allocated = 150u << 20;
+    samples.clear();
+    memory.on_state(8, state, 100);
+    REQUIRE(samples.size() == 4);
+    CHECK(samples[0].allocated_bytes == 200u << 20);
+    CHECK(memory_counter_name(samples[0]) == "GPU memory (device 0)");
+    CHECK(samples[2].counter == MemoryCounter::TorchReserved);
+    CHECK(samples[3].allocated_bytes == 150u << 20);
+    CHECK(memory_counter_name(samples[3]) == "torch allocated at attach (device 0)");
+}

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 
 namespace gtrace {
 
@@ -9,6 +10,15 @@ MemoryCurve memory_curve(const std::vector<MemoryPoint>& memory, uint64_t origin
     MemoryCurve curve;
     if (memory.empty()) return curve;
     std::vector<MemoryPoint> sorted = memory; // file order is nearly time order; ties keep it
+    std::optional<uint64_t> at_attach;
+    for (auto& m : sorted) {
+        if (!m.at_attach) continue;
+        // The agent read it a moment after the capture began: what was in use then. Changes
+        // between the two are in it (the agent's memory records start with it).
+        m.ts_ns = std::min(m.ts_ns, origin_ns);
+        at_attach = at_attach.value_or(0) + m.allocated_bytes;
+    }
+    curve.at_attach_bytes = at_attach;
     std::stable_sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.ts_ns < b.ts_ns; });
     std::map<uint32_t, uint64_t> per_device;
     std::vector<std::pair<uint64_t, uint64_t>> totals; // ns since the start, all devices

@@ -33,6 +33,7 @@ struct Open {
     std::string_view name, source, kind, phase;
     uint64_t bytes = 0, issued_ns = 0;
     uint32_t correlation = 0;
+    bool at_attach = false;
 };
 
 struct Track {
@@ -244,7 +245,7 @@ private:
             span(tr, tr.open.back(), ts);
             tr.open.pop_back();
         } else if (kind == kCounter && tr.kind == TrackKind::Counter) {
-            process(tr.pid).memory.push_back({ts, tr.device, static_cast<uint64_t>(counter)});
+            process(tr.pid).memory.push_back({ts, tr.device, static_cast<uint64_t>(counter), o.at_attach});
         }
         return true;
     }
@@ -266,6 +267,7 @@ private:
         else if (name == Ann::Correlation) o.correlation = static_cast<uint32_t>(value);
         else if (name == Ann::Phase) o.phase = text;
         else if (name == Ann::IssuedNs) o.issued_ns = value;
+        else if (name == Ann::AtAttach) o.at_attach = value != 0;
     }
 
     void span(const Track& tr, const Open& o, uint64_t end) {

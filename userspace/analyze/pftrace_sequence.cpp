@@ -13,7 +13,7 @@ constexpr uint64_t kMaxIid = 1 << 22; // interned ids gtrace hands out count fro
 
 Cat category_of(std::string_view s) {
     if (s == "cuda_api") return Cat::Call;
-    if (s == "torch_range") return Cat::Range;
+    if (s == "torch_range" || s == "nvtx") return Cat::Range; // NVTX ranges are ranges like torch's
     if (s == "kernel") return Cat::Kernel;
     if (s == "gpu_memcpy") return Cat::Memcpy;
     if (s == "gpu_memset") return Cat::Memset;
@@ -28,6 +28,7 @@ Ann annotation_of(std::string_view s) {
     if (s == "correlation") return Ann::Correlation;
     if (s == "phase") return Ann::Phase;
     if (s == "issued_ns") return Ann::IssuedNs;
+    if (s == "at_attach") return Ann::AtAttach;
     return Ann::Other;
 }
 
@@ -115,7 +116,7 @@ bool Sequence::read_interned(std::string_view bytes, StringPool& pool) {
         }
         WireReader e(r.bytes());
         uint64_t iid = 0, line = 0;
-        std::string_view name, file, function;
+        std::string_view name, function; // a SourceLocation's file is its name (field 2)
         uint32_t f, t;
         while (e.next(f, t)) {
             if (f == 1) iid = e.varint_of(t);

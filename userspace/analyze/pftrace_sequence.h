@@ -20,7 +20,7 @@ constexpr uint32_t kClockRealtime = 1, kClockMonotonic = 3, kClockIncremental = 
 std::optional<int64_t> realtime_offset(std::string_view snapshot);
 
 enum class Cat : uint8_t { Other, Call, Range, Kernel, Memcpy, Memset, Sample, Collective };
-enum class Ann : uint8_t { Other, Bytes, Kind, Correlation, Phase, IssuedNs };
+enum class Ann : uint8_t { Other, Bytes, Kind, Correlation, Phase, IssuedNs, AtAttach };
 
 template <typename T>
 T get(const std::vector<T>& table, uint64_t iid) {

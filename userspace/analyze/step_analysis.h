@@ -32,6 +32,7 @@ struct MemoryCurve {
     std::vector<std::pair<double, uint64_t>> points;
     uint64_t peak_bytes = 0;
     double peak_ms = 0; // when the peak was first reached
+    std::optional<uint64_t> at_attach_bytes; // in use when the agent started (attach), all devices
 };
 
 // One collective (by name) on one process, over its steps: from c10d's calls and waits on the

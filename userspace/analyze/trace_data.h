@@ -73,6 +73,7 @@ struct MemoryPoint {
     uint64_t ts_ns = 0;
     uint32_t device = 0;
     uint64_t allocated_bytes = 0;
+    bool at_attach = false; // the state the agent found when it started: the curve's start
 };
 
 struct ProcessData {

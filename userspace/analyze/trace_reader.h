@@ -97,6 +97,7 @@ private:
 struct Event {
     std::string_view name, cat, ph, source, kind, arg_name, labels;
     std::string_view pid, tid, ts, dur, bytes, correlation, device, allocated, phase, issued;
+    bool at_attach = false; // a GPU memory counter's start: the state the agent found
 };
 
 // Which metadata a reader applied to a process, so that merging replays only those.
@@ -198,6 +199,7 @@ private:
             else if (is(key, "labels")) str(e.labels, s_labels_);
             else if (is(key, "phase")) str(e.phase, s_phase_);
             else if (is(key, "issued_us")) num(e.issued);
+            else if (is(key, "at_attach") && (c_.peek() == 't' || c_.peek() == 'f')) e.at_attach = c_.literal();
             else c_.skip();
         }
     }
@@ -225,12 +227,12 @@ private:
         }
         if (is(e.ph, "C")) {
             if (is(e.cat, "gpu_memory") && !e.ts.empty() && !e.allocated.empty())
-                process(u32(e.pid)).memory.push_back({us_to_ns(e.ts), u32(e.device), to_u64(e.allocated)});
+                process(u32(e.pid)).memory.push_back({us_to_ns(e.ts), u32(e.device), to_u64(e.allocated), e.at_attach});
             return;
         }
         if (!is(e.ph, "X") || e.ts.empty() || e.dur.empty()) return;
         bool kept = is(e.cat, "cuda_api") || is(e.cat, "kernel") || is(e.cat, "gpu_memcpy") || is(e.cat, "gpu_memset") ||
-                    is(e.cat, "sample") || is(e.cat, "torch_range") || // gtrace's JSON; Kineto's names:
+                    is(e.cat, "sample") || is(e.cat, "torch_range") || is(e.cat, "nvtx") || // gtrace's JSON; Kineto's names:
                     is(e.cat, "cuda_runtime") || is(e.cat, "cuda_driver") || is(e.cat, "python_function") ||
                     is(e.cat, "user_annotation") || is(e.cat, "collective");
         if (!kept) return;
@@ -259,7 +261,7 @@ private:
             c.start_ns = start, c.end_ns = end, c.name = intern_(e.name), c.tid = tid;
             c.wait = is(e.phase, "wait"), c.issued_ns = e.issued.empty() ? 0 : us_to_ns(e.issued);
             p.collectives.push_back(c);
-        } else if (is(e.cat, "torch_range") || is(e.cat, "user_annotation")) {
+        } else if (is(e.cat, "torch_range") || is(e.cat, "nvtx") || is(e.cat, "user_annotation")) {
             RangeSpan r;
             r.start_ns = start, r.end_ns = end, r.name = intern_(e.name), r.tid = tid;
             p.ranges.push_back(r);

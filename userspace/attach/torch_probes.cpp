@@ -27,9 +27,13 @@ constexpr const char* kEnterNew[] = {
     "traitsIcESaIcEEERKSt8optionalIS7_E",
 };
 
+// Where Python's backward() and autograd.grad() enter the engine (libtorch_python, torch 1.13 and
+// 2.x: torch/csrc/autograd/python_engine.cpp), exported.
+constexpr const char* kRunBackward = "_Z22THPEngine_run_backwardP7_objectS0_S0_";
+
 const std::unordered_set<std::string_view>& site_symbols() {
     static const std::unordered_set<std::string_view> names = [] {
-        std::unordered_set<std::string_view> n = {kEnd};
+        std::unordered_set<std::string_view> n = {kEnd, kRunBackward};
         for (auto* list : {&kCtor, &kDtor, &kEnterNew})
             for (const char* name : *list) n.insert(name);
         return n;
@@ -37,10 +41,11 @@ const std::unordered_set<std::string_view>& site_symbols() {
     return names;
 }
 
-// RecordFunction lives in libtorch_cpu (split builds) or libtorch (older monolithic ones).
+// RecordFunction lives in libtorch_cpu (split builds) or libtorch (older monolithic ones); the
+// Python engine in libtorch_python.
 bool is_torch_library(const std::string& path) {
     std::string file = std::filesystem::path(path).filename().string();
-    return file.starts_with("libtorch_cpu.so") || file.starts_with("libtorch.so");
+    return file.starts_with("libtorch_cpu.so") || file.starts_with("libtorch.so") || file.starts_with("libtorch_python.so");
 }
 
 void add_entry(const ElfSymbols& syms, const char* name, gt_torch_site site, std::vector<ApiProbeSite>& out,
@@ -59,6 +64,8 @@ void add_entry(const ElfSymbols& syms, const char* name, gt_torch_site site, std
 // destructor). When the code cannot be analysed, the entries are probed as before.
 TorchProbes::Plan TorchProbes::plan(const std::string& path, const ElfSymbols& syms) {
     Plan plan;
+    plan_backward(path, syms, plan);
+    if (!syms.find(kCtor[0]) && !syms.find(kCtor[1])) return plan; // libtorch_python, or libtorch.so of split builds
     std::set<uint64_t> offsets;
     for (const char* name : kEnterNew) add_entry(syms, name, GT_TORCH_RANGE_NAME, plan.sites, offsets);
     std::vector<std::string> wanted = {kCtor[0], kCtor[1], kEnd};
@@ -88,7 +95,7 @@ TorchProbes::Plan TorchProbes::plan(const std::string& path, const ElfSymbols& s
     } else {
         plan.why_entries = found.error().message;
     }
-    std::erase_if(plan.sites, [](const ApiProbeSite& s) { return s.cookie != GT_TORCH_RANGE_NAME; });
+    std::erase_if(plan.sites, [](const ApiProbeSite& s) { return s.cookie != GT_TORCH_RANGE_NAME && s.cookie != GT_TORCH_BACKWARD && s.cookie != GT_TORCH_BACKWARD_RET; });
     offsets.clear();
     for (const auto& s : plan.sites) offsets.insert(s.offset);
     for (const char* name : kCtor) add_entry(syms, name, GT_TORCH_RANGE_BEGIN, plan.sites, offsets);
@@ -99,17 +106,33 @@ TorchProbes::Plan TorchProbes::plan(const std::string& path, const ElfSymbols& s
     return plan;
 }
 
+// THPEngine_run_backward's entry and ret instructions; none when it has no ret (its end would
+// never be seen) or is not in the file.
+void TorchProbes::plan_backward(const std::string& path, const ElfSymbols& syms, Plan& plan) {
+    const ElfSymbol* run = syms.find(kRunBackward);
+    auto entry = run ? syms.vaddr_to_offset(run->vaddr) : std::nullopt;
+    if (!entry) return;
+    auto rets = find_return_sites(path, {{run->vaddr, run->size}});
+    if (!rets || (*rets)[run->vaddr].empty()) return;
+    plan.sites.push_back({*entry, GT_TORCH_BACKWARD});
+    for (uint64_t r : (*rets)[run->vaddr]) plan.sites.push_back({r, GT_TORCH_BACKWARD_RET});
+    plan.backward_return_sites = (*rets)[run->vaddr].size();
+}
+
 Result<int> TorchProbes::scan_maps(int pid, const std::vector<Mapping>& maps) {
     return libraries_.scan(pid, maps, is_torch_library, [this](const InputFile& file, const Mapping& m, LibraryScan::FileKey key) -> Result<bool> {
         auto syms = ElfSymbols::load(file.fd_path(), &site_symbols());
         if (!syms) return false;
         Plan plan = this->plan(file.fd_path(), **syms);
-        // libtorch.so of split builds: RecordFunction is in libtorch_cpu.
-        if (!plan.begin_sites || !plan.end_sites) return false;
+        // libtorch.so of split builds: RecordFunction is in libtorch_cpu; the engine in libtorch_python.
+        if ((!plan.begin_sites || !plan.end_sites) && !plan.backward_return_sites) return false;
+        if (!plan.begin_sites || !plan.end_sites) // the backward sites alone (plan_backward adds them only whole)
+            std::erase_if(plan.sites, [](const ApiProbeSite& s) { return s.cookie != GT_TORCH_BACKWARD && s.cookie != GT_TORCH_BACKWARD_RET; });
         auto links = bpf_.attach_torch_probes(file.fd_path(), m.path, plan.sites);
         if (!links) return links.error();
         for (auto& l : *links) links_.push_back(std::move(l));
-        probed_.emplace(key, Probed{m.path, plan.at_call_sites, plan.begin_sites, plan.end_sites, plan.why_entries});
+        plan.sites.clear();
+        probed_.emplace(key, Probed{m.path, std::move(plan)});
         return true;
     });
 }
@@ -117,9 +140,13 @@ Result<int> TorchProbes::scan_maps(int pid, const std::vector<Mapping>& maps) {
 nlohmann::json TorchProbes::facts() const {
     nlohmann::json files = nlohmann::json::array();
     for (const auto& [key, p] : probed_) {
-        nlohmann::json f = {{"path", p.path}, {"probed_at", p.at_call_sites ? "call_sites" : "function_entries"},
-                            {"begin_sites", p.begin_sites}, {"end_sites", p.end_sites}};
-        if (!p.at_call_sites) f["why_not_call_sites"] = p.why_entries;
+        nlohmann::json f = {{"path", p.path}};
+        if (p.plan.begin_sites && p.plan.end_sites) {
+            f["probed_at"] = p.plan.at_call_sites ? "call_sites" : "function_entries";
+            f["begin_sites"] = p.plan.begin_sites, f["end_sites"] = p.plan.end_sites;
+            if (!p.plan.at_call_sites) f["why_not_call_sites"] = p.plan.why_entries;
+        }
+        if (p.plan.backward_return_sites) f["backward_return_sites"] = p.plan.backward_return_sites;
         files.push_back(std::move(f));
     }
     return files;

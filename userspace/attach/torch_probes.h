@@ -1,8 +1,9 @@
 // Finds the libtorch each process mapped (Debian's, a pip wheel's, a conda one) and puts the
 // record_function probes on it: the call sites that construct user-scope RecordFunctions and
 // those that end them explicitly (or, where the code cannot be analysed, the constructor, end()
-// and destructor themselves), and record_function_enter_new where it exists (torch 2.x). One
-// set of probes per file.
+// and destructor themselves), and record_function_enter_new where it exists (torch 2.x); and on
+// libtorch_python, the entry and ret instructions of THPEngine_run_backward (backward passes).
+// One set of probes per file.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -36,14 +37,14 @@ private:
         bool at_call_sites = false;
         size_t begin_sites = 0, end_sites = 0;
         std::string why_entries; // why the entries are probed instead of call sites
+        size_t backward_return_sites = 0; // THPEngine_run_backward's rets (0: not in this file)
     };
     struct Probed {
         std::string path;
-        bool at_call_sites = false;
-        size_t begin_sites = 0, end_sites = 0;
-        std::string why_entries;
+        Plan plan; // without its sites
     };
     static Plan plan(const std::string& path, const ElfSymbols& syms);
+    static void plan_backward(const std::string& path, const ElfSymbols& syms, Plan& plan);
 
     BpfSession& bpf_;
     std::map<std::pair<uint64_t, uint64_t>, Probed> probed_; // (dev, inode) -> how it is probed

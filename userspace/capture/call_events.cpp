@@ -30,6 +30,13 @@ void CallEvents::on_api(const gt_api_event& e) {
 
 void CallEvents::take(ApiCall& call) {
     s_.model.record_call(call);
+    if (!call.stack) {
+        const ProcessInfo* p = s_.model.find(call.pid);
+        auto t = p->threads.find(call.tid); // named by record_call
+        auto origin = s_.backward.origin_of(call.pid, t->second.name, call.start_ns);
+        call.stack = std::move(origin.stack);
+        call.stack_thread = origin.tid;
+    }
     s_.writer.call(call);
     if (call.api == GT_API_CUDA_MALLOC || call.api == GT_API_CUDA_FREE) s_.memory.on_call(call);
     if (s_.agents) s_.join.add_call(call);

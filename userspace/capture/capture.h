@@ -55,10 +55,11 @@ private:
 
     CaptureState s_;
     CallEvents calls_{s_};
-    GpuEvents gpu_{s_, calls_};
+    CaptureScript script_{s_};
+    NvtxEvents nvtx_{s_, script_};
+    GpuEvents gpu_{s_, calls_, nvtx_};
     ProcessEvents processes_{s_, calls_, gpu_};
     SampleEvents samples_{s_};
-    CaptureScript script_{s_};
     RangeEvents ranges_{s_, script_};
     std::unique_ptr<FlightDumps> flight_; // --flight-recorder
     std::optional<RingReader> reader_;

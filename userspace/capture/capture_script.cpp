@@ -83,7 +83,7 @@ std::string CaptureScript::incomplete() const {
     if (!s_.options.steps || stop_request_.starts_with("steps")) return {};
     auto [first, last] = *s_.options.steps;
     if (!lead_pid_)
-        return fmt::format("--steps {}:{}: no step seen: no PyTorch range matched --step-marker '{}' ({} ranges traced)", first,
+        return fmt::format("--steps {}:{}: no step seen: no PyTorch or NVTX range matched --step-marker '{}' ({} ranges traced)", first,
                            last, s_.options.step_marker, torch_ranges_);
     return fmt::format("--steps {}:{}: the capture ended after step {} of pid {}, before step {}", first, last,
                        steps_completed(markers_seen_), lead_pid_, last);

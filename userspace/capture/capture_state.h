@@ -16,6 +16,7 @@
 #include "decode/python_frames.h"
 #include "decode/python_stacks.h"
 #include "foundation/result.h"
+#include "model/backward_passes.h"
 #include "model/gpu_join.h"
 #include "model/gpu_memory.h"
 #include "model/trace_model.h"
@@ -42,6 +43,7 @@ struct CaptureState {
     std::optional<AgentChannel> agents; // the GPU side's, when it is on
     GpuJoin join{[this](const CallRef& call, const GpuOp& op) { writer.flow(call, op); }};
     GpuMemory memory{[this](const MemorySample& m) { writer.memory(m); }};
+    BackwardPasses backward; // gives autograd threads' launches the stack that began the pass
     std::chrono::steady_clock::time_point started;
     uint64_t start_wall_unix_ms = 0;
 

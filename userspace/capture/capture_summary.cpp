@@ -40,10 +40,12 @@ nlohmann::json Capture::other_data(const std::string& stop_reason, double elapse
             {"torch_libraries", s_.torch_probes->facts()},
             {"c10d_libraries", s_.comm_probes->facts()},
             {"collectives", ranges_.collectives()},
+            {"backward", s_.backward.facts()},
             {"capture_script", script_.facts()},
             {"bpf_stats", bpf_stats_facts()},
             {"api_capture", calls_.facts()},
-            {"gpu", gpu_.facts()}};
+            {"gpu", gpu_.facts()},
+            {"nvtx", nvtx_.facts()}};
 }
 
 nlohmann::json Capture::bpf_stats_facts() const {
@@ -72,6 +74,7 @@ void Capture::print_summary(const CaptureResult& r, double elapsed_s) const {
     if (s_.options.sample_hz) fmt::print(stderr, "  samples: {} at {} Hz{}\n", samples_.samples(), s_.options.sample_hz,
                                        s_.options.folded.empty() ? "" : fmt::format(", folded stacks in {}", s_.options.folded));
     gpu_.print_summary();
+    nvtx_.print_summary();
     if (uint64_t untraced = s_.model.counters[GT_CNT_ENTRY_STATE_FULL])
         fmt::print(stderr, "  WARNING: {} calls were not traced: the kernel gave no per-thread state, or they nested deeper than "
                            "4 probed calls (not a full ring: --buffer-size does not help)\n", untraced);

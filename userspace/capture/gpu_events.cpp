@@ -76,7 +76,9 @@ bool GpuEvents::inject_if_cuda(int pid, const std::vector<Mapping>& maps) {
     // The agent is mapped (dormant from an earlier capture, just loaded by us, or started by
     // CUDA in launch mode): ask it through its mailbox, or take what it offers us.
     if (uint64_t mailbox = agents->mailbox_address(maps)) {
-        auto asked = agents->ask(upid, mailbox, agents->config(options.cupti), !options.launched);
+        // Attach mode: the agent also serves the NVTX tables of the modules loaded now.
+        std::string config = agents->config(options.cupti) + (options.launched ? "" : nvtx_.tables_config(upid, maps));
+        auto asked = agents->ask(upid, mailbox, config, !options.launched);
         if (!asked) {
             tries = -1;
             warn_no_gpu(upid, asked.error().message);
@@ -117,8 +119,16 @@ void GpuEvents::on_gpu_record(uint32_t pid, const gt_gpu_header& h, int64_t cloc
         calls_.on_agent_call(pid, h);
         return;
     }
+    if (h.type == GT_GPU_NVTX_RANGE || h.type == GT_GPU_NVTX_MODULE) {
+        nvtx_.on_record(pid, h);
+        return;
+    }
     if (h.type == GT_GPU_API) {
         if (auto a = decode_gpu_api(pid, h, clock_offset_ns)) s_.join.add_api_record(*a);
+        return;
+    }
+    if (h.type == GT_GPU_MEMORY_STATE) {
+        if (h.size >= sizeof(gt_gpu_memory_state)) on_memory_state(pid, reinterpret_cast<const gt_gpu_memory_state&>(h));
         return;
     }
     if (h.type == GT_GPU_MEMORY) {
@@ -132,6 +142,38 @@ void GpuEvents::on_gpu_record(uint32_t pid, const gt_gpu_header& h, int64_t cloc
     if (!op || op->kind == GpuOpKind::Sync) return; // waits are CPU-side facts: the API slices show them
     s_.join.add_op(*op); // its flow first, when its call is known: a writer may put the link on the op itself
     s_.writer.gpu_op(*op);
+}
+
+namespace {
+
+const char* torch_status_text(uint8_t status) {
+    switch (status) {
+    case GT_TORCH_READ: return "read";
+    case GT_TORCH_NO_PYTHON: return "not read: no initialized CPython in the process";
+    case GT_TORCH_NOT_IMPORTED: return "none: no PyTorch with CUDA initialized in the process";
+    case GT_TORCH_GIL_TIMEOUT: return "not read: the Python interpreter did not let the agent in within 1 s";
+    case GT_TORCH_ERROR: return "not read: torch.cuda.memory_reserved/memory_allocated raised";
+    case GT_TORCH_NO_DEVICE: return "not read: torch counts fewer devices";
+    default: return "not read";
+    }
+}
+
+} // namespace
+
+void GpuEvents::on_memory_state(uint32_t pid, const gt_gpu_memory_state& m) {
+    s_.memory.on_state(pid, m, m.ts); // the agent stamped it on CLOCK_MONOTONIC
+    const bool torch = m.have & GT_MEMSTATE_TORCH;
+    nlohmann::json fact = {{"device", m.device}, {"torch", torch_status_text(m.torch)},
+                           {"curve_starts_at", torch ? "torch_reserved" : "device_used"}};
+    if (m.have & GT_MEMSTATE_DEVICE) fact["device_used_bytes"] = m.device_used, fact["device_total_bytes"] = m.device_total;
+    if (torch) fact["torch_reserved_bytes"] = m.torch_reserved, fact["torch_allocated_bytes"] = m.torch_allocated;
+    memory_at_attach_[std::to_string(pid)].push_back(fact);
+    if (s_.options.quiet) return;
+    auto mib = [](uint64_t b) { return static_cast<double>(b) / (1 << 20); };
+    fmt::print(stderr, "gtrace: pid {} GPU {} at attach: {:.1f} of {:.1f} MiB in use on the device; torch: {}", pid,
+               m.device, mib(m.device_used), mib(m.device_total), torch_status_text(m.torch));
+    if (torch) fmt::print(stderr, " (reserved {:.1f} MiB, allocated {:.1f} MiB)", mib(m.torch_reserved), mib(m.torch_allocated));
+    fmt::print(stderr, "\n");
 }
 
 void GpuEvents::on_agent_state(uint32_t pid, const gt_agent_ring& ring) {
@@ -202,6 +244,7 @@ nlohmann::json GpuEvents::facts() const {
             {"lost_by_cupti", t.cupti_dropped},
             {"cupti_buffers_refused", t.buffers_refused},
             {"ops_of_calls_in_flight_at_stop_left_out", t.trimmed_at_stop},
+            {"memory_at_attach", memory_at_attach_},
             {"warnings", warnings}};
 }
 

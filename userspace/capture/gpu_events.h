@@ -12,13 +12,14 @@
 
 #include "capture/call_events.h"
 #include "capture/capture_state.h"
+#include "capture/nvtx_events.h"
 #include "discover/proc_maps.h"
 
 namespace gtrace {
 
 class GpuEvents final : public AgentSink {
 public:
-    GpuEvents(CaptureState& s, CallEvents& calls) : s_(s), calls_(calls) {}
+    GpuEvents(CaptureState& s, CallEvents& calls, NvtxEvents& nvtx) : s_(s), calls_(calls), nvtx_(nvtx) {}
 
     Result<void> start(); // the agent library found, its announce probe on, the channel open
     // Loads or asks the agent of a process that has CUDA mapped; true: scan it again soon (the
@@ -43,14 +44,17 @@ public:
 
 private:
     void warn_no_gpu(uint32_t pid, const std::string& why);
+    void on_memory_state(uint32_t pid, const gt_gpu_memory_state& m);
 
     CaptureState& s_;
     CallEvents& calls_;
+    NvtxEvents& nvtx_;
     std::string agent_path_;
     std::optional<UprobeLink> agent_link_;
     std::map<uint32_t, int> injection_tries_; // pid -> attempts; -1 once asked (or given up)
     std::map<uint32_t, std::chrono::steady_clock::time_point> injected_at_; // dlopen handed over, mailbox not yet seen
     std::map<uint32_t, std::string> warnings_;
+    nlohmann::json memory_at_attach_ = nlohmann::json::object(); // pid -> the agent's figures per device
 };
 
 } // namespace gtrace

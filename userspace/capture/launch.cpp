@@ -30,6 +30,14 @@ namespace {
     if (nl != std::string::npos && nl > 0) {
         setenv("CUDA_INJECTION64_PATH", settings.substr(0, nl).c_str(), 1);
         setenv(GT_AGENT_ENV_CONFIG, settings.substr(nl + 1).c_str(), 1);
+        // The agent is also the NVTX injection (its ranges); one the user chose stays theirs.
+        if (const char* nvtx = getenv("NVTX_INJECTION64_PATH"); nvtx && *nvtx) {
+            std::string line = std::string("gtrace: NVTX_INJECTION64_PATH is set (") + nvtx +
+                               "): NVTX ranges go to that tool, not into the trace\n";
+            (void)!write(STDERR_FILENO, line.data(), line.size());
+        } else {
+            setenv("NVTX_INJECTION64_PATH", settings.substr(0, nl).c_str(), 1);
+        }
     }
     signal(SIGPIPE, SIG_DFL); // gtrace ignores it; the command must not inherit that
     std::vector<char*> argv;

@@ -135,6 +135,7 @@ void ProcessEvents::exited(uint32_t pid, int exit_code) {
     s_.addresses.forget_process(pid);
     forget_python(pid);
     s_.memory.forget_process(pid);
+    s_.backward.forget_process(pid);
     gpu_.process_exited(pid);
     pending_scan_.erase(static_cast<int>(pid));
 }

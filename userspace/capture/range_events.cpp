@@ -9,9 +9,17 @@ namespace gtrace {
 
 void RangeEvents::on_torch_range(const gt_torch_range_event& e) {
     TorchRange range{e.pid, e.tid, e.start_ns, e.end_ns, {}, s_.stacks.find(e.pid, e.py_stack)};
+    if (e.kind == GT_RANGE_BACKWARD_BEGUN) {
+        s_.backward.begun(e.pid, e.tid, e.start_ns, std::move(range.stack));
+        return;
+    }
     static const std::vector<PyFrame> kNoFrames;
     range.name = torch_range_name(e, range.stack ? range.stack->frames : kNoFrames);
     s_.writer.torch_range(range);
+    if (e.kind == GT_RANGE_BACKWARD) {
+        s_.backward.ended(e.pid, e.tid);
+        return;
+    }
     script_.on_range(e.pid, range.name, e.end_ns);
 }
 

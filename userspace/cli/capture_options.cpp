@@ -54,7 +54,7 @@ void add_capture_options(po::options_description& o) {
          "A:B: record from the start of the A-th to the end of the B-th training step after attach, then stop "
          "(steps of rank 0, ended by --step-marker; 1 <= A <= B <= 1000000)")
         ("step-marker", po::value<std::string>()->default_value(kDefaults.step_marker),
-         "regex (ECMAScript) on PyTorch record_function range names: a matching range ends a step")
+         "regex (ECMAScript) on the names of PyTorch record_function ranges and NVTX ranges (their message): a matching range ends a step")
         ("max-events", po::value<std::string>(), "stop once the trace holds this many events (1 to 10^12)")
         ("summary-json", po::value<std::string>(),
          "at the end, write the capture's facts and findings (verdicts, step breakdowns) as JSON to this file")

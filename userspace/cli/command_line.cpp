@@ -1,17 +1,10 @@
 #include "cli/command_line.h"
 
-#include <cstdlib>
-
 #include <fmt/format.h>
 
 namespace gtrace {
 
 namespace po = boost::program_options;
-
-void fail(const Error& e) {
-    fmt::print(stderr, "gtrace: error: {}\n", e.message);
-    std::exit(to_int(e.code));
-}
 
 po::variables_map parse_options(const std::vector<std::string>& args, const po::options_description& desc,
                                 const std::string& command, const po::positional_options_description* positional) {

@@ -226,7 +226,7 @@ int run_report_command(const std::vector<std::string>& args) {
         ("html", po::value<std::string>(), "also write a self-contained HTML report with charts")
         ("force,f", "replace an existing --json or --html file (a regular file only: a link there is refused)")
         ("step-marker", po::value<std::string>()->default_value(kDefaultStepMarker),
-         "regex (ECMAScript) on PyTorch record_function range names: a matching range ends a step")
+         "regex (ECMAScript) on the names of PyTorch record_function ranges and NVTX ranges (their message): a matching range ends a step")
         ("no-redact", "keep secret values in the command lines of the traces' process labels (hidden as *** by default)");
     po::options_description all = desc;
     all.add_options()("trace", po::value<std::vector<std::string>>(), "trace files"); // positional, not in --help

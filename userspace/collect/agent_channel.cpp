@@ -206,6 +206,10 @@ void AgentChannel::read_ring(uint32_t pid, Ring& r, AgentSink& sink) {
         } else if (h.type == GT_GPU_API && h.size >= sizeof(gt_gpu_api)) {
             auto& a = reinterpret_cast<gt_gpu_api&>(h);
             a.tid = tids_.host_tid(pid, a.tid);
+        } else if (h.type == GT_GPU_NVTX_RANGE && h.size >= sizeof(gt_nvtx_range)) {
+            auto& n = reinterpret_cast<gt_nvtx_range&>(h);
+            n.tid = tids_.host_tid(pid, n.tid);
+            n.end_tid = tids_.host_tid(pid, n.end_tid);
         }
         sink.on_gpu_record(pid, h, offset);
     });

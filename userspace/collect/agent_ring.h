@@ -61,6 +61,10 @@ T* agent_ring_reserve_record(gt_agent_ring* ring, size_t bytes, uint16_t type, u
     return reinterpret_cast<T*>(p);
 }
 
+// tail moved on by `bytes`, but never past head: positions near 2^64 (a hostile producer writes
+// both) must not wrap tail below head, or the reader would loop for ever.
+inline uint64_t advance(uint64_t tail, uint64_t head, uint64_t bytes) { return bytes >= head - tail ? head : tail + bytes; }
+
 struct AgentRingRead {
     size_t records = 0; // handed to visit
     size_t corrupt = 0; // positions or records that made no sense: skipped
@@ -96,17 +100,16 @@ AgentRingRead agent_ring_consume_copy(gt_agent_ring* r, uint64_t cap, Visit&& vi
         std::memcpy(&h, data + offset, sizeof h);
         if (h.type == GT_GPU_PAD || h.size < sizeof(gt_gpu_header) || h.size % 8 || offset + h.size > cap) {
             got.corrupt += h.type != GT_GPU_PAD;
-            tail += cap - offset; // PAD, or garbage: skip to the end rather than read past it
+            tail = advance(tail, head, cap - offset); // PAD, or garbage: skip to the end rather than read past it
             continue;
         }
         std::memcpy(record, data + offset, h.size);
         auto* copy = reinterpret_cast<gt_gpu_header*>(record);
         copy->size = h.size; // what was checked, whatever the producer wrote since
         visit(*copy);
-        tail += h.size;
+        tail = advance(tail, head, h.size);
         ++got.records;
     }
-    if (tail > head) tail = head; // skipped garbage past what was produced
     __atomic_store_n(&r->tail, tail, __ATOMIC_RELEASE);
     return got;
 }

@@ -33,6 +33,7 @@ struct ApiCall {
     std::string kernel; // filled in by the symbolizer for launches
     std::string thread_name;
     PyStackRef stack;         // the Python stack at the call's entry (null: none)
+    uint32_t stack_thread = 0; // not 0: `stack` is this thread's, which began the backward pass the call is part of
     std::optional<uint64_t> stream, bytes, ptr, event, graph, handle;
     std::optional<int> copy_kind; // cudaMemcpyKind
 };

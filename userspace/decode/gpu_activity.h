@@ -35,7 +35,7 @@ struct GpuApiRecord {
 
 // CUPTI time → CLOCK_MONOTONIC with the agent's measured offset.
 inline uint64_t gpu_to_monotonic(uint64_t cupti_ns, int64_t offset_ns) {
-    return static_cast<uint64_t>(static_cast<int64_t>(cupti_ns) - offset_ns);
+    return cupti_ns - static_cast<uint64_t>(offset_ns); // modulo 2^64: a hostile time may not overflow a signed one
 }
 
 // Decodes kernel, copy, set and sync records; nullopt for the others.

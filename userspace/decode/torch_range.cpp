@@ -17,6 +17,7 @@ bool is_function(const PyFrame& f, const char* name) {
 } // namespace
 
 std::string torch_range_name(const gt_torch_range_event& e, const std::vector<PyFrame>& stack) {
+    if (e.kind == GT_RANGE_BACKWARD) return "autograd backward";
     if (e.named) return std::string(e.name, strnlen(e.name, sizeof e.name));
     // The frame that opened the range: the caller of record_function.__enter__ (or of the
     // decorator's wrapper, for @record_function).

@@ -67,16 +67,18 @@ void ChromeTraceWriter::call(const ApiCall& c) {
     if (c.graph) fmt::format_to(out, ",\"graph\":\"{}\"", hex(*c.graph));
     if (c.handle) fmt::format_to(out, ",\"handle\":\"{}\"", hex(*c.handle));
     append_py_stack_args(buf_, c.stack, true);
+    if (c.stack_thread) fmt::format_to(out, ",\"stack_of_thread\":{}", c.stack_thread);
     buf_ += "}}";
     file_.emit(buf_);
 }
 
 void ChromeTraceWriter::torch_range(const TorchRange& r) {
     buf_.clear();
-    begin_slice(buf_, r.name, "torch_range", r.pid, r.tid, r.start_ns, r.end_ns);
+    begin_slice(buf_, r.name, range_category(r), r.pid, r.tid, r.start_ns, r.end_ns);
     buf_ += ",\"args\":{";
     size_t open = buf_.size();
     append_py_stack_args(buf_, r.stack, false);
+    if (r.nvtx) append_nvtx_args(buf_, *r.nvtx, r.tid);
     if (buf_.size() > open) buf_.erase(open, 1); // the first argument's comma
     buf_ += "}}";
     file_.emit(buf_);
@@ -135,14 +137,12 @@ void ChromeTraceWriter::flow(const CallRef& call, const GpuOp& op) {
 void ChromeTraceWriter::memory(const MemorySample& m) {
     buf_.clear();
     auto out = std::back_inserter(buf_);
-    // API-based samples do not know the device: they carry none.
-    if (m.device < 0) buf_ += "{\"name\":\"GPU memory (cudaMalloc)\"";
-    else fmt::format_to(out, "{{\"name\":\"GPU memory (device {})\"", m.device);
-    fmt::format_to(out, ",\"cat\":\"gpu_memory\",\"ph\":\"C\",\"pid\":{},\"ts\":", m.pid);
+    fmt::format_to(out, "{{\"name\":\"{}\",\"cat\":\"{}\",\"ph\":\"C\",\"pid\":{},\"ts\":", memory_counter_name(m),
+                   memory_counter_category(m), m.pid);
     append_us(buf_, m.ts_ns);
-    fmt::format_to(out, ",\"args\":{{\"allocated_bytes\":{}", m.allocated_bytes);
-    if (m.device >= 0) fmt::format_to(out, ",\"device\":{}", m.device);
-    buf_ += "}}";
+    buf_ += ",\"args\":";
+    append_memory_args(buf_, m);
+    buf_ += "}";
     file_.emit(buf_);
 }
 

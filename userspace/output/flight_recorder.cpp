@@ -70,13 +70,13 @@ Result<FlightDump> write_flight_window(const FlightWindow& window, uint64_t end_
 
 void FlightRecorder::collective(const Collective& c) {
     push(events_.ranges, StoredRange{.seq = seq_++, .pid = c.pid, .tid = c.tid, .start_ns = c.start_ns, .end_ns = c.end_ns,
-                                     .name = texts_.get(c.name), .stack = {}, .collective = true, .wait = c.wait, .op = c.op,
+                                     .name = texts_.get(c.name), .stack = {}, .nvtx = {}, .collective = true, .wait = c.wait, .op = c.op,
                                      .backend = c.backend, .issued_ns = c.issued_ns});
 }
 
 void FlightRecorder::torch_range(const TorchRange& r) {
     push(events_.ranges, StoredRange{.seq = seq_++, .pid = r.pid, .tid = r.tid, .start_ns = r.start_ns, .end_ns = r.end_ns,
-                                     .name = texts_.get(r.name), .stack = r.stack});
+                                     .name = texts_.get(r.name), .stack = r.stack, .nvtx = r.nvtx});
 }
 
 void FlightRecorder::flow(const CallRef& call, const GpuOp& op) {
@@ -112,7 +112,7 @@ void FlightRecorder::evict_front(StoredQueue<T>& q) {
         if (front.begins) track.push_back(front);
         if (track.empty()) events_.open_frames.erase({front.pid, front.tid});
     } else if constexpr (std::is_same_v<T, StoredMemory>) {
-        events_.last_memory[{front.sample.pid, front.sample.device}] = front.sample;
+        events_.last_memory[memory_key(front.sample)] = front.sample;
     }
     q.pop_front();
 }

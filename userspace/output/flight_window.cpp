@@ -156,7 +156,7 @@ uint64_t replay_window(const FlightWindow& window, uint64_t end_ns, TraceWriter&
     for (size_t i = 0; i < ev.frames.size(); ++i)
         if (ev.frames[i].ts_ns < from) apply(open, ev.frames[i]);
     for (size_t i = 0; i < ev.memory.size(); ++i)
-        if (const MemorySample& m = ev.memory[i].sample; m.ts_ns < from) memory[{m.pid, m.device}] = m;
+        if (const MemorySample& m = ev.memory[i].sample; m.ts_ns < from) memory[memory_key(m)] = m;
 
     uint64_t written = 0;
     FrameReplay frames(out);
@@ -192,7 +192,7 @@ uint64_t replay_window(const FlightWindow& window, uint64_t end_ns, TraceWriter&
                 if (r.collective)
                     out.collective({r.pid, r.tid, r.start_ns, r.end_ns, std::move(name), r.wait, r.op, r.backend, r.issued_ns});
                 else
-                    out.torch_range({r.pid, r.tid, r.start_ns, r.end_ns, std::move(name), r.stack});
+                    out.torch_range({r.pid, r.tid, r.start_ns, r.end_ns, std::move(name), r.stack, r.nvtx});
             }
             break;
         case 3:

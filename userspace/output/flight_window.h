@@ -8,6 +8,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <tuple>
 #include <string>
 #include <string_view>
 #include <unordered_set>
@@ -80,6 +81,7 @@ struct StoredRange {
     uint64_t start_ns = 0, end_ns = 0;
     SharedText name;
     PyStackRef stack;
+    std::shared_ptr<const NvtxRangeInfo> nvtx;
     bool collective = false, wait = false;
     const char* op = nullptr;      // a collective's: static names (decode/collective.h)
     const char* backend = nullptr;
@@ -114,8 +116,9 @@ struct StoredFrame {
 
 // Per sample track (pid, tid), the frames open at some moment, outermost first.
 using OpenFrames = std::map<std::pair<uint32_t, uint32_t>, std::vector<StoredFrame>>;
-// Per (pid, device), the last memory sample before some moment.
-using LastMemory = std::map<std::pair<uint32_t, int>, MemorySample>;
+// Per (pid, device, counter), the last memory sample before some moment.
+using LastMemory = std::map<std::tuple<uint32_t, int, MemoryCounter>, MemorySample>;
+inline std::tuple<uint32_t, int, MemoryCounter> memory_key(const MemorySample& m) { return {m.pid, m.device, m.counter}; }
 
 // The stored events of one kind, oldest first, in chunks that copies of the queue share: a
 // dump's copy costs a pointer per chunk, and the capture goes on appending and evicting while

@@ -38,6 +38,26 @@ void append_collective_args(std::string& out, const Collective& c) {
     out += '}';
 }
 
+const char* memory_counter_category(const MemorySample& m) {
+    return m.counter == MemoryCounter::Allocated ? "gpu_memory" : "gpu_memory_at_attach";
+}
+
+void append_memory_args(std::string& out, const MemorySample& m) {
+    auto to = std::back_inserter(out);
+    fmt::format_to(to, "{{\"{}\":{}", m.counter == MemoryCounter::Allocated ? "allocated_bytes" : "bytes", m.allocated_bytes);
+    if (m.device >= 0) fmt::format_to(to, ",\"device\":{}", m.device); // API-based samples know no device
+    if (m.at_attach && m.counter == MemoryCounter::Allocated) out += ",\"at_attach\":true";
+    out += '}';
+}
+
+void append_nvtx_args(std::string& out, const NvtxRangeInfo& n, uint32_t tid) {
+    out += ",\"domain\":", append_json_string(out, n.domain);
+    out += n.push_pop ? ",\"kind\":\"push_pop\"" : ",\"kind\":\"start_end\"";
+    if (n.category) out += fmt::format(",\"category\":{}", n.category);
+    if (n.payload) out += fmt::format(",\"payload\":{}", *n.payload);
+    if (n.end_tid && n.end_tid != tid) out += fmt::format(",\"end_tid\":{}", n.end_tid);
+}
+
 Result<JsonEventFile> JsonEventFile::create(const std::string& path, bool force, std::string_view header) {
     auto sink = TraceSink::create(path, force, header);
     if (!sink) return sink.error();

@@ -25,6 +25,16 @@ void append_us(std::string& out, uint64_t ns);
 // A collective slice's arguments, in both JSON formats: ,"args":{"phase":...,"op":...,
 // "backend":...,"issued_us":...} (the analysis pairs a wait with its issue by issued_us).
 void append_collective_args(std::string& out, const Collective& c);
+// An NVTX range's arguments, each led by a comma: ,"domain":...,"kind":"push_pop"|"start_end"
+// and, when set, ,"category":N,"payload":X,"end_tid":T.
+void append_nvtx_args(std::string& out, const NvtxRangeInfo& n, uint32_t tid);
+
+// A GPU memory counter in both JSON formats: its category ("gpu_memory" for the allocated curve,
+// as in earlier traces; "gpu_memory_at_attach" for the figures read at attach, which readers of
+// earlier traces leave alone) and its args object: {"allocated_bytes":N,"device":D[,"at_attach":true]}
+// or {"bytes":N,"device":D}.
+const char* memory_counter_category(const MemorySample& m);
+void append_memory_args(std::string& out, const MemorySample& m);
 
 class JsonEventFile {
 public:

@@ -118,6 +118,7 @@ void KinetoWriter::call(const ApiCall& c) {
     if (c.by_agent) buf_ += "\"recorded_by\":\"agent\",";
     fmt::format_to(out, "\"ret\":{}", c.ret);
     append_py_stack_args(buf_, c.stack, true);
+    if (c.stack_thread) fmt::format_to(out, ",\"stack_of_thread\":{}", c.stack_thread);
     buf_ += "}}";
     emit(*f, buf_);
 }
@@ -137,10 +138,11 @@ void KinetoWriter::torch_range(const TorchRange& r) {
     if (!f) return;
     buf_.clear();
     begin_x(buf_, "user_annotation", r.name, r.pid, r.tid, r.start_ns, r.end_ns);
-    if (r.stack) {
+    if (r.stack || r.nvtx) {
         buf_ += ",\"args\":{";
         size_t open = buf_.size();
         append_py_stack_args(buf_, r.stack, true);
+        if (r.nvtx) append_nvtx_args(buf_, *r.nvtx, r.tid);
         buf_.erase(open, 1); // the first argument's comma
         buf_ += '}';
     }
@@ -202,11 +204,12 @@ void KinetoWriter::memory(const MemorySample& m) {
     if (!f) return;
     buf_.clear();
     auto out = std::back_inserter(buf_);
-    fmt::format_to(out, "{{\"ph\":\"C\",\"cat\":\"gpu_memory\",\"name\":\"{}\",\"pid\":{},\"ts\":",
-                   m.device < 0 ? std::string("GPU memory (cudaMalloc)") : fmt::format("GPU memory (device {})", m.device), m.pid);
+    fmt::format_to(out, "{{\"ph\":\"C\",\"cat\":\"{}\",\"name\":\"{}\",\"pid\":{},\"ts\":", memory_counter_category(m),
+                   memory_counter_name(m), m.pid);
     append_us(buf_, m.ts_ns);
-    fmt::format_to(out, ",\"args\":{{\"allocated_bytes\":{}{}}}}}", m.allocated_bytes,
-                   m.device < 0 ? std::string() : fmt::format(",\"device\":{}", m.device));
+    buf_ += ",\"args\":";
+    append_memory_args(buf_, m);
+    buf_ += "}";
     emit(*f, buf_);
 }
 
@@ -275,7 +278,8 @@ void KinetoWriter::flush() {
 Result<std::optional<TraceCut>> KinetoWriter::finish(const TraceModel&, const nlohmann::json& facts) {
     std::optional<TraceCut> total;
     std::optional<Error> failure;
-    for (auto& [name, f] : files_) {
+    for (auto& entry : files_) {
+        auto& f = entry.second; // not a structured binding: clang before 16 cannot capture one
         if (!f.out) continue;
         auto cut = f.out->finish([&](const TraceCut* c) {
             JsonEventFile::Closing closing{pending_metadata(f, c != nullptr), "\n],\n\"deviceProperties\": ["};

@@ -36,7 +36,6 @@ PftraceWriter::Track& PftraceWriter::track(Kind kind, uint32_t pid, uint32_t id,
         t.sequence = next_sequence_++;
         t.parent = kind == Kind::Samples ? track(Kind::Thread, pid, id).uuid : process_track(pid);
         if (kind == Kind::Gpu) t.name = fmt::format("GPU {} · stream {}", id, stream);
-        if (kind == Kind::Memory) t.name = id == 0 ? "GPU memory (cudaMalloc)" : fmt::format("GPU memory (device {})", id - 1);
     }
     return t;
 }
@@ -60,7 +59,7 @@ void PftraceWriter::describe(std::string& out, const Track& t, uint32_t pid, uin
     } else {
         e.varint(5, t.parent);
         e.bytes(2, t.name);
-        if (t.name.starts_with("GPU memory")) {
+        if (t.bytes_counter) {
             e.begin(8); // CounterDescriptor
             e.varint(3, 3); // UNIT_SIZE_BYTES
             e.end();
@@ -204,6 +203,7 @@ void PftraceWriter::call(const ApiCall& c) {
         if (const PyFrame* src = c.stack->source_frame()) e.varint(kSourceLocationIid, t.interning.source_location(*src));
     }
     if (c.by_agent) annotation_string(t, "recorded_by", "agent");
+    if (c.stack_thread) annotation_uint(t, "stack_of_thread", c.stack_thread);
     if (c.ret) {
         e.begin(kDebugAnnotations);
         e.varint(1, t.interning.annotation_name("ret"));
@@ -235,11 +235,18 @@ void PftraceWriter::call(const ApiCall& c) {
 void PftraceWriter::torch_range(const TorchRange& r) {
     Track& t = track(Kind::Thread, r.pid, r.tid);
     auto& e = begin_event(t, r.start_ns, kSliceBegin);
-    e.varint(kCategoryIids, t.interning.category("torch_range"));
+    e.varint(kCategoryIids, t.interning.category(range_category(r)));
     e.varint(kNameIid, t.interning.event_name(r.name));
     if (r.stack) {
         e.varint(kCallstackIid, t.interning.callstack(r.stack));
         if (const PyFrame* src = r.stack->source_frame()) e.varint(kSourceLocationIid, t.interning.source_location(*src));
+    }
+    if (const NvtxRangeInfo* n = r.nvtx.get()) {
+        annotation_string(t, "domain", n->domain);
+        annotation_string(t, "kind", n->push_pop ? "push_pop" : "start_end");
+        if (n->category) annotation_uint(t, "category", n->category);
+        if (n->payload) annotation_double(t, "payload", *n->payload);
+        if (n->end_tid && n->end_tid != r.tid) annotation_uint(t, "end_tid", n->end_tid);
     }
     end_event(t);
     begin_event(t, std::max(r.end_ns, r.start_ns), kSliceEnd);
@@ -316,9 +323,12 @@ void PftraceWriter::flow(const CallRef& call, const GpuOp& op) {
 }
 
 void PftraceWriter::memory(const MemorySample& m) {
-    Track& t = track(Kind::Memory, m.pid, m.device < 0 ? 0 : static_cast<uint32_t>(m.device) + 1);
+    // One counter track per process, device and counter.
+    Track& t = track(Kind::Memory, m.pid, m.device < 0 ? 0 : static_cast<uint32_t>(m.device) + 1, static_cast<uint32_t>(m.counter));
+    if (t.name.empty()) t.name = memory_counter_name(m), t.bytes_counter = true;
     auto& e = begin_event(t, m.ts_ns, kCounter);
     e.int64(kCounterValue, static_cast<int64_t>(m.allocated_bytes));
+    if (m.at_attach && m.counter == MemoryCounter::Allocated) annotation_uint(t, "at_attach", 1); // the curve's start
     end_event(t);
     commit_with_metadata();
 }

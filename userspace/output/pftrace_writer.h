@@ -70,6 +70,7 @@ private:
         std::string name;      // as last described ("" for thread tracks: the model names them)
         uint64_t last_ts = 0;  // the incremental clock's value
         bool started = false;  // the sequence's first packet is written
+        bool bytes_counter = false; // a GPU memory counter: its unit is bytes
         PftraceInterning interning;
     };
 

@@ -53,6 +53,7 @@ nlohmann::json process_json(const ProcessAnalysis& r) {
     }
     nlohmann::json memory = {{"peak_bytes", r.memory.peak_bytes}, {"peak_ms", r.memory.peak_ms}, {"points", nlohmann::json::array()}};
     for (const auto& [ms, bytes] : r.memory.points) memory["points"].push_back({ms, bytes});
+    if (r.memory.at_attach_bytes) memory["at_attach_bytes"] = *r.memory.at_attach_bytes; // where points start
     nlohmann::json top = nlohmann::json::array();
     for (const auto& [name, ms] : r.top_kernels_ms) top.push_back({{"name", name}, {"total_ms", ms}});
     nlohmann::json j = {{"rank", r.rank ? nlohmann::json(*r.rank) : nlohmann::json(nullptr)},

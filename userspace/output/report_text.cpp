@@ -80,8 +80,11 @@ std::string details(const ProcessAnalysis& r) {
                            f.name, waited.empty() ? "" : "  (waiting for " + waited + ")");
     }
     if (r.memory.peak_bytes)
-        out += fmt::format("  GPU memory: peak {:.1f} MiB allocated, at {:.1f} ms\n", static_cast<double>(r.memory.peak_bytes) / (1 << 20),
-                           r.memory.peak_ms);
+        out += fmt::format("  GPU memory: peak {:.1f} MiB allocated, at {:.1f} ms{}\n", static_cast<double>(r.memory.peak_bytes) / (1 << 20),
+                           r.memory.peak_ms,
+                           r.memory.at_attach_bytes
+                               ? fmt::format(" ({:.1f} MiB in use at attach)", static_cast<double>(*r.memory.at_attach_bytes) / (1 << 20))
+                               : std::string());
     return out;
 }
 

@@ -6,6 +6,7 @@
 // partial files, write-error cut-back and renaming are the TraceSink's, under each writer.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "decode/api_call.h"
 #include "decode/collective.h"
 #include "decode/gpu_activity.h"
+#include "decode/nvtx_range.h"
 #include "decode/python_stacks.h"
 #include "foundation/result.h"
 #include "model/gpu_join.h"
@@ -23,13 +25,18 @@
 
 namespace gtrace {
 
-// A PyTorch record_function range on the thread that opened it.
+// A PyTorch record_function range, or an NVTX range (`nvtx` set: category "nvtx"), on the
+// thread that opened it.
 struct TorchRange {
     uint32_t pid = 0, tid = 0;
     uint64_t start_ns = 0, end_ns = 0;
     std::string name;
     PyStackRef stack; // where the range was opened (null: not known)
+    std::shared_ptr<const NvtxRangeInfo> nvtx;
 };
+
+// The category of a range's slice in gtrace's own formats.
+inline const char* range_category(const TorchRange& r) { return r.nvtx ? "nvtx" : "torch_range"; }
 
 // A timer-sample track's frame: samples that share a stack prefix extend the same frames, so
 // each frame is one slice from the sample that first had it to the one that no longer does

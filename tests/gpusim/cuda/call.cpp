@@ -22,6 +22,7 @@ thread_local int t_device = -1; // device of the current context; -1: none
 
 struct Context {
     int device;
+    std::atomic<bool> active; // a primary context is active once retained or made current
 };
 Context g_contexts[64]; // primary contexts; CUcontext is the address
 
@@ -70,7 +71,15 @@ void notify_ops(const gtsim_gpu_op* ops, size_t n) {
 } // namespace
 
 int current_device() { return t_device; }
-void set_current_device(int dev) { t_device = dev; }
+void set_current_device(int dev) {
+    t_device = dev;
+    set_primary_active(dev, true);
+}
+
+void set_primary_active(int dev, bool active) {
+    if (dev >= 0 && dev < gtsim_device_count()) g_contexts[dev].active.store(active, std::memory_order_relaxed);
+}
+bool primary_active(int dev) { return dev >= 0 && dev < gtsim_device_count() && g_contexts[dev].active.load(std::memory_order_relaxed); }
 
 DriverCall::DriverCall(uint32_t cbid, const char* name, const void* params, const char* symbol) {
     Model::get(); // reads the environment before the injection can change it
@@ -148,7 +157,7 @@ GTSIM_EXPORT void gtsim_set_observer(const gtsim_observer* o) { g_observer.store
 GTSIM_EXPORT void gtsim_api_enter(gtsim_api_info* info) {
     Model::get();
     inject_once(); // before the first call's enter, as the driver does at initialization
-    if (t_device < 0) t_device = 0; // the runtime makes its device's primary context current
+    if (t_device < 0) set_current_device(0); // the runtime makes its device's primary context current (active)
     info->domain = GTSIM_DOMAIN_RUNTIME;
     info->nested = 0;
     info->correlation_id = g_correlation.fetch_add(1) + 1;

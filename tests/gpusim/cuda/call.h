@@ -19,7 +19,10 @@ namespace gtsim {
 // Device of the thread's current context, -1 when none is current.
 int current_device();
 // Makes the primary context of dev current on this thread (dev -1: none).
-void set_current_device(int dev);
+void set_current_device(int dev); // also makes the device's primary context active
+// cuDevicePrimaryCtxGetState's answer: retained or made current, and not reset since.
+void set_primary_active(int dev, bool active);
+bool primary_active(int dev);
 
 // One driver API call: construct at entry, finish() at exit. A call made while a runtime call is
 // in progress on the thread is nested: it shares the runtime call's correlation id.

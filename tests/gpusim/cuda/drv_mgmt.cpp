@@ -94,6 +94,17 @@ GTSIM_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext* pctx, CUdevice dev) {
     if (!pctx) return call.finish(CUDA_ERROR_INVALID_VALUE);
     if (!valid_device(dev)) return call.finish(CUDA_ERROR_INVALID_DEVICE);
     *pctx = static_cast<CUcontext>(gtsim_context(dev)); // one primary context per device, never freed
+    set_primary_active(dev, true);
+    return call.finish(CUDA_SUCCESS);
+}
+
+GTSIM_EXPORT CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int* flags, int* active) {
+    cuDevicePrimaryCtxGetState_params p{dev, flags, active};
+    DriverCall call(GTSIM_DCBID(cuDevicePrimaryCtxGetState), "cuDevicePrimaryCtxGetState", &p);
+    if (!flags || !active) return call.finish(CUDA_ERROR_INVALID_VALUE);
+    if (!valid_device(dev)) return call.finish(CUDA_ERROR_INVALID_DEVICE);
+    *flags = 0;
+    *active = primary_active(dev) ? 1 : 0;
     return call.finish(CUDA_SUCCESS);
 }
 
@@ -109,6 +120,7 @@ GTSIM_EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev) {
     DriverCall call(GTSIM_DCBID(cuDevicePrimaryCtxReset_v2), "cuDevicePrimaryCtxReset_v2", &p);
     if (!valid_device(dev)) return call.finish(CUDA_ERROR_INVALID_DEVICE);
     Model::get().device_reset(dev);
+    set_primary_active(dev, false);
     return call.finish(CUDA_SUCCESS);
 }
 
@@ -218,6 +230,19 @@ GTSIM_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize) {
     *dptr = addr;
     call.info.address = addr;
     call.info.bytes = bytesize;
+    return call.finish(CUDA_SUCCESS);
+}
+
+// The current context's device: its allocations (every one in this process, which is alone on
+// its simulated devices) are what is used.
+GTSIM_EXPORT CUresult cuMemGetInfo_v2(size_t* free_bytes, size_t* total) {
+    cuMemGetInfo_v2_params p{free_bytes, total};
+    DriverCall call(GTSIM_DCBID(cuMemGetInfo_v2), "cuMemGetInfo_v2", &p);
+    if (!free_bytes || !total) return call.finish(CUDA_ERROR_INVALID_VALUE);
+    if (!call.has_context()) return call.finish(CUDA_ERROR_INVALID_CONTEXT);
+    uint64_t capacity = Model::get().cfg().device_memory, used = Model::get().device_used(call.info.device);
+    *total = capacity;
+    *free_bytes = used < capacity ? capacity - used : 0;
     return call.finish(CUDA_SUCCESS);
 }
 

@@ -259,6 +259,14 @@ uint64_t Model::device_alloc(int dev, size_t bytes) {
     return addr;
 }
 
+uint64_t Model::device_used(int dev) {
+    std::lock_guard lk(mu_);
+    uint64_t used = 0;
+    for (const auto& [addr, a] : device_mem_)
+        if (a.device == dev) used += a.bytes;
+    return used;
+}
+
 bool Model::device_free(uint64_t addr, uint64_t* bytes) {
     std::lock_guard lk(mu_);
     auto it = device_mem_.find(addr);

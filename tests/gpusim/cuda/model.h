@@ -19,6 +19,7 @@ namespace gtsim {
 
 struct Config {
     int devices = 1;
+    uint64_t device_memory = 80ull << 30; // each device's, as cuMemGetInfo's total
     uint64_t launch_latency_ns = 3000;
     uint64_t kernel_base_ns = 2000;
     uint64_t kernel_ns_per_block = 10;
@@ -102,6 +103,7 @@ public:
     CUresult event_destroy(CUevent e, uint32_t* id);
 
     uint64_t device_alloc(int dev, size_t bytes);
+    uint64_t device_used(int dev); // bytes allocated on the device
     // Removes a device allocation; returns false for an unknown pointer.
     bool device_free(uint64_t addr, uint64_t* bytes);
     void pinned_add(void* p, size_t bytes);

@@ -74,7 +74,7 @@ namespace {
 // Names as in cupti_driver_cbid.h, for the driver calls the simulator makes.
 #define GTSIM_DRIVER_CBIDS(X)                                                                                        \
     X(cuInit) X(cuDriverGetVersion) X(cuDeviceGet) X(cuDeviceGetCount) X(cuDeviceGetName)                            \
-    X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease_v2) X(cuDevicePrimaryCtxReset_v2) X(cuCtxGetCurrent)     \
+    X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxGetState) X(cuDevicePrimaryCtxRelease_v2) X(cuDevicePrimaryCtxReset_v2) X(cuCtxGetCurrent)     \
     X(cuCtxSetCurrent) X(cuCtxGetDevice) X(cuCtxSynchronize) X(cuCtxSynchronize_v2) X(cuModuleLoadData)              \
     X(cuModuleGetFunction) X(cuModuleUnload) X(cuLibraryLoadData) X(cuLibraryGetKernel) X(cuLibraryUnload)           \
     X(cuKernelGetFunction) X(cuLaunchKernel) X(cuLaunchKernel_ptsz) X(cuLaunchKernelEx) X(cuLaunchKernelEx_ptsz)     \
@@ -91,7 +91,7 @@ namespace {
     X(cuMemsetD2D8Async_ptsz) X(cuMemsetD2D16Async) X(cuMemsetD2D16Async_ptsz) X(cuMemsetD2D32Async)                 \
     X(cuMemsetD2D32Async_ptsz) X(cuStreamCreate) X(cuStreamDestroy_v2) X(cuStreamSynchronize)                        \
     X(cuStreamSynchronize_ptsz) X(cuEventCreate) X(cuEventRecord) X(cuEventRecord_ptsz) X(cuEventSynchronize)        \
-    X(cuEventDestroy_v2) X(cuMemAlloc_v2) X(cuMemFree_v2) X(cuMemHostAlloc) X(cuMemAllocHost_v2) X(cuMemFreeHost)    \
+    X(cuEventDestroy_v2) X(cuMemGetInfo_v2) X(cuMemAlloc_v2) X(cuMemFree_v2) X(cuMemHostAlloc) X(cuMemAllocHost_v2) X(cuMemFreeHost)    \
     X(cuStreamBeginCapture_v2) X(cuStreamBeginCapture_v2_ptsz) X(cuStreamEndCapture) X(cuStreamEndCapture_ptsz)      \
     X(cuStreamIsCapturing) X(cuStreamIsCapturing_ptsz) X(cuGraphInstantiateWithFlags) X(cuGraphLaunch)               \
     X(cuGraphLaunch_ptsz) X(cuGraphExecDestroy) X(cuGraphDestroy) X(cuGetErrorString) X(cuGetErrorName)

@@ -15,9 +15,13 @@
 #include <cstring>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "collect/agent/call_capture.h"
 #include "collect/agent/cupti_session.h"
+#include "collect/agent/memory_state.h"
+#include "collect/agent/nvtx_injection.h"
+#include "collect/agent/nvtx_tables.h"
 #include "collect/agent/offer.h"
 
 namespace gtrace::agent {
@@ -35,9 +39,21 @@ struct Config {
     std::string owner; // the gtrace the offer is for
     uint64_t ring_bytes = GT_AGENT_DEFAULT_RING;
     SessionConfig session;
+    std::vector<uint64_t> nvtx_tables; // attach mode: modules' nvtxGlobals_v3 to serve (nvtx_tables.h)
 };
 
-// Parses "owner=TOKEN;ring=BYTES;callbacks=0|1;cupti=PATH:PATH". Empty error: valid.
+// Calls `item` with each non-empty part of a ':'-separated list.
+template <typename Item>
+void for_each_listed(const std::string& list, Item&& item) {
+    for (size_t p = 0; p <= list.size();) {
+        size_t colon = list.find(':', p);
+        if (colon == std::string::npos) colon = list.size();
+        if (colon > p) item(list.substr(p, colon - p));
+        p = colon + 1;
+    }
+}
+
+// Parses "owner=TOKEN;ring=BYTES;callbacks=0|1;cupti=PATH:PATH;nvtx=HEX:HEX". Empty error: valid.
 std::string parse(const std::string& s, Config& c) {
     for (size_t pos = 0; pos <= s.size();) {
         size_t end = s.find(';', pos);
@@ -51,14 +67,9 @@ std::string parse(const std::string& s, Config& c) {
         if (key == "owner") c.owner = value;
         else if (key == "ring") c.ring_bytes = strtoull(value.c_str(), nullptr, 10);
         else if (key == "callbacks") c.session.callbacks = value != "0";
-        else if (key == "cupti") {
-            for (size_t p = 0; p <= value.size();) {
-                size_t colon = value.find(':', p);
-                if (colon == std::string::npos) colon = value.size();
-                if (colon > p) c.session.cupti_candidates.push_back(value.substr(p, colon - p));
-                p = colon + 1;
-            }
-        } else {
+        else if (key == "cupti") for_each_listed(value, [&](std::string path) { c.session.cupti_candidates.push_back(std::move(path)); });
+        else if (key == "nvtx") for_each_listed(value, [&](const std::string& hex) { c.nvtx_tables.push_back(strtoull(hex.c_str(), nullptr, 16)); });
+        else {
             return "unknown key '" + key + "'";
         }
     }
@@ -90,6 +101,7 @@ Agent& the_agent() {
 // Starts CUPTI; on failure leaves the reason in the ring for gtrace (under the mutex).
 void begin_session(Agent& a) {
     std::string error = start_session(a.offer.ring(), a.config.session);
+    flush_pending_nvtx(); // launch mode: the ranges that ended before CUDA started the agent
     if (error.empty()) {
         __atomic_store_n(&a.offer.ring()->state, GT_AGENT_ACTIVE, __ATOMIC_RELEASE);
         return;
@@ -104,7 +116,14 @@ void serve(Agent& a) {
         std::lock_guard lock(a.mutex);
         if (a.offer.ring()->state == GT_AGENT_STARTING) begin_session(a);
     }
+    // In a running process the memory in use now starts gtrace's memory curves (launch mode
+    // starts with CUDA: nothing allocated yet). After CUPTI's memory records went on, so
+    // that no allocation falls between the two; gtrace skips records older than the figures.
+    if (a.offer.ring()->state == GT_AGENT_ACTIVE && (a.offer.ring()->flags & GT_AGENT_LATE_ATTACH)) send_memory_states();
     gt_agent_ring* ring = a.offer.ring();
+    // On the agent's own thread, never the application's: a module's first NVTX call that
+    // races with this waits in NVTX's own initialization, as it would for any tool.
+    if (ring->state == GT_AGENT_ACTIVE) install_nvtx_tables(ring, a.config.nvtx_tables);
     bool taken = false;
     int waited = 0, since_flush = 0, since_clock = 0;
     for (;;) {
@@ -206,6 +225,7 @@ void ensure_thread(Agent& a) {
 void in_forked_child() {
     Agent& a = the_agent();
     forget_ring_in_child();
+    forget_nvtx_in_child();
     a.offer.forget_in_child();
     a.thread_started = false; // the agent's thread was not copied
     a.active = false;

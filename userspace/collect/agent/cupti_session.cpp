@@ -339,7 +339,15 @@ void measure_clock() {
     __atomic_store_n(&s.ring->clock_offset_ns, best_offset, __ATOMIC_RELEASE);
 }
 
+void with_session_ring(const std::function<void(gt_agent_ring*)>& write) {
+    std::lock_guard lock(the_session().ring_mutex);
+    if (the_session().ring) write(the_session().ring);
+}
+
 void forget_ring_in_child() { the_session().ring = nullptr; } // one thread in the child: no lock needed
+
+std::mutex& session_ring_mutex() { return the_session().ring_mutex; }
+gt_agent_ring* session_ring() { return the_session().ring; }
 
 void stop_session() {
     Session& s = the_session();

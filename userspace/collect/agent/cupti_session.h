@@ -3,6 +3,8 @@
 // per-thread slot that gtrace's BPF return probe reads (the exact CPU↔GPU join).
 #pragma once
 #include <cstdint>
+#include <functional>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -25,10 +27,15 @@ void measure_clock();
 // Calls from CUPTI's API records from now on (call_records.h): the records of every API whose
 // callback is on; without stacks, the callbacks go off. False where CUPTI cannot (before 12.x).
 bool start_call_records(bool with_stacks);
+// Runs `write` on the session's ring under the ring's lock; not at all when no session writes.
+void with_session_ring(const std::function<void(gt_agent_ring*)>& write);
 // Flushes everything, disables CUPTI, finalizes it and stops writing to the ring.
 void stop_session();
 // In a forked child: the ring is the parent's; the child must never write to it.
 void forget_ring_in_child();
+// The session's ring (null outside a session) and the lock every writer of it holds.
+std::mutex& session_ring_mutex();
+gt_agent_ring* session_ring(); // under session_ring_mutex()
 
 } // namespace gtrace::agent
 

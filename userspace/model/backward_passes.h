@@ -1,0 +1,48 @@
+// Backward passes and the launches they make. PyTorch runs a backward pass's GPU work on the
+// autograd engine's device threads ("pt_autograd_<device>"), which have no Python frames of their
+// own, while the thread that called loss.backward() waits in the engine: so half of a training
+// step's launches would have no source. Each pass is seen begin and end (probes on
+// THPEngine_run_backward, gtrace/torch_ranges.h); a call without a Python stack, from an
+// autograd thread, during exactly one open pass of its process, gets that pass's stack — the
+// `loss.backward()` line — and the thread it came from.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "decode/python_stacks.h"
+
+namespace gtrace {
+
+class BackwardPasses {
+public:
+    void begun(uint32_t pid, uint32_t tid, uint64_t start_ns, PyStackRef stack);
+    void ended(uint32_t pid, uint32_t tid);
+    void forget_process(uint32_t pid) { open_.erase(pid); }
+
+    struct Origin {
+        PyStackRef stack;
+        uint32_t tid = 0; // the thread that began the pass
+    };
+    // The pass a call without a stack belongs to: from an autograd thread, made after the pass
+    // began, while it is the only open one in the process. Counts what it decides.
+    Origin origin_of(uint32_t pid, std::string_view thread_name, uint64_t call_start_ns);
+
+    nlohmann::json facts() const;
+
+private:
+    struct Open {
+        uint32_t tid = 0;
+        uint64_t start_ns = 0;
+        PyStackRef stack;
+    };
+    std::map<uint32_t, std::vector<Open>> open_; // per process
+    uint64_t passes_ = 0, attributed_ = 0, ambiguous_ = 0, without_stack_ = 0;
+};
+
+bool is_autograd_thread(std::string_view thread_name);
+
+} // namespace gtrace
