@@ -100,9 +100,10 @@ def check_libraries(prefix):
     exports = subprocess.run(["nm", "-D", "--defined-only", os.path.join(prefix, "lib/gtrace/libgtrace_agent.so")],
                              capture_output=True, text=True, check=True).stdout.split("\n")
     names = sorted(line.split()[-1] for line in exports if line.strip())
-    odd = [n for n in names if n != "InitializeInjection" and not n.startswith("gtrace_agent_")]
-    if odd or "InitializeInjection" not in names or "gtrace_agent_announce" not in names:
-        fail(f"the agent exports {names}; only InitializeInjection and gtrace_agent_* may be")
+    entry_points = ("InitializeInjection", "InitializeInjectionNvtx2")  # CUDA's and NVTX's injection
+    odd = [n for n in names if n not in entry_points and not n.startswith("gtrace_agent_")]
+    if odd or any(e not in names for e in entry_points) or "gtrace_agent_announce" not in names:
+        fail(f"the agent exports {names}; only {' and '.join(entry_points)} and gtrace_agent_* may be")
     ok(f"the agent exports {names}")
 
 
