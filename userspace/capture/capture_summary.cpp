@@ -78,6 +78,9 @@ void Capture::print_summary(const CaptureResult& r, double elapsed_s) const {
     if (uint64_t untraced = s_.model.counters[GT_CNT_ENTRY_STATE_FULL])
         fmt::print(stderr, "  WARNING: {} calls were not traced: the kernel gave no per-thread state, or they nested deeper than "
                            "4 probed calls (not a full ring: --buffer-size does not help)\n", untraced);
+    if (uint64_t torn = s_.python_frames.torn_stacks())
+        fmt::print(stderr, "  Python stacks left out: {} (read from the live process: it had exited, or its stack changed, "
+                           "before gtrace read them)\n", torn);
     if (uint64_t inflight = s_.model.counters[GT_CNT_RETURN_WITHOUT_ENTRY])
         fmt::print(stderr, "  calls already in flight at attach (not traced): {}\n", inflight);
     fmt::print(stderr, "  trace: {} — open it in Perfetto UI (ui.perfetto.dev) or chrome://tracing\n", r.output);

@@ -17,7 +17,7 @@ void RangeEvents::on_torch_range(const gt_torch_range_event& e) {
     range.name = torch_range_name(e, range.stack ? range.stack->frames : kNoFrames);
     s_.writer.torch_range(range);
     if (e.kind == GT_RANGE_BACKWARD) {
-        s_.backward.ended(e.pid, e.tid);
+        s_.backward.ended(e.pid, e.tid, e.end_ns);
         return;
     }
     script_.on_range(e.pid, range.name, e.end_ns);

@@ -10,30 +10,39 @@ bool is_autograd_thread(std::string_view thread_name) { return thread_name.start
 
 void BackwardPasses::begun(uint32_t pid, uint32_t tid, uint64_t start_ns, PyStackRef stack) {
     ++passes_;
-    auto& open = open_[pid];
-    std::erase_if(open, [&](const Open& o) { return o.tid == tid; }); // one left open by a lost end
-    open.push_back({tid, start_ns, std::move(stack)});
+    auto& passes = passes_of_[pid];
+    std::erase_if(passes, [&](const Pass& p) { return p.tid == tid && !p.end_ns; }); // one left open by a lost end
+    passes.push_back({tid, start_ns, 0, std::move(stack)});
+    size_t ended = std::ranges::count_if(passes, [](const Pass& p) { return p.end_ns != 0; });
+    for (auto it = passes.begin(); ended > kEndedKept && it != passes.end();) {
+        if (it->end_ns) {
+            it = passes.erase(it);
+            --ended;
+        } else {
+            ++it;
+        }
+    }
 }
 
-void BackwardPasses::ended(uint32_t pid, uint32_t tid) {
-    auto it = open_.find(pid);
-    if (it == open_.end()) return;
-    std::erase_if(it->second, [&](const Open& o) { return o.tid == tid; });
-    if (it->second.empty()) open_.erase(it);
+void BackwardPasses::ended(uint32_t pid, uint32_t tid, uint64_t end_ns) {
+    auto it = passes_of_.find(pid);
+    if (it == passes_of_.end()) return;
+    for (Pass& p : it->second)
+        if (p.tid == tid && !p.end_ns) p.end_ns = std::max(end_ns, p.start_ns);
 }
 
 BackwardPasses::Origin BackwardPasses::origin_of(uint32_t pid, std::string_view thread_name, uint64_t call_start_ns) {
     if (!is_autograd_thread(thread_name)) return {};
-    auto it = open_.find(pid);
-    if (it == open_.end()) return {};
-    const Open* match = nullptr;
-    for (const Open& o : it->second) {
-        if (o.start_ns > call_start_ns) continue;
+    auto it = passes_of_.find(pid);
+    if (it == passes_of_.end()) return {};
+    const Pass* match = nullptr;
+    for (const Pass& p : it->second) {
+        if (p.start_ns > call_start_ns || (p.end_ns && p.end_ns < call_start_ns)) continue;
         if (match) {
             ++ambiguous_; // two threads in backward at once: which pass the call serves is unknown
             return {};
         }
-        match = &o;
+        match = &p;
     }
     if (!match) return {};
     if (!match->stack) {
