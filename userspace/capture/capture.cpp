@@ -14,6 +14,7 @@ std::atomic<int> g_stop_signal{0};
 namespace {
 
 constexpr int kPollMs = 50;
+constexpr std::chrono::milliseconds kStopDrainLimit{2000}; // per drain: the ring's events before the stop
 // While GPU records flow, the agents' rings are read this often: at a million records a second
 // an agent's ring (GT_AGENT_DEFAULT_RING) holds about 150 ms of them.
 constexpr int kBusyPollMs = 5;
@@ -136,9 +137,12 @@ Result<CaptureResult> Capture::run() {
         reason = stop_reason();
     }
     if (live_status) fmt::print(stderr, "\r\033[K");
-    reader_->drain();
+    bool emptied = reader_->drain(kStopDrainLimit);
     gpu_.finish();
-    reader_->drain();
+    emptied = reader_->drain(kStopDrainLimit) && emptied;
+    if (!emptied && !s_.options.quiet)
+        fmt::print(stderr, "gtrace: warning: the job filled the BPF ring faster than gtrace read it; reading stopped {} ms after the "
+                           "stop, and the events still in the ring then are not in the trace\n", kStopDrainLimit.count());
     s_.model.counters = s_.bpf->read_counters();
     samples_.finish();
     return finish(reason, s_.seconds_running());

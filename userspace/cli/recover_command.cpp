@@ -18,6 +18,7 @@
 
 #include "analyze/partial_trace.h"
 #include "analyze/pftrace_reader.h"
+#include "analyze/trace_data.h"
 #include "foundation/input_file.h"
 #include "foundation/output_file.h"
 #include "output/capture_registry.h"
@@ -154,6 +155,11 @@ Result<void> recover_file(const std::string& partial, const std::string& output,
     }
     std::optional<PartialEnd>& end = view.end;
     if (!end) return make_error(ExitCode::BadTrace, fmt::format("{} is not a partial trace gtrace wrote (it does not start like one)", partial));
+    // Its whole events must read as gtrace report reads them: completing (and renaming) a partial
+    // whose events are corrupted would replace it with a trace nothing opens.
+    if (auto readable = load_trace(partial); !readable)
+        return make_error(ExitCode::BadTrace, fmt::format("{} cannot be recovered: its events do not read back ({}); it is left as it was",
+                                                          partial, readable.error().message));
     nlohmann::json facts = registered_facts(partial, false);
     uint64_t final_size = size;
     if (!end->complete) {

@@ -9,9 +9,7 @@ namespace gtrace {
 
 Result<RingReader> RingReader::open(int ring_fd, EventSink& sink) {
     RingReader reader(sink);
-    // The context pointer must stay valid after the move: RingReader owns only a pointer to the
-    // sink and routes through a heap-stable trampoline (the sink itself).
-    reader.rb_ = ring_buffer__new(ring_fd, &RingReader::dispatch, &sink, nullptr);
+    reader.rb_ = ring_buffer__new(ring_fd, &RingReader::dispatch, reader.context_.get(), nullptr);
     if (!reader.rb_)
         return make_error(ExitCode::Internal, std::string("cannot open the BPF ring buffer: ") + strerror(errno));
     return reader;
@@ -21,9 +19,15 @@ RingReader::~RingReader() {
     if (rb_) ring_buffer__free(rb_);
 }
 
-int RingReader::dispatch(void* ctx, void* data, size_t size) {
-    auto* sink = static_cast<EventSink*>(ctx);
-    if (size < 1) return 0;
+namespace {
+constexpr int kBudgetSpent = -ECANCELED; // libbpf stops at a negative return, this record consumed
+}
+
+int RingReader::dispatch(void* context, void* data, size_t size) {
+    auto* c = static_cast<Context*>(context);
+    EventSink* sink = c->sink;
+    const bool last = c->budget > 0 && --c->budget == 0;
+    if (size < 1) return last ? kBudgetSpent : 0;
     switch (*static_cast<const unsigned char*>(data)) {
     case GT_EV_API:
         if (size >= sizeof(gt_api_event)) sink->on_api(*static_cast<const gt_api_event*>(data));
@@ -57,20 +61,31 @@ int RingReader::dispatch(void* ctx, void* data, size_t size) {
     default:
         break;
     }
-    return 0;
+    return last ? kBudgetSpent : 0;
 }
 
 int RingReader::poll(int timeout_ms) {
     // Most records are submitted without a wakeup (see gt_submit_flags): after the wait, consume
     // whatever is there even when epoll saw no notification.
-    int n = ring_buffer__poll(rb_, timeout_ms);
-    int more = ring_buffer__consume(rb_);
-    return (n > 0 ? n : 0) + (more > 0 ? more : 0);
+    context_->budget = kRecordsPerPoll;
+    int n = ring_buffer__poll(rb_, behind_ ? 0 : timeout_ms); // more was waiting last time: no wait
+    behind_ = n == kBudgetSpent;
+    if (n != kBudgetSpent && context_->budget > 0) ring_buffer__consume(rb_);
+    int consumed = kRecordsPerPoll - context_->budget;
+    context_->budget = -1;
+    return consumed;
 }
 
-int RingReader::drain() {
-    int n = ring_buffer__consume(rb_);
-    return n < 0 ? 0 : n;
+bool RingReader::drain(std::chrono::milliseconds limit) {
+    const auto until = std::chrono::steady_clock::now() + limit;
+    bool emptied = false;
+    while (!emptied) {
+        context_->budget = kRecordsPerPoll;
+        emptied = ring_buffer__consume(rb_) != kBudgetSpent;
+        if (std::chrono::steady_clock::now() >= until) break;
+    }
+    context_->budget = -1;
+    return emptied;
 }
 
 } // namespace gtrace

@@ -1,7 +1,9 @@
 // Drains the BPF ring buffer and hands each record, by class, to a sink.
 #pragma once
 #include <cstddef>
+#include <chrono>
 #include <cstdint>
+#include <memory>
 
 #include "foundation/result.h"
 #include "gtrace/events.h"
@@ -30,20 +32,32 @@ public:
 class RingReader {
 public:
     static Result<RingReader> open(int ring_fd, EventSink& sink);
-    RingReader(RingReader&& o) noexcept : rb_(o.rb_), sink_(o.sink_) { o.rb_ = nullptr; }
+    RingReader(RingReader&& o) noexcept : rb_(o.rb_), context_(std::move(o.context_)), behind_(o.behind_) { o.rb_ = nullptr; }
     RingReader(const RingReader&) = delete;
     ~RingReader();
 
-    // Wait up to timeout_ms for data, then consume all of it. Returns records consumed.
+    // Wait up to timeout_ms for data, then consume what is there, at most kRecordsPerPoll records:
+    // a producer faster than the sink (a busy job, a slow build of gtrace) must not keep the
+    // capture loop from its stop conditions and its other sources. Returns records consumed.
     int poll(int timeout_ms);
-    // Consume whatever is there without waiting.
-    int drain();
+    // Consume whatever is there without waiting, in bounded batches, for at most `limit`: the
+    // probes are still on at a capture's stop, and a job that fills the ring faster than the
+    // sink empties it would keep a drain going forever. Returns false when the limit cut it short.
+    bool drain(std::chrono::milliseconds limit);
+
+    static constexpr int kRecordsPerPoll = 1 << 16;
 
 private:
-    RingReader(EventSink& sink) : sink_(&sink) {}
-    static int dispatch(void* self, void* data, size_t size);
+    // What dispatch() sees: heap-stable, so that a moved reader's ring keeps a valid context.
+    struct Context {
+        EventSink* sink = nullptr;
+        int budget = -1; // records left in this poll; -1: no bound
+    };
+    explicit RingReader(EventSink& sink) : context_(std::make_unique<Context>(Context{&sink})) {}
+    static int dispatch(void* context, void* data, size_t size);
     ring_buffer* rb_ = nullptr;
-    EventSink* sink_;
+    std::unique_ptr<Context> context_;
+    bool behind_ = false; // the last poll stopped at its bound with records left
 };
 
 } // namespace gtrace
