@@ -9,9 +9,8 @@
 #   scripts/test_sanitized.sh [--all | CASE...] [--fuzz-seconds N]
 #
 # Without cases it runs those in tests/runtime/sanitized_cases.txt (every stage of the pipeline,
-# every output format, the readers, the command line); --all runs every case. Not part of
-# scripts/test.sh: compiling gtrace a second time under the sanitizers takes longer on a 2-core
-# machine than the suite's whole budget (tests/fuzz/README.md has the figures).
+# every output format, the readers, the command line); --all runs every case. scripts/test.sh
+# runs it after the release suite (about 7 minutes to build, 7 to run on a 2-core machine).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=need_root.sh
