@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "analyze/proto_wire.h"
+#include "output/pftrace_interning.h"
 #include "output/trace_formats.h"
 #include "temp_dir.h"
 
@@ -147,4 +148,19 @@ TEST_CASE("every .pftrace flow starts once and ends once, in the call its op was
     // The API record's id: an instant in the call starts it.
     CHECK(started_by[ended[4]] == 3);
     CHECK((ended[4] & 0xFFFFFFFF) == 10);
+}
+
+TEST_CASE("the .pftrace interning lets go of the stacks of processes gone, and keeps the others") {
+    PftraceInterning interning;
+    auto live = make_py_stack({PyFrame{"train", "/job/train.py", 7}}, false);
+    const uint64_t live_iid = interning.callstack(live);
+    for (int worker = 0; worker < 20000; ++worker) { // short-lived processes, each its own stack object
+        auto gone = make_py_stack({PyFrame{"worker_loop", "/job/data.py", 3}}, false);
+        CHECK(interning.callstack(gone) != 0);
+    }                                               // ... released by the capture as each exits
+    CHECK(interning.stacks_held() < 10000);
+    CHECK(interning.callstack(live) == live_iid); // still known by its object
+    auto again = make_py_stack({PyFrame{"worker_loop", "/job/data.py", 3}}, false);
+    auto first = make_py_stack({PyFrame{"worker_loop", "/job/data.py", 3}}, false);
+    CHECK(interning.callstack(again) == interning.callstack(first)); // same frames, same callstack iid
 }

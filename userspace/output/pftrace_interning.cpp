@@ -1,5 +1,7 @@
 #include "output/pftrace_interning.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "gtrace/pystack.h"
@@ -66,6 +68,17 @@ uint64_t PftraceInterning::frame(const PyFrame& f, bool python) {
     return iid;
 }
 
+void PftraceInterning::remember(const PyStackRef& ref, uint64_t iid) {
+    // A stack only this table still holds belongs to a process gone (or exec'ed): no event will
+    // name it again, and its frames stay interned by their bytes. Let such stacks go once the
+    // table has doubled, so that a long capture of short-lived processes does not grow for ever.
+    if (stack_refs_.size() >= sweep_at_) {
+        std::erase_if(stack_refs_, [](const auto& entry) { return entry.second.first.use_count() == 1; });
+        sweep_at_ = std::max<size_t>(kFirstSweep, 2 * stack_refs_.size());
+    }
+    stack_refs_.emplace(ref.get(), std::pair{ref, iid});
+}
+
 uint64_t PftraceInterning::callstack(const PyStackRef& ref) {
     if (auto it = stack_refs_.find(ref.get()); it != stack_refs_.end()) return it->second.second;
     // A new PyStack may repeat frames interned before (another id of the same stack, or a
@@ -81,7 +94,7 @@ uint64_t PftraceInterning::callstack(const PyStackRef& ref) {
     }
     if (stack.truncated) key += "[truncated]";
     if (auto it = callstacks_.find(key); it != callstacks_.end()) {
-        stack_refs_.emplace(ref.get(), std::pair{ref, it->second});
+        remember(ref, it->second);
         return it->second;
     }
     frame_ids_.clear();
@@ -90,7 +103,7 @@ uint64_t PftraceInterning::callstack(const PyStackRef& ref) {
     for (auto f = stack.frames.rbegin(); f != stack.frames.rend(); ++f) frame_ids_.push_back(frame(*f, true));
     uint64_t iid = callstacks_.size() + 1;
     callstacks_.emplace(std::move(key), iid);
-    stack_refs_.emplace(ref.get(), std::pair{ref, iid});
+    remember(ref, iid);
     proto::Encoder e(pending_);
     e.begin(kCallstacks);
     e.varint(1, iid);

@@ -31,6 +31,7 @@ public:
     // InternedData fields for the packet being written (empty: none new); clear after use.
     std::string& pending() { return pending_; }
     size_t entries() const;
+    size_t stacks_held() const { return stack_refs_.size(); }
 
 private:
     // InternedData field numbers (pftrace.proto).
@@ -58,6 +59,9 @@ private:
     Table source_locations_, frames_, callstacks_; // keyed by their fields' bytes
     // The capture's stacks as met, holding them so that no address is reused for another stack.
     std::unordered_map<const PyStack*, std::pair<PyStackRef, uint64_t>> stack_refs_;
+    static constexpr size_t kFirstSweep = 4096;
+    size_t sweep_at_ = kFirstSweep;
+    void remember(const PyStackRef& ref, uint64_t iid);
     std::string pending_, key_;
     std::vector<uint64_t> frame_ids_;
 };
