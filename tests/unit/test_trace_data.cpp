@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "analyze/trace_reader.h"
 #include "analyze/trace_data.h"
 #include "output/chrome_trace.h"
 
@@ -286,4 +287,13 @@ TEST_CASE("only kept events make a process, and no PID beyond Linux's limit does
     REQUIRE(t);
     CHECK(t->processes.size() == 1);
     CHECK(t->processes.contains(4194304));
+}
+
+TEST_CASE("a trace's microsecond times convert to nanoseconds without overflow, whatever their spelling") {
+    using gtrace::trace_reader::us_to_ns;
+    CHECK(us_to_ns("12.3456") == 12346);
+    CHECK(us_to_ns("1.5e3") == 1500000);
+    CHECK(us_to_ns("-4e2") == 0);
+    CHECK(us_to_ns("8.88889e125") == 18'000'000'000'000'000'000ull); // clamped, not undefined
+    CHECK(us_to_ns("nan") == 0);
 }

@@ -48,7 +48,11 @@ inline uint64_t us_to_ns(std::string_view num) {
     }
     double d = 0; // an exponent or a sign
     std::from_chars(num.data(), num.data() + num.size(), d);
-    return d <= 0 ? 0 : static_cast<uint64_t>(d * 1000.0 + 0.5);
+    // NaN and values beyond uint64_t's nanoseconds (1.8e16 us, 584 years) clamp: no conversion
+    // out of range (undefined behaviour; found by fuzz_trace_json).
+    constexpr double kMaxUs = 1.8e16;
+    if (!(d > 0)) return 0;
+    return d >= kMaxUs ? static_cast<uint64_t>(kMaxUs) * 1000 : static_cast<uint64_t>(d * 1000.0 + 0.5);
 }
 
 // A copy's direction from its name, for traces that do not say it otherwise (Kineto's "Memcpy HtoD
