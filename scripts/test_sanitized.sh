@@ -4,9 +4,9 @@
 # AddressSanitizer and UndefinedBehaviorSanitizer), runs the unit tests, then the runtime cases
 # against the sanitized gtrace — with the release build's agent, GPU simulator and test programs
 # (scripts/build.sh), which are loaded into traced processes that have no ASan runtime — and ends
-# with a short fuzz run (scripts/fuzz.sh). Any sanitizer report fails it.
+# with a short fuzz run (scripts/fuzz.sh), reproducible: a fixed number of inputs from a fixed seed. Any sanitizer report fails it.
 #
-#   scripts/test_sanitized.sh [--all | CASE...] [--fuzz-seconds N]
+#   scripts/test_sanitized.sh [--all | CASE...] [--fuzz-runs N]
 #
 # Without cases it runs those in tests/runtime/sanitized_cases.txt (every stage of the pipeline,
 # every output format, the readers, the command line); --all runs every case. scripts/test.sh
@@ -17,13 +17,13 @@ cd "$(dirname "$0")/.."
 source scripts/need_root.sh
 need_root test_sanitized "its runtime cases load BPF programs" "$0" "$@"
 
-FUZZ_SECONDS=5
+FUZZ_RUNS=4000
 CASES=()
 while (($#)); do
   case "$1" in
     --all) for f in tests/runtime/cases/*.toml; do CASES+=("$(basename "$f" .toml)"); done; shift ;;
-    --fuzz-seconds) FUZZ_SECONDS=${2:?--fuzz-seconds needs a number}; shift 2 ;;
-    --*) echo "test_sanitized: unknown option $1; use scripts/test_sanitized.sh [--all | CASE...] [--fuzz-seconds N]" >&2; exit 2 ;;
+    --fuzz-runs) FUZZ_RUNS=${2:?--fuzz-runs needs a number}; shift 2 ;;
+    --*) echo "test_sanitized: unknown option $1; use scripts/test_sanitized.sh [--all | CASE...] [--fuzz-runs N]" >&2; exit 2 ;;
     *) CASES+=("$1"); shift ;;
   esac
 done
@@ -63,8 +63,8 @@ for c in "${CASES[@]}"; do
   rm -f "$log"
 done
 
-echo "== fuzz, $FUZZ_SECONDS s per target"
-bash scripts/fuzz.sh --seconds "$FUZZ_SECONDS" || failed+=("fuzz")
+echo "== fuzz, $FUZZ_RUNS inputs per target from a fixed seed (the same on every run)"
+bash scripts/fuzz.sh --runs "$FUZZ_RUNS" || failed+=("fuzz")
 
 if ((${#failed[@]})); then
   echo "test_sanitized: FAILED: ${failed[*]}" >&2
