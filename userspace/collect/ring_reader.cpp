@@ -68,9 +68,9 @@ int RingReader::poll(int timeout_ms) {
     // Most records are submitted without a wakeup (see gt_submit_flags): after the wait, consume
     // whatever is there even when epoll saw no notification.
     context_->budget = kRecordsPerPoll;
-    int n = ring_buffer__poll(rb_, behind_ ? 0 : timeout_ms); // more was waiting last time: no wait
-    behind_ = n == kBudgetSpent;
-    if (n != kBudgetSpent && context_->budget > 0) ring_buffer__consume(rb_);
+    ring_buffer__poll(rb_, behind_ ? 0 : timeout_ms); // more was waiting last time: no wait
+    if (context_->budget > 0) ring_buffer__consume(rb_);
+    behind_ = context_->budget == 0; // stopped at the bound, by the wait's reading or the consume's
     int consumed = kRecordsPerPoll - context_->budget;
     context_->budget = -1;
     return consumed;
@@ -81,7 +81,8 @@ bool RingReader::drain(std::chrono::milliseconds limit) {
     bool emptied = false;
     while (!emptied) {
         context_->budget = kRecordsPerPoll;
-        emptied = ring_buffer__consume(rb_) != kBudgetSpent;
+        ring_buffer__consume(rb_);
+        emptied = context_->budget > 0;
         if (std::chrono::steady_clock::now() >= until) break;
     }
     context_->budget = -1;
