@@ -272,6 +272,17 @@ def check_numbers(dom, summary, embedded, fails):
         for i, r in enumerate(summary.get("ranks") or []):
             if isinstance(r, dict) and "rank" in r and not any(f["section"] == sec and f["path"].startswith(f"ranks.{i}.") for f in dom.fields):
                 fails.append(f"section {sec!r}: nothing from ranks.{i}")
+    # Several traces (one per node): a Nodes section with every node's name, ranks and step time,
+    # and the straggler node named in the verdict.
+    for i, n in enumerate(summary.get("nodes") or []):
+        for key in ("name", "step_ms", "verdict"):
+            if n.get(key) is not None and not any(f["section"] == "nodes" and f["path"] == f"nodes.{i}.{key}" for f in dom.fields):
+                fails.append(f"section 'nodes': nodes.{i}.{key} not shown")
+        for k in range(len(n.get("ranks") or [])):
+            if not any(f["section"] == "nodes" and f["path"] == f"nodes.{i}.ranks.{k}" for f in dom.fields):
+                fails.append(f"section 'nodes': nodes.{i}.ranks.{k} not shown")
+    if summary.get("straggler_node") is not None and not any(f["section"] == "verdict" and f["path"] == "straggler_node" for f in dom.fields):
+        fails.append("section 'verdict': the straggler node is not named")
     for key, want in expected_marks(summary).items():
         if dom.marks.get(key, 0) != want:
             fails.append(f"section {key[0]!r}: {dom.marks.get(key, 0)} data-mark={key[1]!r} elements drawn, the JSON has data for {want}")

@@ -5,7 +5,8 @@ by its own gtrace attach in its own UTS namespace (hostnames node-a, node-b). no
 its wall clock reading shifted by GTRACE_TEST_CLOCK_OFFSET_NS (2.5 ms, the test-only hook in
 output/clocks.cpp): by the clock readings alone, node-b's times would be 2.5 ms off. Then:
 
-- gtrace report node-a.pftrace node-b.pftrace names node-b and rank 1 as the straggler, and puts
+- gtrace report node-a.pftrace node-b.pftrace names node-b and rank 1 as the straggler (text, JSON,
+  and the HTML page's Nodes section and verdict, checked in headless Chromium), and puts
   node-b on node-a's clock within 100 µs of the truth (0: one machine, one CLOCK_MONOTONIC);
 - gtrace merge -o job.pftrace writes one trace (valid as trace_processor reads it) in which every
   all_reduce of rank 1 ends within 100 µs of the same all_reduce on rank 0, each process named
@@ -138,9 +139,13 @@ def main():
             print(f"captured in {time.time() - started:.1f} s", flush=True)
 
             report_json = os.path.join(tmp, "report.json")
-            r = run(gtrace, "report", *traces, "--json", report_json)
+            report_html = os.path.join(tmp, "report.html")
+            r = run(gtrace, "report", *traces, "--json", report_json, "--html", report_html)
             if r.returncode != 0 or not re.search(r"^  straggler: node node-b rank 1$", r.stdout, re.M):
                 fail("gtrace report does not name node node-b rank 1 as the straggler")
+            # The page of a job report: its Nodes section and the straggler node, as the JSON has them.
+            if subprocess.run([sys.executable, os.path.join(a.source, "tests/runtime/html_report_check.py"), report_html, report_json]).returncode:
+                fail("the HTML report of the two nodes failed its check (html_report_check.py)")
             report = json.load(open(report_json))
             if report.get("straggler_node") != "node-b" or report.get("straggler_rank") != 1:
                 fail(f"report.json: straggler_node {report.get('straggler_node')}, straggler_rank {report.get('straggler_rank')}")
