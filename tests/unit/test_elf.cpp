@@ -3,6 +3,13 @@
 
 #include <algorithm>
 
+#include <cstdio>
+#include <exception>
+
+#include <unistd.h>
+
+#include "decode/address_symbols.h"
+#include "discover/proc_maps.h"
 #include "foundation/elf_symbols.h"
 
 using namespace gtrace;
@@ -38,6 +45,26 @@ TEST_CASE("kernel stubs are named from the test program's symbols, demangled") {
     CHECK(found);
     CHECK(demangle("cudaLaunchKernel") == "cudaLaunchKernel");
     CHECK_FALSE(ElfSymbols::load("/etc/hostname"));
+}
+
+TEST_CASE("addresses are named the same when the symbol tables' budget lets files go and come back") {
+    // A budget of one symbol: every lookup in the other library evicts the last one's table.
+    AddressSymbols tight(1), roomy;
+    auto self = static_cast<uint32_t>(getpid());
+    for (AddressSymbols* a : {&tight, &roomy}) a->set_maps(self, read_maps(getpid()));
+    auto in_libc = reinterpret_cast<uint64_t>(&fopen) + 1, in_libstdcxx = reinterpret_cast<uint64_t>(&std::terminate) + 1;
+    std::string libc_name = roomy.name_at(self, in_libc), cxx_name = roomy.name_at(self, in_libstdcxx);
+    CHECK(libc_name.find("fopen") != std::string::npos);
+    CHECK(cxx_name.find("terminate") != std::string::npos);
+    for (int round = 0; round < 3; ++round) {
+        AddressSymbols fresh(1); // the per-process name cache would hide a reload
+        fresh.set_maps(self, read_maps(getpid()));
+        CHECK(fresh.name_at(self, in_libc) == libc_name);
+        CHECK(fresh.name_at(self, in_libstdcxx) == cxx_name);
+        CHECK(fresh.name_at(self, in_libc + 1) == libc_name);
+        CHECK(tight.name_at(self, in_libstdcxx + round) == cxx_name);
+        CHECK(tight.name_at(self, in_libc + round) == libc_name);
+    }
 }
 
 TEST_CASE("an executable's RUNPATH is read, with $ORIGIN expanded") {

@@ -68,6 +68,43 @@ TEST_CASE("one event stream reads back the same from JSON, Perfetto protobuf and
     CHECK(kineto.data.processes.at(kWorker).forked);
 }
 
+TEST_CASE("a .pftrace reads the same when the writer let processes' tracks go mid-capture") {
+    // A long capture lets an exited process's tracks go (their interning, descriptors); should
+    // an event of it come after all, it gets fresh tracks and reads back the same.
+    TempDir dir("unit-forget");
+    auto without_samples = [](const ProcessData& p) {
+        std::string all = describe(p), out;
+        for (size_t at = 0, end; at < all.size(); at = end + 1) {
+            end = all.find('\n', at);
+            if (end == std::string::npos) end = all.size();
+            std::string_view line(all.data() + at, end - at);
+            if (!line.starts_with("sample ")) (out += line) += '\n';
+        }
+        return out;
+    };
+    Loaded kept = write_and_load(TraceFormat::Pftrace, dir.at("kept.pftrace"));
+    TraceModel model = model_with_ranks();
+    std::string path = dir.at("forgot.pftrace");
+    auto w = create_trace_writer({TraceFormat::Pftrace, path}, false, model);
+    REQUIRE(w);
+    write_job(**w, model, [&](int step, SampleTracks& samples) {
+        if (step != 1) return;
+        for (uint32_t pid : {kPid, kWorker}) {
+            samples.forget_process(pid);
+            (*w)->forget_process(pid);
+        }
+    });
+    REQUIRE((*w)->finish(model, {{"tool", "gtrace"}, {"gpu", {{"enabled", true}}}}));
+    auto forgot = load_trace(path);
+    REQUIRE(forgot);
+    for (uint32_t pid : {kPid, kWorker}) {
+        INFO(pid);
+        CHECK(without_samples(forgot->processes.at(pid)) == without_samples(kept.data.processes.at(pid)));
+        CHECK(forgot->processes.at(pid).label == kept.data.processes.at(pid).label);
+    }
+    CHECK(forgot->processes.at(kPid).main_samples.size() >= kept.data.processes.at(kPid).main_samples.size());
+}
+
 TEST_CASE("a .pftrace partial cut at any byte reads up to its last whole packet") {
     TempDir dir("unit-formats");
     Loaded pf = write_and_load(TraceFormat::Pftrace, dir.at("t.pftrace"));

@@ -172,6 +172,32 @@ TEST_CASE("GPU join and flows: a call waits a minute of newer calls for its GPU 
     REQUIRE(flows.join(at_0, op).needs_start); // let go: a late join starts its own flow
 }
 
+TEST_CASE("GPU join: an op whose call never comes waits a minute of newer ops, then is let go and counted") {
+    std::vector<uint32_t> linked;
+    GpuJoin join([&](const CallRef&, const GpuOp& op) { linked.push_back(op.correlation); });
+    ApiCall c;
+    c.pid = 1, c.tid = 1, c.correlation = 1, c.start_ns = 0, c.end_ns = 1000;
+    join.add_call(c); // the process's first traced call: later ids are "between traced calls"
+    GpuOp op;
+    op.pid = 1;
+    auto add_op = [&](uint32_t corr, uint64_t end_s) {
+        op.correlation = corr, op.end_ns = end_s * 1'000'000'000;
+        join.add_op(op);
+    };
+    add_op(5, 1);  // its call never comes
+    add_op(6, 30);
+    REQUIRE(join.unlinked().total() == 2); // both still waiting
+    add_op(7, 62); // a minute after op 5: 5 is let go, 6 still waits
+    c.correlation = 6, c.start_ns = 29'000'000'000, c.end_ns = c.start_ns + 1000;
+    join.add_call(c);
+    c.correlation = 5;
+    join.add_call(c); // too late: op 5 was let go
+    REQUIRE(linked == std::vector<uint32_t>{6});
+    Unlinked u = join.unlinked();
+    REQUIRE(u.total() == 2); // 5 (let go, after the last call then) and 7 (still waiting, after call 6)
+    REQUIRE(u.after_last_call == 2);
+}
+
 TEST_CASE("GPU records decode with times moved to CLOCK_MONOTONIC") {
     std::vector<uint8_t> buf(sizeof(gt_gpu_kernel) + 16);
     auto* k = reinterpret_cast<gt_gpu_kernel*>(buf.data());

@@ -2,6 +2,7 @@
 // arguments, GPU ops and their flows in both orders, copies, memory, ranges, sampled frames),
 // written through any TraceWriter; and a text of what a trace read back holds, to compare.
 #pragma once
+#include <functional>
 #include <map>
 #include <string>
 
@@ -39,7 +40,8 @@ inline PyStackRef stack(int line, bool truncated = false) {
 }
 
 // A few steps of a training job, every kind of event, through `w` (and the sampler).
-inline void write_job(TraceWriter& w, TraceModel& model) {
+// `after_step(step, samples)`, if given, runs after each step's metadata.
+inline void write_job(TraceWriter& w, TraceModel& model, const std::function<void(int, SampleTracks&)>& after_step = {}) {
     SampleTracks samples(w, 100, false);
     uint64_t t = kT0;
     uint32_t corr = 1;
@@ -90,6 +92,7 @@ inline void write_job(TraceWriter& w, TraceModel& model) {
         w.torch_range({kPid, kPid, t - 40'000, t, "Optimizer.step#Adam.step", stack(50)});
         w.torch_range({kPid, kPid, step_start, t, "outer", {}});
         w.metadata(model);
+        if (after_step) after_step(step, samples);
     }
     samples.finish();
 }

@@ -19,6 +19,10 @@ constexpr std::chrono::milliseconds kStopDrainLimit{2000}; // per drain: the rin
 // an agent's ring (GT_AGENT_DEFAULT_RING) holds about 150 ms of them.
 constexpr int kBusyPollMs = 5;
 constexpr double kRescanAllEvery_s = 1.0;
+// A process's trace tracks are let go this long after its exit: its agent's last records and
+// the join of its last GPU ops come within seconds (GpuJoin keeps calls a minute; an op after
+// that still gets its track back).
+constexpr auto kForgetExitedAfter = std::chrono::seconds(30);
 
 double seconds_since(std::chrono::steady_clock::time_point t) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
@@ -126,6 +130,10 @@ Result<CaptureResult> Capture::run() {
         if (seconds_since(last_full_rescan) >= kRescanAllEvery_s) {
             last_full_rescan = std::chrono::steady_clock::now();
             processes_.rescan_all();
+            for (uint32_t pid : processes_.take_gone(kForgetExitedAfter)) {
+                samples_.forget_process(pid);
+                s_.writer.forget_process(pid);
+            }
             // What a kill -9 would leave: the names known so far, and the events on disk.
             s_.writer.metadata(s_.model);
             s_.writer.flush();

@@ -138,6 +138,17 @@ void ProcessEvents::exited(uint32_t pid, int exit_code) {
     s_.backward.forget_process(pid);
     gpu_.process_exited(pid);
     pending_scan_.erase(static_cast<int>(pid));
+    gone_.emplace_back(pid, std::chrono::steady_clock::now());
+}
+
+std::vector<uint32_t> ProcessEvents::take_gone(std::chrono::steady_clock::duration after) {
+    std::vector<uint32_t> out;
+    auto now = std::chrono::steady_clock::now();
+    while (!gone_.empty() && gone_.front().second + after <= now) {
+        out.push_back(gone_.front().first);
+        gone_.pop_front();
+    }
+    return out;
 }
 
 void ProcessEvents::on_mmap(const gt_mmap_event& e) {

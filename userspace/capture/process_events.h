@@ -1,6 +1,8 @@
 // The traced process tree: entered at attach, followed through fork, exec and exit, each process's
 // mappings scanned for CUDA, libtorch and the interpreter (probes attach, agents are loaded).
 #pragma once
+#include <chrono>
+#include <deque>
 #include <set>
 #include <vector>
 
@@ -22,6 +24,9 @@ public:
     void rescan_pending(); // the processes whose mappings changed since the last batch
     void rescan_all();     // every live process at the next batch; exits whose event was lost
     bool waiting_for_cuda() const { return waiting_for_cuda_; }
+    // Processes that exited at least `after` ago (each returned once): the writers' per-thread
+    // state of them can go then, once their last GPU records and samples are in.
+    std::vector<uint32_t> take_gone(std::chrono::steady_clock::duration after);
 
 private:
     Result<void> scan(int pid);
@@ -33,6 +38,7 @@ private:
     CallEvents& calls_;
     GpuEvents& gpu_;
     std::set<int> pending_scan_;
+    std::deque<std::pair<uint32_t, std::chrono::steady_clock::time_point>> gone_; // exits, oldest first
     std::set<uint32_t> python_unsupported_; // warned once, not examined again until exec
     bool waiting_for_cuda_ = false;
 };

@@ -17,6 +17,7 @@ public:
     void on_pystack(const gt_py_stack_event& e) { s_.stacks.define(e); }
     void on_sample(const gt_sample_event& e);
     void finish() { tracks_.finish(); }
+    void forget_process(uint32_t pid) { tracks_.forget_process(pid); }
     uint64_t samples() const { return tracks_.samples(); }
     Result<void> write_folded() const { return tracks_.write_folded(s_.options.folded, s_.model, s_.options.force); }
 

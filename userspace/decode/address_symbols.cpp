@@ -16,15 +16,32 @@ std::string basename(const std::string& path) {
     return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
+constexpr size_t kMaxFiles = 1024;
+constexpr size_t kMaxNamesPerProcess = 1 << 16;
+
 } // namespace
 
 std::shared_ptr<const ElfSymbols> AddressSymbols::symbols_for(uint32_t pid, const Mapping& m) {
-    auto it = files_.find(m.path);
-    if (it != files_.end()) return it->second;
+    if (auto it = files_.find(m.path); it != files_.end()) {
+        it->second.last_use = ++uses_;
+        return it->second.symbols;
+    }
     auto loaded = ElfSymbols::load(path_in_process_root(static_cast<int>(pid), m.path));
     std::shared_ptr<const ElfSymbols> syms = loaded ? *loaded : nullptr;
-    files_.emplace(m.path, syms);
+    files_.emplace(m.path, File{syms, ++uses_});
+    symbols_held_ += syms ? syms->size() : 0;
+    trim_files(m.path);
     return syms;
+}
+
+void AddressSymbols::trim_files(const std::string& keep) {
+    while ((symbols_held_ > max_symbols_ || files_.size() > kMaxFiles) && files_.size() > 1) {
+        auto oldest = files_.end();
+        for (auto it = files_.begin(); it != files_.end(); ++it)
+            if (it->first != keep && (oldest == files_.end() || it->second.last_use < oldest->second.last_use)) oldest = it;
+        symbols_held_ -= oldest->second.symbols ? oldest->second.symbols->size() : 0;
+        files_.erase(oldest);
+    }
 }
 
 std::string AddressSymbols::name_at(uint32_t pid, uint64_t addr) {
@@ -45,6 +62,7 @@ std::string AddressSymbols::name_at(uint32_t pid, uint64_t addr) {
         }
         if (name.empty()) name = fmt::format("{}+{:#x}", basename(m->path), offset);
     }
+    if (ps.names.size() >= kMaxNamesPerProcess) ps.names.clear(); // a hot loop's addresses come back at once
     ps.names.emplace(addr, name);
     return name;
 }

@@ -16,6 +16,11 @@ namespace gtrace {
 
 class AddressSymbols {
 public:
+    // About 100 bytes a symbol: a few of torch's largest libraries (libtorch_cpu: 34,000 dynamic
+    // symbols; with .symtab several times that) and every small one a process maps.
+    static constexpr size_t kDefaultMaxSymbols = 400'000;
+    explicit AddressSymbols(size_t max_symbols = kDefaultMaxSymbols) : max_symbols_(max_symbols) {}
+
     // "function" when a symbol covers addr, else "file+0xoffset", else "" (unmapped).
     std::string name_at(uint32_t pid, uint64_t addr);
     void set_maps(uint32_t pid, std::vector<Mapping> maps);
@@ -29,7 +34,17 @@ private:
         std::unordered_map<uint64_t, std::string> names; // address -> name
     };
     std::unordered_map<uint32_t, ProcessState> processes_;
-    std::map<std::string, std::shared_ptr<const ElfSymbols>> files_; // by path
+    // Symbol tables by path, least recently used let go past a budget: over an hour, samples
+    // land in more and more of a torch process's few hundred libraries.
+    struct File {
+        std::shared_ptr<const ElfSymbols> symbols; // null: not an ELF file we could read
+        uint64_t last_use = 0;
+    };
+    std::map<std::string, File> files_;
+    size_t max_symbols_;
+    size_t symbols_held_ = 0;
+    uint64_t uses_ = 0;
+    void trim_files(const std::string& keep);
 };
 
 } // namespace gtrace

@@ -83,12 +83,14 @@ Result<std::shared_ptr<const ElfSymbols>> ElfSymbols::load_filtered(const std::s
                                          return a.vaddr == b.vaddr && a.name == b.name;
                                      }),
                          syms->by_addr_.end());
+    syms->by_addr_.shrink_to_fit(); // kept for the whole capture: no room left from push_back's doubling
+    syms->by_name_.reserve(syms->by_addr_.size());
     for (size_t i = 0; i < syms->by_addr_.size(); ++i) syms->by_name_.emplace(syms->by_addr_[i].name, i);
     return std::shared_ptr<const ElfSymbols>(std::move(syms));
 }
 
 const ElfSymbol* ElfSymbols::find(std::string_view name) const {
-    auto it = by_name_.find(std::string(name));
+    auto it = by_name_.find(name);
     return it == by_name_.end() ? nullptr : &by_addr_[it->second];
 }
 

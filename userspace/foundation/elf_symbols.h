@@ -23,6 +23,10 @@ struct ElfSymbol {
 
 class ElfSymbols {
 public:
+    ElfSymbols() = default;
+    // by_name_ views the names held in by_addr_: the object stays where it was built.
+    ElfSymbols(const ElfSymbols&) = delete;
+    ElfSymbols& operator=(const ElfSymbols&) = delete;
     // All function symbols, or with `only` set just the named functions and data objects.
     static Result<std::shared_ptr<const ElfSymbols>> load(const std::string& path,
                                                           const std::unordered_set<std::string_view>* only = nullptr);
@@ -47,7 +51,8 @@ private:
         uint64_t vaddr, offset, filesz;
     };
     std::vector<ElfSymbol> by_addr_; // sorted by vaddr
-    std::unordered_map<std::string, size_t> by_name_;
+    std::unordered_map<std::string_view, size_t> by_name_; // views of by_addr_'s names: one copy of each
+
     std::vector<Segment> segments_;
 };
 

@@ -62,17 +62,20 @@ void GpuJoin::add_op(const GpuOp& op) {
         return;
     }
     auto& v = waiting_ops_[k];
-    if (v.empty()) {
-        op_order_.push_back(k);
-        if (op_order_.size() > kMaxWaitingOps) {
-            if (auto old = waiting_ops_.find(op_order_.front()); old != waiting_ops_.end()) {
-                ops_dropped_ += old->second.size();
-                waiting_ops_.erase(old);
-            }
-            op_order_.pop_front();
+    if (v.empty()) op_order_.emplace_back(k, op.end_ns);
+    v.push_back(op);
+    // An op whose call has not come within a minute will not come: its process's calls were
+    // not traced (before attach, another thread's untraced API). Without the age bound the ops
+    // of a slow job would wait for hours before the count bound lets them go.
+    while (!op_order_.empty() && (op_order_.size() > kMaxWaitingOps || op_order_.front().second + kMaxCallAgeNs < op.end_ns)) {
+        auto [old_key, _] = op_order_.front();
+        op_order_.pop_front();
+        if (old_key == k) continue; // just queued again after an op linked (its entry is the newer one)
+        if (auto old = waiting_ops_.find(old_key); old != waiting_ops_.end()) {
+            classify(forgotten_, old_key, old->second.size());
+            waiting_ops_.erase(old);
         }
     }
-    v.push_back(op);
 }
 
 void GpuJoin::forget_process(uint32_t pid) {
@@ -100,7 +103,6 @@ void GpuJoin::classify(Unlinked& u, Key k, uint64_t ops) const {
 
 Unlinked GpuJoin::unlinked() const {
     Unlinked u = forgotten_;
-    u.untraced_call += ops_dropped_;
     for (const auto& [k, ops] : waiting_ops_) classify(u, k, ops.size());
     return u;
 }

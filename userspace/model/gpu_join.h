@@ -66,12 +66,11 @@ private:
     std::unordered_map<Key, CallRef> calls_;
     std::deque<std::pair<Key, uint64_t>> call_order_; // (key, the call's end), oldest first
     std::unordered_map<Key, std::vector<GpuOp>> waiting_ops_;
-    std::deque<Key> op_order_;
+    std::deque<std::pair<Key, uint64_t>> op_order_; // (key, its first op's end), oldest first
     // Recent calls per thread without a correlation id, for the API-record fallback.
     std::map<std::pair<uint32_t, uint32_t>, std::deque<CallRef>> recent_;
     std::unordered_map<uint32_t, std::pair<uint32_t, uint32_t>> call_ids_; // pid → lowest, highest id
-    uint64_t ops_dropped_ = 0; // unlinked ops the bounded table let go
-    Unlinked forgotten_;       // unlinked ops of processes that exited
+    Unlinked forgotten_;       // unlinked ops let go: of processes that exited, or waited too long
 };
 
 } // namespace gtrace

@@ -49,6 +49,10 @@ public:
     void sample_frame_end(uint32_t pid, uint32_t tid, size_t depth, uint64_t ts_ns) override;
 
     void metadata(const TraceModel& model) override { writer_->metadata(model); }
+    void forget_process(uint32_t pid) override {
+        open_frames_.erase(open_frames_.lower_bound({pid, 0}), open_frames_.lower_bound({pid + 1, 0}));
+        writer_->forget_process(pid);
+    }
     void flush() override { writer_->flush(); }
     bool write_failed() const override { return writer_->write_failed(); }
     std::string write_error() const override { return writer_->write_error(); }

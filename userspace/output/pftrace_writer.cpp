@@ -354,6 +354,23 @@ void PftraceWriter::sample_frame_end(uint32_t pid, uint32_t tid, size_t, uint64_
     commit_with_metadata();
 }
 
+void PftraceWriter::forget_process(uint32_t pid) {
+    // Its tracks' descriptors are in the file already; each track's sequence (and its interned
+    // names and stacks) is dropped, and no longer described again at every metadata pass.
+    for (auto it = tracks_.begin(); it != tracks_.end();) {
+        if (std::get<1>(it->first) != pid) {
+            ++it;
+            continue;
+        }
+        described_.erase(it->second.uuid);
+        it = tracks_.erase(it);
+    }
+    if (auto p = process_uuids_.find(pid); p != process_uuids_.end()) {
+        described_.erase(p->second);
+        process_uuids_.erase(p);
+    }
+}
+
 void PftraceWriter::metadata(const TraceModel&) {
     if (write_failed()) return;
     buf_ += pending_descriptors(false);

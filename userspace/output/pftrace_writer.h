@@ -50,6 +50,7 @@ public:
     void sample_frame_begin(const SampleFrame& frame, uint64_t ts_ns) override;
     void sample_frame_end(uint32_t pid, uint32_t tid, size_t depth, uint64_t ts_ns) override;
     void metadata(const TraceModel& model) override;
+    void forget_process(uint32_t pid) override;
     void flush() override { sink_.flush(); }
     bool write_failed() const override { return sink_.failed(); }
     std::string write_error() const override;

@@ -43,6 +43,12 @@ void SampleTracks::finish() {
     for (auto& [key, t] : tracks_) close_to(key.first, key.second, t, 0, t.last_ns + period_ns_);
 }
 
+void SampleTracks::forget_process(uint32_t pid) {
+    auto first = tracks_.lower_bound({pid, 0}), last = tracks_.lower_bound({pid + 1, 0});
+    for (auto it = first; it != last; ++it) close_to(pid, it->first.second, it->second, 0, it->second.last_ns + period_ns_);
+    tracks_.erase(first, last);
+}
+
 Result<void> SampleTracks::write_folded(const std::string& path, const TraceModel& model, bool force) const {
     std::string text;
     for (const auto& [pid, stacks] : folded_) {

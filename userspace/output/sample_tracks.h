@@ -25,6 +25,7 @@ public:
     // One sample of thread `thread` (its name); `stack` outermost first.
     void add(uint32_t pid, uint32_t tid, uint64_t ts_ns, const std::string& thread, const std::vector<PyFrame>& stack);
     void finish(); // closes every open frame
+    void forget_process(uint32_t pid); // closes its threads' open frames and lets their tracks go
     uint64_t samples() const { return samples_; }
 
     // Folded stacks, one line per distinct stack, prefixed by each process's rank or label.

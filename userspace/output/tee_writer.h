@@ -22,6 +22,7 @@ public:
         a_->sample_frame_end(pid, tid, depth, ts), b_->sample_frame_end(pid, tid, depth, ts);
     }
     void metadata(const TraceModel& model) override { a_->metadata(model), b_->metadata(model); }
+    void forget_process(uint32_t pid) override { a_->forget_process(pid), b_->forget_process(pid); }
     void flush() override { a_->flush(), b_->flush(); }
     bool write_failed() const override { return a_->write_failed() || b_->write_failed(); }
     std::string write_error() const override { return a_->write_failed() ? a_->write_error() : b_->write_error(); }

@@ -80,6 +80,9 @@ public:
     // ... and closes (innermost first; every open frame is closed before finish()).
     virtual void sample_frame_end(uint32_t pid, uint32_t tid, size_t depth, uint64_t ts_ns) = 0;
 
+    // The process exited a while ago (no event of it is expected any more): what the writer
+    // holds per process and thread can go. An event of it after all starts that state over.
+    virtual void forget_process(uint32_t /*pid*/) {}
     // Process and thread names and labels as known now: what is new or changed is written, so
     // that a capture killed with -9 leaves them in its partial trace.
     virtual void metadata(const TraceModel& model) = 0;
