@@ -1,11 +1,13 @@
 // Test program: makes a known number of calls to every probed CUDA runtime and driver API
 // (real libcudart, stub libcuda: calls fail fast, the probes still fire) and prints the counts.
 //
-//   cuda_calls [--iterations N] [--warmup-until FILE] [--go-file FILE] [--threads T]
+//   cuda_calls [--iterations N] [--warmup-until FILE] [--warmup-pace-us US] [--go-file FILE] [--threads T]
 //
 // With --warmup-until, a thread named "warmup" calls the API in a loop (uncounted) until FILE
 // exists, so gtrace can attach in the middle of a run, while threads named "counted-N" make
-// the counted calls. --go-file waits (without calls) for FILE before the counted calls.
+// the counted calls. Each round of the loop (36 calls) is followed by a US µs pause (default
+// 500: ~70,000 calls a second, traces of a few MiB a second); 0 runs flat out (half a million
+// calls a second and more: what tests of a saturated capture want). --go-file waits (without calls) for FILE before the counted calls.
 // Output: "ready <pid>" once started, then "GTRACE_COUNTS {json}" with the counted calls.
 #include <cuda.h>
 #include <cuda_runtime_api.h>
@@ -113,11 +115,13 @@ void one_round(CallCounter& c, unsigned iteration) {
 int main(int argc, char** argv) {
     unsigned iterations = 10, threads = 1;
     const char* warmup_until = nullptr;
+    unsigned warmup_pace_us = 500;
     const char* go_file = nullptr;
     for (int i = 1; i + 1 < argc; i += 2) {
         std::string a = argv[i];
         if (a == "--iterations") iterations = static_cast<unsigned>(atoi(argv[i + 1]));
         else if (a == "--warmup-until") warmup_until = argv[i + 1];
+        else if (a == "--warmup-pace-us") warmup_pace_us = static_cast<unsigned>(atoi(argv[i + 1]));
         else if (a == "--go-file") go_file = argv[i + 1];
         else if (a == "--threads") threads = static_cast<unsigned>(atoi(argv[i + 1]));
     }
@@ -128,7 +132,10 @@ int main(int argc, char** argv) {
     std::thread warmup_thread([&] {
         pthread_setname_np(pthread_self(), "warmup");
         CallCounter uncounted;
-        while (warm && !file_exists(warmup_until)) one_round(uncounted, 0);
+        while (warm && !file_exists(warmup_until)) {
+            one_round(uncounted, 0);
+            if (warmup_pace_us) usleep(warmup_pace_us);
+        }
         warm = false;
     });
     while (warm) usleep(1000);

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cctype>
 #include <ctime>
 #include <filesystem>
@@ -23,6 +24,7 @@
 #include "cli/recover_command.h"
 #include "cli/report_command.h"
 #include "output/flight_recorder.h"
+#include "output/report_json.h"
 #include "output/stale_captures.h"
 #include "cli/version_command.h"
 #include "foundation/exit_codes.h"
@@ -101,18 +103,29 @@ void read_output_options(const po::variables_map& vm, int pid, CaptureOptions& o
 
 // The capture's findings, as `gtrace report` gives them: printed when a process did CUDA work —
 // a rank, or a plain `python train.py` (unless quiet) — and written with the capture's facts for
-// --summary-json. One pass over the trace.
+// --summary-json. One pass over the trace, which holds it in memory (about twice its size): a
+// trace past kMaxReportBytes (an hour of a busy job) is left to `gtrace report`, so that a capture
+// left on for long does not end with a spike of gigabytes on the job's host.
 void report_capture(const CaptureOptions& options, const CaptureResult& result) {
-    constexpr uintmax_t kMaxPrintBytes = 256ull << 20; // larger traces: run gtrace report yourself
+    uintmax_t max_report_bytes = 256ull << 20;
+    // Test only: GTRACE_TEST_MAX_REPORT_BYTES lowers the limit (a test cannot write 256 MiB).
+    if (const char* v = getenv("GTRACE_TEST_MAX_REPORT_BYTES"); v && *v) max_report_bytes = std::strtoull(v, nullptr, 10);
     bool print = !options.quiet;
-    if (print) {
-        std::error_code ec;
-        uintmax_t size = std::filesystem::file_size(result.output, ec);
-        if (ec) print = false;
-        else if (size > kMaxPrintBytes) {
-            fmt::print(stderr, "gtrace: for the step breakdown and verdict run: gtrace report {}\n", result.output);
-            print = false;
-        }
+    std::error_code ec;
+    uintmax_t size = std::filesystem::file_size(result.output, ec);
+    if (ec) print = false;
+    if (!ec && size > max_report_bytes) {
+        std::string how = fmt::format("gtrace report {}{}", result.output, options.summary_json.empty() ? "" : " --json FILE");
+        if (print) fmt::print(stderr, "gtrace: for the step breakdown and verdict run: {}\n", how);
+        if (options.summary_json.empty()) return;
+        nlohmann::json summary = {{"traces", nlohmann::json::array({result.output})}, {"capture", result.facts},
+                                  {"findings_left_out", fmt::format("the trace is {:.1f} MiB, over the {:.1f} MiB the end of a capture "
+                                                                    "reads back: run {}", size / 1048576.0, max_report_bytes / 1048576.0, how)}};
+        summary["capture"]["trace"] = result.output;
+        if (!result.script_incomplete.empty()) summary["capture"]["script_incomplete"] = result.script_incomplete;
+        if (auto w = write_output(options.summary_json, report_json_text(summary), options.force); !w)
+            fail(w.error());
+        return;
     }
     if (!print && options.summary_json.empty()) return;
     ReportOptions report;

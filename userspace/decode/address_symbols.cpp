@@ -26,7 +26,7 @@ std::shared_ptr<const ElfSymbols> AddressSymbols::symbols_for(uint32_t pid, cons
         it->second.last_use = ++uses_;
         return it->second.symbols;
     }
-    auto loaded = ElfSymbols::load(path_in_process_root(static_cast<int>(pid), m.path));
+    auto loaded = ElfSymbols::load_by_address(path_in_process_root(static_cast<int>(pid), m.path));
     std::shared_ptr<const ElfSymbols> syms = loaded ? *loaded : nullptr;
     files_.emplace(m.path, File{syms, ++uses_});
     symbols_held_ += syms ? syms->size() : 0;

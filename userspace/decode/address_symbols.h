@@ -16,9 +16,10 @@ namespace gtrace {
 
 class AddressSymbols {
 public:
-    // About 100 bytes a symbol: a few of torch's largest libraries (libtorch_cpu: 34,000 dynamic
-    // symbols; with .symtab several times that) and every small one a process maps.
-    static constexpr size_t kDefaultMaxSymbols = 400'000;
+    // About 100 bytes a symbol (~15 MiB): torch's largest library (libtorch_cpu: 34,000 dynamic
+    // symbols) and a hundred small ones. Native sample stacks walked by frame pointers through
+    // code built without them reach into every library a process maps, a few more each minute.
+    static constexpr size_t kDefaultMaxSymbols = 150'000;
     explicit AddressSymbols(size_t max_symbols = kDefaultMaxSymbols) : max_symbols_(max_symbols) {}
 
     // "function" when a symbol covers addr, else "file+0xoffset", else "" (unmapped).

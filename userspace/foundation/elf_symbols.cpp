@@ -37,8 +37,13 @@ Result<std::shared_ptr<const ElfSymbols>> ElfSymbols::load_matching(const std::s
 }
 
 // `keep` empty: every function; `objects`: data objects too.
+Result<std::shared_ptr<const ElfSymbols>> ElfSymbols::load_by_address(const std::string& path) {
+    return load_filtered(path, false, {}, false);
+}
+
 Result<std::shared_ptr<const ElfSymbols>> ElfSymbols::load_filtered(const std::string& path, bool objects,
-                                                                     const std::function<bool(std::string_view)>& keep) {
+                                                                     const std::function<bool(std::string_view)>& keep,
+                                                                     bool index_names) {
     if (elf_version(EV_CURRENT) == EV_NONE) return make_error(ExitCode::Internal, "libelf is unusable");
     ElfHandle h;
     auto file = open_input_file(path);
@@ -84,8 +89,10 @@ Result<std::shared_ptr<const ElfSymbols>> ElfSymbols::load_filtered(const std::s
                                      }),
                          syms->by_addr_.end());
     syms->by_addr_.shrink_to_fit(); // kept for the whole capture: no room left from push_back's doubling
-    syms->by_name_.reserve(syms->by_addr_.size());
-    for (size_t i = 0; i < syms->by_addr_.size(); ++i) syms->by_name_.emplace(syms->by_addr_[i].name, i);
+    if (index_names) {
+        syms->by_name_.reserve(syms->by_addr_.size());
+        for (size_t i = 0; i < syms->by_addr_.size(); ++i) syms->by_name_.emplace(syms->by_addr_[i].name, i);
+    }
     return std::shared_ptr<const ElfSymbols>(std::move(syms));
 }
 

@@ -33,6 +33,9 @@ public:
     // The function symbols whose names `keep` accepts (a pattern rather than a list of names).
     static Result<std::shared_ptr<const ElfSymbols>> load_matching(const std::string& path,
                                                                    const std::function<bool(std::string_view)>& keep);
+    // All function symbols, for naming addresses only (covering()): no index by name (find()
+    // finds nothing), which halves what a table costs.
+    static Result<std::shared_ptr<const ElfSymbols>> load_by_address(const std::string& path);
 
     // The defined function with this exact name, if any.
     const ElfSymbol* find(std::string_view name) const;
@@ -46,7 +49,8 @@ public:
 
 private:
     static Result<std::shared_ptr<const ElfSymbols>> load_filtered(const std::string& path, bool objects,
-                                                                   const std::function<bool(std::string_view)>& keep);
+                                                                   const std::function<bool(std::string_view)>& keep,
+                                                                   bool index_names = true);
     struct Segment {
         uint64_t vaddr, offset, filesz;
     };
