@@ -256,6 +256,8 @@ def print_table(rows):
         verdict = "OK" if not r["problems"] else "FAILED"
         print(f"{r['kernel']:<10} {r['release']:<22} {n['pass']:>4} {n['fail']:>4} {n['skip']:>4} {r['left_out']:>4} "
               f"{secs:>6}  {verdict}" + (f" ({n['known']} known failures)" if n["known"] else ""))
+        if r["cases"]:
+            print("           cases: " + ", ".join(f"{c['case']} {c['status']} {c.get('seconds', 0):.0f}s" for c in r["cases"]))
         missing = [f for f in feature_names if r["features"] and not r["features"].get(f)]
         print(f"           BPF features missing: {', '.join(missing) or 'none'}; gtrace: {r['gtrace']}")
         for p in r["problems"]:
