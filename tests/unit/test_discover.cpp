@@ -63,17 +63,22 @@ TEST_CASE("labels name rank, fork parent, command and pid") {
 
 namespace {
 
-// A child whose argv carries a secret: sh stays the process (the script is not one exec).
+// A child whose argv carries a secret: sh stays the process (the script is not one exec). In a
+// process group of its own, killed whole: its `sleep` must not outlive the test holding stdout
+// (under ctest that kept the unit tests 30 s).
 struct SecretChild {
     pid_t pid = fork();
     SecretChild() {
         if (pid == 0) {
+            setpgid(0, 0);
             execl("/bin/sh", "sh", "-c", "sleep 30; :", "sh", "--password=hunter2", "--api-token", "t0k", nullptr);
             _exit(127);
         }
+        setpgid(pid, pid); // as the child does: whichever runs first
         for (int i = 0; i < 200 && read_cmdline(pid).find("hunter2") == std::string::npos; ++i) usleep(5000);
     }
     ~SecretChild() {
+        kill(-pid, SIGKILL);
         kill(pid, SIGKILL);
         waitpid(pid, nullptr, 0);
     }

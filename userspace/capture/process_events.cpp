@@ -64,10 +64,16 @@ Result<void> ProcessEvents::scan(int pid) {
     if (!s_.python_frames.has_runtime(static_cast<uint32_t>(pid)) &&
         !python_unsupported_.contains(static_cast<uint32_t>(pid)))
         detect_python(pid, maps);
-    auto added = s_.cuda_probes->scan_maps(pid, maps);
-    if (!added) return added.error();
-    if (auto torch = s_.torch_probes->scan_maps(pid, maps); !torch) return torch.error();
-    if (auto comm = s_.comm_probes->scan_maps(pid, maps); !comm) return comm.error();
+    // Every live process is scanned again each second; its executable mappings rarely change,
+    // and the probe scanners open each mapped file to know it (hundreds for a torch process).
+    uint64_t fingerprint = code_fingerprint(maps);
+    if (auto known = scanned_code_.find(static_cast<uint32_t>(pid)); known == scanned_code_.end() || known->second != fingerprint) {
+        auto added = s_.cuda_probes->scan_maps(pid, maps);
+        if (!added) return added.error();
+        if (auto torch = s_.torch_probes->scan_maps(pid, maps); !torch) return torch.error();
+        if (auto comm = s_.comm_probes->scan_maps(pid, maps); !comm) return comm.error();
+        scanned_code_[static_cast<uint32_t>(pid)] = fingerprint;
+    }
     if (gpu_.inject_if_cuda(pid, maps)) pending_scan_.insert(pid);
     s_.addresses.set_maps(static_cast<uint32_t>(pid), std::move(maps));
     if (waiting_for_cuda_ && s_.cuda_probes->any_mapped()) {
@@ -93,6 +99,20 @@ void ProcessEvents::detect_python(int pid, const std::vector<Mapping>& maps) {
     }
 }
 
+uint64_t ProcessEvents::code_fingerprint(const std::vector<Mapping>& maps) {
+    uint64_t h = 1469598103934665603ull; // FNV-1a over what the scanners look at
+    auto mix = [&h](const void* p, size_t n) {
+        for (size_t i = 0; i < n; ++i) h = (h ^ static_cast<const unsigned char*>(p)[i]) * 1099511628211ull;
+    };
+    for (const Mapping& m : maps) {
+        if (!m.executable || !m.is_file()) continue;
+        uint64_t fields[] = {m.start, m.end, m.offset, m.dev, m.inode};
+        mix(fields, sizeof fields);
+        mix(m.path.data(), m.path.size() + 1);
+    }
+    return h;
+}
+
 void ProcessEvents::forget_python(uint32_t pid) {
     s_.python_frames.forget_process(pid);
     s_.stacks.forget_process(pid);
@@ -114,6 +134,7 @@ void ProcessEvents::on_proc(const gt_proc_event& e) {
         s_.model.refresh_identity(e.pid);
         s_.kernel_names.forget_process(e.pid);
         s_.addresses.forget_process(e.pid);
+        scanned_code_.erase(e.pid);
         forget_python(e.pid); // BPF dropped its layout and agent slots at the exec itself
         // Scan at once: the new image may call CUDA and exit before the next poll.
         if (auto r = s_.cuda_probes->probe_candidates(static_cast<int>(e.pid)); !r) s_.defer(r.error());
@@ -138,6 +159,7 @@ void ProcessEvents::exited(uint32_t pid, int exit_code) {
     s_.backward.forget_process(pid);
     gpu_.process_exited(pid);
     pending_scan_.erase(static_cast<int>(pid));
+    scanned_code_.erase(pid);
     gone_.emplace_back(pid, std::chrono::steady_clock::now());
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 #include <chrono>
 #include <deque>
+#include <map>
 #include <set>
 #include <vector>
 
@@ -33,11 +34,13 @@ private:
     void detect_python(int pid, const std::vector<Mapping>& maps);
     void forget_python(uint32_t pid);
     void exited(uint32_t pid, int exit_code);
+    static uint64_t code_fingerprint(const std::vector<Mapping>& maps); // of the executable file mappings
 
     CaptureState& s_;
     CallEvents& calls_;
     GpuEvents& gpu_;
     std::set<int> pending_scan_;
+    std::map<uint32_t, uint64_t> scanned_code_; // pid -> the code mappings its last scan probed
     std::deque<std::pair<uint32_t, std::chrono::steady_clock::time_point>> gone_; // exits, oldest first
     std::set<uint32_t> python_unsupported_; // warned once, not examined again until exec
     bool waiting_for_cuda_ = false;
