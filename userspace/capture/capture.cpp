@@ -1,5 +1,6 @@
 #include "capture/capture.h"
 
+#include <malloc.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -19,6 +20,7 @@ constexpr std::chrono::milliseconds kStopDrainLimit{2000}; // per drain: the rin
 // an agent's ring (GT_AGENT_DEFAULT_RING) holds about 150 ms of them.
 constexpr int kBusyPollMs = 5;
 constexpr double kRescanAllEvery_s = 1.0;
+constexpr double kTrimEvery_s = 30.0;
 // A process's trace tracks are let go this long after its exit: its agent's last records and
 // the join of its last GPU ops come within seconds (GpuJoin keeps calls a minute; an op after
 // that still gets its track back).
@@ -112,7 +114,7 @@ Result<CaptureResult> Capture::run() {
     const bool live_status = !s_.options.quiet && isatty(STDERR_FILENO);
     std::string reason;
     auto last_status = s_.started;
-    auto last_full_rescan = s_.started;
+    auto last_full_rescan = s_.started, last_trim = s_.started;
     script_.start();
     uint64_t gpu_records = 0;
     int poll_ms = kPollMs;
@@ -137,6 +139,13 @@ Result<CaptureResult> Capture::run() {
             // What a kill -9 would leave: the names known so far, and the events on disk.
             s_.writer.metadata(s_.model);
             s_.writer.flush();
+            // Tables that fill and empty (a minute of calls, processes coming and going) leave
+            // free pages inside the heap that glibc keeps: hand them back, so that gtrace's
+            // resident memory on the job's host follows what it holds (a few ms a time).
+            if (seconds_since(last_trim) >= kTrimEvery_s) {
+                last_trim = std::chrono::steady_clock::now();
+                malloc_trim(0);
+            }
         }
         if (live_status && seconds_since(last_status) >= 1.0) {
             last_status = std::chrono::steady_clock::now();
