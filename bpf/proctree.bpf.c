@@ -6,6 +6,19 @@
 
 #define PROT_EXEC 0x4
 
+/* The new image's argv, read here (the exec'ing task is current, its new stack holds the
+ * strings): a short-lived program may be gone before userspace could read /proc/PID/cmdline. */
+static __always_inline void read_exec_argv(struct gt_proc_event *e, struct task_struct *task)
+{
+	__u64 start = BPF_CORE_READ(task, mm, arg_start), end = BPF_CORE_READ(task, mm, arg_end);
+	__u64 len = end > start ? end - start : 0;
+	if (len > GT_PROC_ARGV_LEN - 1)
+		len = GT_PROC_ARGV_LEN - 1;
+	len &= GT_PROC_ARGV_LEN - 1; /* a bound the verifier sees */
+	if (len && bpf_probe_read_user(e->argv, len, (const void *)start) == 0)
+		e->argv_len = len;
+}
+
 static __always_inline void emit_proc(__u8 kind, __u32 pid, __u32 ppid, int exit_code,
 				      struct task_struct *task)
 {
@@ -19,6 +32,9 @@ static __always_inline void emit_proc(__u8 kind, __u32 pid, __u32 ppid, int exit
 	e->exit_code = exit_code;
 	e->ts_ns = bpf_ktime_get_ns();
 	BPF_CORE_READ_STR_INTO(&e->comm, task, comm);
+	e->argv_len = 0;
+	if (kind == GT_PROC_EXEC)
+		read_exec_argv(e, task);
 	/* Process lifecycle events are rare and userspace reacts to them: always wake it. */
 	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
 }

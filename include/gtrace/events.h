@@ -8,6 +8,7 @@
 #define GT_CONFIG_WORDS 5  /* cudaLaunchConfig_t / CUlaunchConfig up to and including the stream */
 #define GT_NAME_LEN 256    /* kernel names captured at cuModuleGetFunction and friends */
 #define GT_COMM_LEN 16
+#define GT_PROC_ARGV_LEN 256
 
 /* Event classes: the first byte of every ring buffer record, and the index of its loss counter. */
 enum gt_event_class {
@@ -80,6 +81,11 @@ struct gt_proc_event {
 	int exit_code;
 	unsigned long long ts_ns;
 	char comm[GT_COMM_LEN];
+	/* exec: the new image's argv as /proc/PID/cmdline has it (NUL-separated), its first
+	 * argv_len bytes: a process that exits before userspace reads /proc is still named. */
+	unsigned short argv_len;
+	unsigned short pad2[3];
+	char argv[GT_PROC_ARGV_LEN];
 };
 
 struct gt_mmap_event {

@@ -1,5 +1,7 @@
 #include "capture/process_events.h"
 
+#include <algorithm>
+#include <cstdlib>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -99,6 +101,19 @@ void ProcessEvents::detect_python(int pid, const std::vector<Mapping>& maps) {
     }
 }
 
+std::vector<std::string> ProcessEvents::exec_argv(const gt_proc_event& e) {
+    std::vector<std::string> argv;
+    size_t n = std::min<size_t>(e.argv_len, sizeof e.argv);
+    for (size_t pos = 0; pos < n;) {
+        size_t end = pos;
+        while (end < n && e.argv[end] != '\0') ++end;
+        argv.emplace_back(e.argv + pos, end - pos);
+        pos = end + 1;
+    }
+    if (!argv.empty() && n == sizeof e.argv - 1 && e.argv[n - 1] != '\0') argv.back() += "…"; // cut at the event's size
+    return argv;
+}
+
 uint64_t ProcessEvents::code_fingerprint(const std::vector<Mapping>& maps) {
     uint64_t h = 1469598103934665603ull; // FNV-1a over what the scanners look at
     auto mix = [&h](const void* p, size_t n) {
@@ -131,7 +146,10 @@ void ProcessEvents::on_proc(const gt_proc_event& e) {
         break;
     case GT_PROC_EXEC:
         if (!s_.model.find(e.pid)) s_.model.add_process(e.pid, 0, false, std::nullopt);
-        s_.model.refresh_identity(e.pid);
+        // Test only: GTRACE_TEST_EXEC_ARGV_ONLY names exec'ed processes from the event alone, as
+        // when the process is gone before /proc can be read (a race a test cannot force).
+        static const bool exec_argv_only = getenv("GTRACE_TEST_EXEC_ARGV_ONLY") != nullptr;
+        s_.model.refresh_identity(e.pid, exec_argv(e), exec_argv_only);
         s_.kernel_names.forget_process(e.pid);
         s_.addresses.forget_process(e.pid);
         scanned_code_.erase(e.pid);

@@ -34,6 +34,7 @@ private:
     void detect_python(int pid, const std::vector<Mapping>& maps);
     void forget_python(uint32_t pid);
     void exited(uint32_t pid, int exit_code);
+    static std::vector<std::string> exec_argv(const gt_proc_event& e); // what BPF read at the exec
     static uint64_t code_fingerprint(const std::vector<Mapping>& maps); // of the executable file mappings
 
     CaptureState& s_;

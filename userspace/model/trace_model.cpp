@@ -76,9 +76,10 @@ const ProcessInfo* TraceModel::find(uint32_t pid) const {
     return it == processes_.end() ? nullptr : &it->second;
 }
 
-void TraceModel::refresh_identity(uint32_t pid) {
+void TraceModel::refresh_identity(uint32_t pid, const std::vector<std::string>& exec_argv, bool exec_argv_only) {
     if (ProcessInfo* p = find(pid)) {
-        std::string cmd = command_line(pid);
+        std::string cmd = exec_argv_only ? std::string() : command_line(pid);
+        if (cmd.empty() && !exec_argv.empty()) cmd = join_argv(redact_secrets_ ? redact_argv(exec_argv) : exec_argv);
         if (!cmd.empty()) p->cmdline = cmd;
         p->ranks = read_rank_env(static_cast<int>(pid));
         p->forked_from.reset(); // a new program now, not a copy of its parent

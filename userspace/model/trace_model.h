@@ -53,7 +53,9 @@ public:
     ProcessInfo& add_process(uint32_t pid, uint32_t ppid, bool at_start, std::optional<uint32_t> forked_from);
     ProcessInfo* find(uint32_t pid);
     const ProcessInfo* find(uint32_t pid) const;
-    void refresh_identity(uint32_t pid); // re-read cmdline and rank environment (after exec)
+    // Re-read cmdline and rank environment (after exec); `exec_argv` (as BPF read it at the exec)
+    // names a process that is gone before /proc could be read.
+    void refresh_identity(uint32_t pid, const std::vector<std::string>& exec_argv = {}, bool exec_argv_only = false);
     void mark_exited(uint32_t pid, int exit_code);
     // Counts the call, names its thread, and gives a cudaFree the size its cudaMalloc had.
     void record_call(ApiCall& call);
