@@ -12,7 +12,7 @@ using namespace gtrace;
 
 namespace {
 
-constexpr int64_t kMs = 1'000'000, kUs = 1'000;
+constexpr int64_t kMsSigned = 1'000'000, kUsSigned = 1'000;
 
 // A rank's all_reduce calls every `period_ns` from `first_end_ns` (its own clock), each arriving
 // `late_ns` before it ends, with ends jittered by up to `jitter_ns`.
@@ -61,9 +61,9 @@ TEST_CASE("align: a node whose wall clock is 2.5 ms off is put back by its colle
     // Node A (reference) and node B share one time line; B's clock runs 7 s ahead of A's
     // (booted earlier) and its wall clock is 2.5 ms fast, so the readings say 7 s + 2.5 ms.
     // B's rank is the straggler: it arrives 30 ms after A's, and both end together (±20 µs).
-    const uint64_t boot_gap = 7'000 * kMs;
-    auto a = rank_calls(100 * kMs, 40 * kMs, 50, 31 * kMs, 20 * kUs, 1);
-    auto b = rank_calls(100 * kMs + boot_gap, 40 * kMs, 50, 1 * kMs, 20 * kUs, 2);
+    const uint64_t boot_gap = 7'000 * kMsSigned;
+    auto a = rank_calls(100 * kMsSigned, 40 * kMsSigned, 50, 31 * kMsSigned, 20 * kUsSigned, 1);
+    auto b = rank_calls(100 * kMsSigned + boot_gap, 40 * kMsSigned, 50, 1 * kMsSigned, 20 * kUsSigned, 2);
     const int64_t real_a = 1'700'000'000'000'000'000, wall_error = 2'500'000;
     std::vector<NodeClock> nodes = {node("a", real_a, {&a}), node("b", real_a - static_cast<int64_t>(boot_gap) + wall_error, {&b})};
     auto al = align_nodes(nodes);
@@ -71,20 +71,20 @@ TEST_CASE("align: a node whose wall clock is 2.5 ms off is put back by its colle
     CHECK(al[0].offset_ns() == 0);
     CHECK(al[0].method == "reference");
     CHECK(al[1].clock_offset_ns == -static_cast<int64_t>(boot_gap) + wall_error);
-    CHECK(std::llabs(al[1].offset_ns() + static_cast<int64_t>(boot_gap)) < 20 * kUs); // the truth: −7 s exactly
-    CHECK(std::llabs(al[1].refined_ns + wall_error) < 20 * kUs);
+    CHECK(std::llabs(al[1].offset_ns() + static_cast<int64_t>(boot_gap)) < 20 * kUsSigned); // the truth: −7 s exactly
+    CHECK(std::llabs(al[1].refined_ns + wall_error) < 20 * kUsSigned);
     CHECK(al[1].matched == 50);
     REQUIRE(al[1].residual_ns);
-    CHECK(*al[1].residual_ns < 20 * kUs);
+    CHECK(*al[1].residual_ns < 20 * kUsSigned);
     CHECK(al[1].method == "clocks and collectives");
 }
 
 TEST_CASE("align: a node's trace that starts earlier and ends later than the reference's still aligns") {
     // B's capture covers 100 calls, A's only the middle 30: B's calls outside A's span are left
     // out, and no edge call of A drags the median.
-    auto b = rank_calls(0, 10 * kMs, 100, 0);
+    auto b = rank_calls(0, 10 * kMsSigned, 100, 0);
     std::vector<CollectiveCall> a(b.begin() + 35, b.begin() + 65);
-    const int64_t error = 3 * kMs;
+    const int64_t error = 3 * kMsSigned;
     std::vector<NodeClock> nodes = {node("a", 0, {&a}), node("b", error, {&b})};
     auto al = align_nodes(nodes);
     CHECK(al[1].clock_offset_ns == error);
@@ -94,22 +94,22 @@ TEST_CASE("align: a node's trace that starts earlier and ends later than the ref
 }
 
 TEST_CASE("align: several ranks per node; a third node aligned to both before it") {
-    auto a0 = rank_calls(50 * kMs, 20 * kMs, 40, 5 * kMs, 10 * kUs, 1), a1 = rank_calls(50 * kMs, 20 * kMs, 40, 2 * kMs, 10 * kUs, 2);
-    auto b0 = rank_calls(50 * kMs + 1000, 20 * kMs, 40, 1 * kMs, 10 * kUs, 3), b1 = rank_calls(50 * kMs + 1000, 20 * kMs, 40, 3 * kMs, 10 * kUs, 4);
-    auto c0 = rank_calls(50 * kMs - 4000, 20 * kMs, 40, 0, 10 * kUs, 5);
+    auto a0 = rank_calls(50 * kMsSigned, 20 * kMsSigned, 40, 5 * kMsSigned, 10 * kUsSigned, 1), a1 = rank_calls(50 * kMsSigned, 20 * kMsSigned, 40, 2 * kMsSigned, 10 * kUsSigned, 2);
+    auto b0 = rank_calls(50 * kMsSigned + 1000, 20 * kMsSigned, 40, 1 * kMsSigned, 10 * kUsSigned, 3), b1 = rank_calls(50 * kMsSigned + 1000, 20 * kMsSigned, 40, 3 * kMsSigned, 10 * kUsSigned, 4);
+    auto c0 = rank_calls(50 * kMsSigned - 4000, 20 * kMsSigned, 40, 0, 10 * kUsSigned, 5);
     // True offsets: B −1 µs, C +4 µs; the readings say B +4 ms, C −3 ms.
-    std::vector<NodeClock> nodes = {node("a", 0, {&a0, &a1}), node("b", 4 * kMs, {&b0, &b1}), node("c", -3 * kMs, {&c0})};
+    std::vector<NodeClock> nodes = {node("a", 0, {&a0, &a1}), node("b", 4 * kMsSigned, {&b0, &b1}), node("c", -3 * kMsSigned, {&c0})};
     auto al = align_nodes(nodes);
-    CHECK(std::llabs(al[1].offset_ns() - -1000) < 10 * kUs);
-    CHECK(std::llabs(al[2].offset_ns() - 4000) < 10 * kUs);
+    CHECK(std::llabs(al[1].offset_ns() - -1000) < 10 * kUsSigned);
+    CHECK(std::llabs(al[2].offset_ns() - 4000) < 10 * kUsSigned);
     CHECK(al[1].matched == 80);
     CHECK(al[2].matched >= 38); // an edge end jittered outside the others' span is left out
 }
 
 TEST_CASE("align: without collectives in common, by the clocks only; the same host keeps its one clock") {
-    auto a = rank_calls(0, 10 * kMs, 10, 0);
-    std::vector<CollectiveCall> b = {{"broadcast", 0, 5 * kMs, 0}}; // no broadcast on A
-    auto c = rank_calls(0, 10 * kMs, 10, 0);
+    auto a = rank_calls(0, 10 * kMsSigned, 10, 0);
+    std::vector<CollectiveCall> b = {{"broadcast", 0, 5 * kMsSigned, 0}}; // no broadcast on A
+    auto c = rank_calls(0, 10 * kMsSigned, 10, 0);
     std::vector<NodeClock> nodes = {node("a", 100, {&a}), node("b", 700, {&b}), node("a", 900, {&c})};
     auto al = align_nodes(nodes);
     CHECK(al[1].offset_ns() == 600);
@@ -123,11 +123,11 @@ TEST_CASE("align: without collectives in common, by the clocks only; the same ho
 }
 
 TEST_CASE("align: a trace without clock readings starts from the first ends, then the collectives") {
-    auto a = rank_calls(1'000 * kMs, 10 * kMs, 20, 0);
-    auto b = rank_calls(5 * kMs, 10 * kMs, 20, 0); // the same calls, 995 ms earlier on B's clock
+    auto a = rank_calls(1'000 * kMsSigned, 10 * kMsSigned, 20, 0);
+    auto b = rank_calls(5 * kMsSigned, 10 * kMsSigned, 20, 0); // the same calls, 995 ms earlier on B's clock
     std::vector<NodeClock> nodes = {node("a", std::nullopt, {&a}), node("b", std::nullopt, {&b})};
     auto al = align_nodes(nodes);
-    CHECK(al[1].offset_ns() == 995 * kMs);
+    CHECK(al[1].offset_ns() == 995 * kMsSigned);
     CHECK(al[1].method == "collectives only: the trace has no clock reading");
 }
 

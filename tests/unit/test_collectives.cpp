@@ -13,6 +13,7 @@
 #include "output/json_event_file.h"
 #include "output/report_json.h"
 #include "output/report_text.h"
+#include "ns_units.h"
 
 using namespace gtrace;
 
@@ -79,7 +80,7 @@ TEST_CASE("a collective event is named as torch.distributed names it; a wait car
 
 namespace {
 
-constexpr uint64_t kStart = 9'000'000'000, kMs = 1'000'000;
+constexpr uint64_t kJobStart = 9'000'000'000;
 
 ProcessData& rank_process(TraceData& t, uint32_t pid, int rank) {
     ProcessData& p = t.processes[pid];
@@ -97,7 +98,7 @@ void add_job(TraceData& t, double late_ms, int steps = 6) {
     auto ns = [](double ms) { return static_cast<uint64_t>(ms * 1e6); };
     std::string_view all_reduce = t.strings.intern("all_reduce"), step = t.strings.intern("Optimizer.step#SGD.step");
     for (int i = 0; i <= steps; ++i) {
-        uint64_t at = kStart + static_cast<uint64_t>(i) * 40 * kMs, done = at + ns(late_ms) + kMs;
+        uint64_t at = kJobStart + static_cast<uint64_t>(i) * 40 * kMs, done = at + ns(late_ms) + kMs;
         for (ProcessData* p : {&r0, &r1}) {
             uint64_t arrival = p == &r1 ? at + ns(late_ms) : at;
             p->collectives.push_back({{arrival, arrival + 20'000}, all_reduce, 0, p->pid, false});
@@ -167,14 +168,14 @@ TEST_CASE("NCCL's kernels on the GPU are Communication, per collective") {
     ProcessData& p = rank_process(t, 100, 0);
     std::string_view nccl = t.strings.intern("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)");
     std::string_view gemm = t.strings.intern("gemm"), step = t.strings.intern("Optimizer.step");
-    p.calls.push_back({{kStart, kStart + 1000}, t.strings.intern("cudaMalloc"), {}, {}, 0, p.pid, 0});
+    p.calls.push_back({{kJobStart, kJobStart + 1000}, t.strings.intern("cudaMalloc"), {}, {}, 0, p.pid, 0});
     for (int i = 0; i <= 4; ++i) {
-        uint64_t at = kStart + static_cast<uint64_t>(i) * 10 * kMs;
+        uint64_t at = kJobStart + static_cast<uint64_t>(i) * 10 * kMs;
         p.gpu.push_back({{at, at + 2 * kMs}, gemm, {}, 0, 0, GpuKind::Kernel});
         p.gpu.push_back({{at + 2 * kMs, at + 8 * kMs}, nccl, {}, 0, 0, GpuKind::Kernel});
         p.ranges.push_back({{at + 9 * kMs, at + 10 * kMs}, step, p.pid});
     }
-    p.gpu.push_back({{kStart + 60 * kMs, kStart + 61 * kMs}, gemm, {}, 0, 0, GpuKind::Kernel}); // the GPU records go on
+    p.gpu.push_back({{kJobStart + 60 * kMs, kJobStart + 61 * kMs}, gemm, {}, 0, 0, GpuKind::Kernel}); // the GPU records go on
     auto ps = analyze_processes(t);
     match_collectives(ps);
     REQUIRE(ps.size() == 1);
@@ -192,7 +193,7 @@ TEST_CASE("the main thread's waits are named: collectives, the DataLoader, CUDA 
     ProcessData& r0 = t.processes[100];
     std::string_view sync = t.strings.intern("cudaStreamSynchronize");
     for (int i = 1; i <= 6; ++i) { // 2 ms in a sync, right after each all_reduce
-        uint64_t at = kStart + static_cast<uint64_t>(i) * 40 * kMs + 32 * kMs;
+        uint64_t at = kJobStart + static_cast<uint64_t>(i) * 40 * kMs + 32 * kMs;
         r0.calls.push_back({{at, at + 2 * kMs}, sync, {}, {}, 0, r0.pid, 0});
     }
     auto ps = analyze_processes(t);

@@ -10,29 +10,25 @@
 #include "analyze/trace_data.h"
 #include "foundation/elf_symbols.h"
 #include "foundation/input_file.h"
+#include "temp_dir.h"
 
 using namespace gtrace;
 namespace fs = std::filesystem;
 
 namespace {
 
-struct TempDir {
-    fs::path path = fs::temp_directory_path() / ("gtrace-unit-input-" + std::to_string(getpid()));
-    TempDir() { fs::create_directories(path); }
-    ~TempDir() { fs::remove_all(path); }
-    // A FIFO with no writer: a blocking open for reading would wait forever.
-    std::string fifo() const {
-        std::string p = (path / "fifo").string();
-        REQUIRE(mkfifo(p.c_str(), 0600) == 0);
-        return p;
-    }
-};
+// A FIFO with no writer: a blocking open for reading would wait forever.
+std::string make_fifo(const TempDir& dir) {
+    std::string p = dir.at("fifo");
+    REQUIRE(mkfifo(p.c_str(), 0600) == 0);
+    return p;
+}
 
 } // namespace
 
 TEST_CASE("only regular files are opened for reading") {
     TempDir dir;
-    std::string fifo = dir.fifo();
+    std::string fifo = make_fifo(dir);
     for (const auto& [path, kind] : std::vector<std::pair<std::string, std::string>>{
              {fifo, "a FIFO"}, {"/dev/zero", "a character device"}, {dir.path.string(), "a directory"}}) {
         auto f = open_input_file(path, ExitCode::BadTrace);
@@ -58,7 +54,7 @@ TEST_CASE("only regular files are opened for reading") {
 
 TEST_CASE("report and ELF reading refuse a FIFO and /dev/zero at once") {
     TempDir dir;
-    std::string fifo = dir.fifo();
+    std::string fifo = make_fifo(dir);
     for (const std::string& path : {fifo, std::string("/dev/zero")}) {
         auto t = load_trace(path);
         REQUIRE_FALSE(t);

@@ -15,7 +15,7 @@ using namespace gtrace;
 
 namespace {
 
-constexpr uint32_t kPid = 4242;
+constexpr uint32_t kFlowPid = 4242;
 
 struct FlowEvent {
     uint32_t type = 0;     // TrackEvent.type: 1 slice begin, 3 instant
@@ -53,14 +53,14 @@ std::vector<FlowEvent> flow_events(const std::string& bytes) {
 
 ApiCall launch(uint64_t start, uint32_t correlation) {
     ApiCall c;
-    c.api = GT_API_CUDA_LAUNCH_KERNEL, c.pid = kPid, c.tid = kPid, c.start_ns = start, c.end_ns = start + 4'000;
+    c.api = GT_API_CUDA_LAUNCH_KERNEL, c.pid = kFlowPid, c.tid = kFlowPid, c.start_ns = start, c.end_ns = start + 4'000;
     c.correlation = correlation;
     return c;
 }
 
 GpuOp kernel(uint64_t start, uint32_t correlation) {
     GpuOp op;
-    op.kind = GpuOpKind::Kernel, op.pid = kPid, op.correlation = correlation, op.stream = 7;
+    op.kind = GpuOpKind::Kernel, op.pid = kFlowPid, op.correlation = correlation, op.stream = 7;
     op.start_ns = start, op.end_ns = start + 1'000, op.name = "k";
     return op;
 }
@@ -72,7 +72,7 @@ CallRef ref(const ApiCall& c, bool via_api_record = false) { return {c.pid, c.ti
 TEST_CASE("every .pftrace flow starts once and ends once, in the call its op was joined to") {
     TempDir dir("unit-flows");
     TraceModel model;
-    model.add_process(kPid, 1, false, std::nullopt);
+    model.add_process(kFlowPid, 1, false, std::nullopt);
     auto w = create_trace_writer({TraceFormat::Pftrace, dir.at("t.pftrace")}, false, model);
     REQUIRE(w);
     TraceWriter& t = **w;

@@ -11,13 +11,13 @@
 #include "analyze/verdict.h"
 #include "output/report_json.h"
 #include "output/report_text.h"
+#include "ns_units.h"
 
 using namespace gtrace;
 
 namespace {
 
-constexpr uint64_t kStart = 7'000'000'000; // the capture's first event
-constexpr uint64_t kMs = 1'000'000;
+constexpr uint64_t kCaptureStart = 7'000'000'000; // the capture's first event
 
 // What each 10 ms step holds, in ms, one part after the other: a DataLoader range, a copy, a
 // kernel, a CPU range; the rest is Other. Steps end at Optimizer.step ranges.
@@ -27,8 +27,8 @@ struct StepShape {
 
 void add_steps(TraceData& t, ProcessData& p, StepShape shape, int steps = 6, double kernel_factor = 1) {
     auto ns = [](double ms) { return static_cast<uint64_t>(ms * 1e6); };
-    uint64_t at = kStart + 5 * kMs; // the first event: a call at kStart
-    p.calls.push_back({{kStart, kStart + 1000}, t.strings.intern("cudaMalloc"), {}, {}, 0, p.pid, 0});
+    uint64_t at = kCaptureStart + 5 * kMs; // the first event: a call at kCaptureStart
+    p.calls.push_back({{kCaptureStart, kCaptureStart + 1000}, t.strings.intern("cudaMalloc"), {}, {}, 0, p.pid, 0});
     for (int i = 0; i <= steps; ++i, at += 10 * kMs) {
         uint64_t t0 = at;
         if (shape.loader) p.ranges.push_back({{t0, t0 + ns(shape.loader)}, t.strings.intern("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"), p.pid});
@@ -73,7 +73,7 @@ TEST_CASE("a process without a rank that did CUDA work is reported, named by pid
     add_steps(t, process(t, 30, std::nullopt, "/usr/bin/python3 train.py --password=hunter2"), {.kernel = 8});
     ProcessData& worker = process(t, 31, std::nullopt); // a DataLoader worker: a forked copy
     worker.forked = true;
-    worker.calls.push_back({{kStart, kStart + 10}, t.strings.intern("cudaMalloc"), {}, {}, 0, 31, 0});
+    worker.calls.push_back({{kCaptureStart, kCaptureStart + 10}, t.strings.intern("cudaMalloc"), {}, {}, 0, 31, 0});
     process(t, 32, std::nullopt); // no CUDA work: the launcher
     add_steps(t, process(t, 20, 1), {.kernel = 8});
     add_steps(t, process(t, 21, 0), {.kernel = 8});
@@ -148,8 +148,8 @@ namespace {
 // kernels: longer than the call, yet the GPU finishes each long before the next arrives) inside a
 // CPU range.
 void add_launch_steps(TraceData& t, ProcessData& p, double loader_ms, int launches = 100, int steps = 6) {
-    p.calls.push_back({{kStart, kStart + 1000}, t.strings.intern("cudaMalloc"), {}, {}, 0, p.pid, 0});
-    uint64_t at = kStart + 5 * kMs;
+    p.calls.push_back({{kCaptureStart, kCaptureStart + 1000}, t.strings.intern("cudaMalloc"), {}, {}, 0, p.pid, 0});
+    uint64_t at = kCaptureStart + 5 * kMs;
     uint32_t corr = 0;
     for (int i = 0; i <= steps; ++i, at += 10 * kMs) {
         uint64_t t0 = at + static_cast<uint64_t>(loader_ms * 1e6);
@@ -245,27 +245,27 @@ TEST_CASE("every time counts from the capture's start") {
     ProcessData& p = process(t, 30, std::nullopt);
     add_steps(t, p, {.kernel = 8});
     // Memory allocated before the capture began (stamped earlier) is the value at 0.
-    p.memory = {{kStart - 2000 * kMs, 0, 64 << 20}, {kStart - 200 * kMs, 0, 256 << 20}, {kStart - 100 * kMs, 0, 128 << 20},
-                {kStart + 30 * kMs, 0, 192 << 20}};
+    p.memory = {{kCaptureStart - 2000 * kMs, 0, 64 << 20}, {kCaptureStart - 200 * kMs, 0, 256 << 20}, {kCaptureStart - 100 * kMs, 0, 128 << 20},
+                {kCaptureStart + 30 * kMs, 0, 192 << 20}};
     JobReport r = judged(t);
     const ProcessAnalysis& a = r.processes.at(0);
-    CHECK(a.origin_ns == kStart);
+    CHECK(a.origin_ns == kCaptureStart);
     REQUIRE(a.memory.points.size() == 2);
     CHECK(a.memory.points[0] == std::pair<double, uint64_t>{0.0, 128 << 20});
     CHECK(a.memory.points[1] == std::pair<double, uint64_t>{30.0, 192 << 20});
     CHECK(a.memory.peak_bytes == 192 << 20);
     CHECK(a.memory.peak_ms == 30.0);
     auto j = report_json(r)["ranks"][0];
-    CHECK(j["clock_origin_ns"] == kStart);
+    CHECK(j["clock_origin_ns"] == kCaptureStart);
     CHECK(j["per_step"][0]["start_ms"] == Approx(15.0)); // the first step ends the first Optimizer.step
     for (const auto& s : j["per_step"]) CHECK(s["start_ms"].get<double>() >= 0);
 }
 
 TEST_CASE("a dense memory curve is thinned to its envelope: every low and high survives, and the peak") {
     std::vector<MemoryPoint> memory;
-    for (uint64_t i = 0; i < 100'000; ++i) memory.push_back({kStart + i * 1000, 0, i % 2 ? 256u << 20 : 0u});
+    for (uint64_t i = 0; i < 100'000; ++i) memory.push_back({kCaptureStart + i * 1000, 0, i % 2 ? 256u << 20 : 0u});
     memory[77'777].allocated_bytes = 512 << 20;
-    MemoryCurve c = memory_curve(memory, kStart);
+    MemoryCurve c = memory_curve(memory, kCaptureStart);
     CHECK(c.points.size() <= 2 * kMaxMemoryBuckets + 1);
     CHECK(c.peak_bytes == 512u << 20);
     CHECK(c.peak_ms == Approx(77.777));
@@ -278,10 +278,10 @@ TEST_CASE("a dense memory curve is thinned to its envelope: every low and high s
 
 TEST_CASE("the memory the agent found at attach starts the curve at 0 ms, and the peak counts it") {
     // Read 300 ms into the capture (the agent's start): 256 MiB in use; then 64 MiB more and back.
-    std::vector<MemoryPoint> memory = {{kStart + 300 * kMs, 0, 256u << 20, true},
-                                       {kStart + 400 * kMs, 0, 320u << 20},
-                                       {kStart + 401 * kMs, 0, 256u << 20}};
-    MemoryCurve c = memory_curve(memory, kStart);
+    std::vector<MemoryPoint> memory = {{kCaptureStart + 300 * kMs, 0, 256u << 20, true},
+                                       {kCaptureStart + 400 * kMs, 0, 320u << 20},
+                                       {kCaptureStart + 401 * kMs, 0, 256u << 20}};
+    MemoryCurve c = memory_curve(memory, kCaptureStart);
     REQUIRE(c.points.size() == 3);
     CHECK(c.points[0] == std::pair<double, uint64_t>{0.0, 256u << 20});
     CHECK(c.peak_bytes == 320u << 20);
@@ -289,7 +289,7 @@ TEST_CASE("the memory the agent found at attach starts the curve at 0 ms, and th
     CHECK(c.at_attach_bytes == std::optional<uint64_t>{256u << 20});
     // Without the mark the first change is drawn where it happened, and nothing is said at attach.
     memory[0].at_attach = false;
-    c = memory_curve(memory, kStart);
+    c = memory_curve(memory, kCaptureStart);
     CHECK(c.points[0].first == Approx(300));
     CHECK(!c.at_attach_bytes);
 }

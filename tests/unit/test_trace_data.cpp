@@ -21,12 +21,12 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::string kOther = R"("otherData":{"tool":"gtrace","version":"0.1.0","gpu":{"enabled":true,"agents":1}})";
+const std::string kOtherData = R"("otherData":{"tool":"gtrace","version":"0.1.0","gpu":{"enabled":true,"agents":1}})";
 const uint32_t kSampleTid = 100 + kSampleTrackTidOffset;
 
 // A small trace as gtrace writes it: events, then metadata, then otherData.
 std::string trace_text(const std::string& events) {
-    return "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n" + events + "\n],\n" + kOther + "}\n";
+    return "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n" + events + "\n],\n" + kOtherData + "}\n";
 }
 
 const std::string kEvents = std::string(R"J(
@@ -112,7 +112,7 @@ TEST_CASE("every kind of event a gtrace trace holds is read") {
 
 TEST_CASE("otherData may come before or after traceEvents") {
     TempDir dir;
-    auto before = load(dir, "{" + kOther + ",\"traceEvents\":[" + kEvents + "]}");
+    auto before = load(dir, "{" + kOtherData + ",\"traceEvents\":[" + kEvents + "]}");
     REQUIRE(before);
     CHECK(before->processes.at(100).calls.size() == 2);
     CHECK(load(dir, trace_text(kEvents)));
@@ -160,7 +160,7 @@ TEST_CASE("a truncated or corrupt trace is not valid JSON, wherever it breaks") 
     for (size_t cut = 0; cut <= last; cut += 7) check_bad(load(dir, text.substr(0, cut)), "is not valid JSON (truncated or corrupted?)");
     for (std::string bad : {"\"a\x01\"", "\"\xc3\"", "\"\xed\xa0\x80\"", "\"\\ud800\"", "\"\\x\"", "01", "1.", "-", "[1,]", "{\"a\":1,}",
                             "[1 2]", "tru", "{} x", "{\"a\" 1}", "[,1]"})
-        check_bad(load(dir, "{\"traceEvents\":[],\"x\":" + bad + "," + kOther + "}"), "is not valid JSON");
+        check_bad(load(dir, "{\"traceEvents\":[],\"x\":" + bad + "," + kOtherData + "}"), "is not valid JSON");
 }
 
 TEST_CASE("the reader agrees with nlohmann on which files are valid JSON") {
@@ -246,7 +246,7 @@ TEST_CASE("reading traceEvents on several threads gives the same trace as one") 
     // Guessed cuts that land outside traceEvents, in an array of objects one a line.
     std::string junk = "{\"junk\":[\n";
     for (int i = 0; i < 4000; ++i) junk += "{\"pid\":1,\"ph\":\"X\",\"ts\":1,\"dur\":1,\"cat\":\"kernel\"},\n";
-    junk += "{}],\n\"traceEvents\":[\n" + many_events(300, false) + "],\n" + kOther + "}";
+    junk += "{}],\n\"traceEvents\":[\n" + many_events(300, false) + "],\n" + kOtherData + "}";
     for (const std::string* text : {&compact, &nested, &pretty, &junk}) {
         std::string path = dir.write("big.json", *text);
         auto one = load_trace(path, 1);
@@ -266,7 +266,7 @@ TEST_CASE("a file that is not gtrace's trace says what it is") {
     check_bad(load(dir, R"({"traceEvents":[{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":1.0,"dur":2.0}]})"),
               "was not written by gtrace");
     check_bad(load(dir, "{\"traceEvents\":[]," + std::string(R"("otherData":{"tool":"perfetto"}})")), "was not written by gtrace");
-    check_bad(load(dir, "{" + kOther + "}"), "no traceEvents array");
+    check_bad(load(dir, "{" + kOtherData + "}"), "no traceEvents array");
     check_bad(load(dir, "[1,2]"), "no traceEvents array");
     check_bad(load(dir, ""), "is not valid JSON");
 
