@@ -52,6 +52,17 @@ def check_gpu(trace, expect):
     twice = [k for k, who in by_id.items() if len(who) > 1 and "agent" in who]
     if twice:
         fail(f"{len(twice)} correlation ids are on a call the agent recorded and on another, e.g. {twice[:3]}")
+    # A thread is in one outermost CUDA call at a time (nested calls are not events): two calls of
+    # one thread that overlap are one call recorded twice — by the uprobes and by the agent,
+    # whether or not the uprobes' copy carries a correlation id.
+    overlapping = []
+    for (pid, tid), thread_calls in by_thread.items():
+        thread_calls.sort(key=lambda c: c["ts"])
+        for a, b in zip(thread_calls, thread_calls[1:]):
+            if b["ts"] < a["ts"] + a["dur"]:
+                overlapping.append((pid, tid, a["name"], a["args"].get("recorded_by"), b["name"], b["args"].get("recorded_by"), a["ts"]))
+    if overlapping:
+        fail(f"{len(overlapping)} pairs of one thread's CUDA calls overlap (a call recorded twice?), e.g. {overlapping[:3]}")
     truth = load_truth(expect["gpu_truth"])
     if not truth:
         fail("the simulator logged no GPU work")

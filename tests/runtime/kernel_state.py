@@ -53,12 +53,12 @@ def bpf_holders():
 
 def leftover_bpf_objects():
     """gtrace's programs, maps and uprobes still in the kernel. The kernel frees them
-    asynchronously (RCU) after their last fd closes: allow 3 s. Objects that only live processes
+    asynchronously (RCU) after their last fd closes: allow 5 s (cases run side by side: another case's capture may be ending). Objects that only live processes
     outside this runner's process tree hold are another capture's (a soak running next to the
     tests, say), not this case's leftovers; one held by no process, or by one of the case's
     processes, is a leftover."""
     left = []
-    for _ in range(30):
+    for _ in range(50):
         progs = json.loads(subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True).stdout or "[]")
         maps = json.loads(subprocess.run(["bpftool", "-j", "map", "show"], capture_output=True, text=True).stdout or "[]")
         perf = json.loads(subprocess.run(["bpftool", "-j", "perf", "list"], capture_output=True, text=True).stdout or "[]")

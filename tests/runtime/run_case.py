@@ -11,6 +11,7 @@ import re
 import resource
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -89,6 +90,13 @@ def substitute(value, ctx):
     if not isinstance(value, str):
         return value
     return re.sub(r"\{([a-z_]+(?::[a-z0-9_]+)?)\}", lambda m: str(ctx[m.group(1)]), value)
+
+
+def free_port():
+    """A TCP port nothing listens on now: cases run side by side, so none names a fixed one."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def load_trace(path):
@@ -438,7 +446,7 @@ def run_once(case, opts, interpreter, fmt):
     nobody = pwd.getpwnam("nobody")
     ctx = {"tmp": tmp, "programs": opts.programs, "stubs": opts.stubs, "source": opts.source,
            "gtrace": opts.gtrace, "python": "/usr/bin/python3", "gpusim": opts.gpusim,
-           "uid:nobody": nobody.pw_uid, "gid:nobody": nobody.pw_gid, "pid:runner": os.getpid()}
+           "uid:nobody": nobody.pw_uid, "gid:nobody": nobody.pw_gid, "pid:runner": os.getpid(), "port": free_port()}
     if fmt:  # {partial}: what a killed capture leaves beside its output (Kineto: the directory itself)
         ctx["format"], ctx["ext"], ctx["partial"] = fmt, FORMAT_EXTENSIONS[fmt], "" if fmt == "kineto" else ".partial"
     if interpreter:

@@ -8,6 +8,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdlib>
 #include <cstring>
 
 #include "capture/call_events.h"
@@ -46,6 +48,7 @@ void CallEvents::update_sources(const std::map<uint32_t, std::string>& gpu_warni
     const CaptureOptions& options = s_.options;
     auto& agents = s_.agents;
     if (!agents || !options.agent_calls) return;
+    if (lagging_for_test()) return;
     bool need_uprobes = false;
     for (const auto& [pid, p] : s_.model.processes()) {
         if (p.exited || !s_.cuda_probes->maps_cuda(static_cast<int>(pid))) continue;
@@ -77,6 +80,20 @@ void CallEvents::update_sources(const std::map<uint32_t, std::string>& gpu_warni
     ++uprobe_switches_;
 }
 
+// GTRACE_TEST_SOURCES_LAG_MS: look at the agents only this often, so that a test sees calls the
+// uprobes caught after an agent began recording, before this loop learned it (as on a busy host).
+bool CallEvents::lagging_for_test() {
+    static const long lag_ms = [] {
+        const char* v = getenv("GTRACE_TEST_SOURCES_LAG_MS");
+        return v ? atol(v) : 0L;
+    }();
+    if (lag_ms <= 0) return false;
+    auto now = std::chrono::steady_clock::now();
+    if (now - last_sources_update_ < std::chrono::milliseconds(lag_ms)) return true;
+    last_sources_update_ = now;
+    return false;
+}
+
 void CallEvents::set_python_layout(uint32_t pid, const gt_py_layout& layout) {
     py_layouts_[pid] = layout;
     if (requested_calls_.contains(pid)) s_.agents->request_calls(pid, layout, s_.options.py_stack_every, s_.options.call_source);
@@ -88,9 +105,17 @@ void CallEvents::forget_process(uint32_t pid) {
     calls_since_.erase(pid);
 }
 
-bool CallEvents::recorded_by_agent(const ApiCall& call) const {
+bool CallEvents::recorded_by_agent(const ApiCall& call) {
     auto it = calls_since_.find(call.pid);
-    return it != calls_since_.end() && call.start_ns >= it->second;
+    if (it == calls_since_.end()) {
+        // The agent may have begun since update_sources last looked (a loop behind, longer on a
+        // busy host): ask its ring now, or a call it recorded too would be in the trace twice.
+        if (!requested_calls_.contains(call.pid)) return false;
+        uint64_t since = s_.agents->calls_since(call.pid);
+        if (!since) return false;
+        it = calls_since_.emplace(call.pid, since).first;
+    }
+    return call.start_ns >= it->second;
 }
 
 void CallEvents::on_agent_call(uint32_t pid, const gt_gpu_header& h) {

@@ -2,6 +2,7 @@
 // written, counted in the model and handed to the GPU join. Also decides where each process's
 // calls come from (call_events.cpp says why).
 #pragma once
+#include <chrono>
 #include <map>
 #include <set>
 #include <string>
@@ -31,12 +32,14 @@ public:
 
 private:
     void take(ApiCall& call);
-    bool recorded_by_agent(const ApiCall& call) const;
+    bool recorded_by_agent(const ApiCall& call);
+    bool lagging_for_test();
 
     CaptureState& s_;
     std::map<uint32_t, gt_py_layout> py_layouts_; // as BPF has them (with their epoch), for the agents
     std::set<uint32_t> requested_calls_;          // agents asked to record calls
     std::map<uint32_t, uint64_t> calls_since_;    // agents recording calls, since (CLOCK_MONOTONIC)
+    std::chrono::steady_clock::time_point last_sources_update_{};
     uint64_t agent_calls_ = 0, uprobe_calls_ = 0, uprobe_calls_dropped_ = 0, uprobe_switches_ = 0;
 };
 

@@ -111,6 +111,19 @@ void begin_session(Agent& a) {
 }
 
 // Runs one session until gtrace asks to detach, goes away, or never takes the offer.
+// gtrace asked for the calls: from CUPTI's API records where it asked so and CUPTI can, else
+// from the callbacks. GTRACE_TEST_AGENT_RECORDS_GAP_MS (in the traced process's environment)
+// stretches the time between the records going on and the agent's `since`, as a descheduled
+// agent thread would: the calls in between must still be in the trace once.
+void begin_records_or_callbacks(gt_agent_ring* ring, uint32_t source) {
+    const bool with_stacks = ring->py_stack_every != 0;
+    const bool from_records = source == GT_CALLS_FROM_RECORDS && start_call_records(with_stacks);
+    if (const char* gap = from_records ? getenv("GTRACE_TEST_AGENT_RECORDS_GAP_MS") : nullptr)
+        usleep(static_cast<useconds_t>(atoi(gap)) * 1000);
+    begin_call_capture(ring, from_records);
+    if (from_records) end_unneeded_callbacks(with_stacks);
+}
+
 void serve(Agent& a) {
     {
         std::lock_guard lock(a.mutex);
@@ -135,7 +148,7 @@ void serve(Agent& a) {
         if (ring->state != GT_AGENT_ACTIVE) continue;
         if (uint32_t source = __atomic_load_n(&ring->capture_calls, __ATOMIC_ACQUIRE);
             source && (ring->flags & GT_AGENT_CALLBACKS) && !(ring->flags & GT_AGENT_CALLS))
-            begin_call_capture(ring, source == GT_CALLS_FROM_RECORDS && start_call_records(ring->py_stack_every != 0));
+            begin_records_or_callbacks(ring, source);
         if ((since_flush += kWatchMs) >= kFlushEveryMs) {
             since_flush = 0;
             flush_session(false);

@@ -53,6 +53,7 @@ void send(gt_agent_ring* ring, const ApiRecord& c) {
     Slot slot = stack_of(c.correlation, stack);
     // Entered before the agent began: not its call (the uprobes, still on then, recorded it).
     if (slot == Slot::Absent && g_entry_marks) return;
+    if (c.start < __atomic_load_n(&ring->calls_since_ns, __ATOMIC_ACQUIRE)) return;
     if (slot == Slot::Missed) ++ring->call_stacks_missed;
     write_call_record(ring, c, stack);
 }
@@ -76,7 +77,7 @@ void write_call_record(gt_agent_ring* ring, const ApiRecord& c, CallStack stack)
     agent_ring_commit(ring, pos, r->h.size);
 }
 
-bool calls_from_records() { return g_from_records.load(std::memory_order_relaxed); }
+bool calls_from_records() { return g_from_records.load(std::memory_order_acquire); }
 void set_calls_from_records(bool on, bool entry_marks) {
     g_entry_marks = entry_marks;
     g_from_records.store(on, std::memory_order_release);

@@ -398,12 +398,17 @@ bool start_call_records(bool with_stacks) {
     for (const auto& id : s.named_ids)
         if (!id.callback_on)
             (id.domain == CUPTI_CB_DOMAIN_RUNTIME_API ? c.cuptiActivityEnableRuntimeApi : c.cuptiActivityEnableDriverApi)(id.cbid, 0);
+    return true;
+}
+
+void end_unneeded_callbacks(bool with_stacks) {
+    Session& s = the_session();
+    const Cupti& c = s.cupti;
     if (!with_stacks && s.subscriber) { // nothing left for a callback to do: none is made
         c.cuptiEnableDomain(0, s.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API);
         c.cuptiEnableDomain(0, s.subscriber, CUPTI_CB_DOMAIN_DRIVER_API);
         s.callbacks_on = false; // the slots go stale: nothing to trim at the stop by them
     }
-    return true;
 }
 
 } // namespace gtrace::agent

@@ -24,9 +24,12 @@ std::string start_session(gt_agent_ring* ring, const SessionConfig& config);
 void flush_session(bool forced);
 // Measures the CUPTI clock against CLOCK_MONOTONIC and stores the offset in the ring header.
 void measure_clock();
-// Calls from CUPTI's API records from now on (call_records.h): the records of every API whose
-// callback is on; without stacks, the callbacks go off. False where CUPTI cannot (before 12.x).
+// Calls from CUPTI's API records (call_records.h): the records of every API whose callback is
+// on go on. False where CUPTI cannot (before 12.x). Then begin_call_capture says since when,
+// and end_unneeded_callbacks takes the callbacks off when they walk no stacks: until then they
+// keep giving the uprobes' calls their correlation ids.
 bool start_call_records(bool with_stacks);
+void end_unneeded_callbacks(bool with_stacks);
 // Runs `write` on the session's ring under the ring's lock; not at all when no session writes.
 void with_session_ring(const std::function<void(gt_agent_ring*)>& write);
 // Flushes everything, disables CUPTI, finalizes it and stops writing to the ring.
