@@ -11,7 +11,10 @@ cd "$(dirname "$0")/.."
 source scripts/need_root.sh
 [[ ${GTRACE_ALLOW_SKIP:-} == 1 ]] || need_root test "its runtime cases load BPF programs; GTRACE_ALLOW_SKIP=1 skips them" "$0" "$@"
 bash scripts/build.sh
-(cd "${GTRACE_BUILD_DIR:-build}" && ctest --output-on-failure "$@")
+# Three at a time: a runtime case mostly waits (its job's pace, gtrace's duration, the kernel
+# taking probes off), about a quarter of a core each; cases that must run alone say so
+# (`serial = "why"`), and so do the other suites. GTRACE_TEST_JOBS=1 runs one at a time.
+(cd "${GTRACE_BUILD_DIR:-build}" && ctest --output-on-failure -j "${GTRACE_TEST_JOBS:-3}" "$@")
 if (($#)); then
   echo "test: the ASan+UBSan stage left out (ctest arguments given); scripts/test_sanitized.sh runs it"
 elif [[ ${GTRACE_SANITIZED:-1} == 0 ]]; then

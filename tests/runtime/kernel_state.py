@@ -53,10 +53,10 @@ def bpf_holders():
 
 def leftover_bpf_objects():
     """gtrace's programs, maps and uprobes still in the kernel. The kernel frees them
-    asynchronously (RCU) after their last fd closes: allow 5 s (cases run side by side: another case's capture may be ending). Objects that only live processes
-    outside this runner's process tree hold are another capture's (a soak running next to the
-    tests, say), not this case's leftovers; one held by no process, or by one of the case's
-    processes, is a leftover."""
+    asynchronously (RCU) after their last fd closes: allow 5 s (another case's capture, beside
+    this one, may be ending). Objects that only live processes outside this runner's process
+    tree hold are another capture's (a case running beside this one, a soak), not this case's
+    leftovers; one held by no process, or by one of the case's processes, is a leftover."""
     left = []
     for _ in range(50):
         progs = json.loads(subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True).stdout or "[]")
