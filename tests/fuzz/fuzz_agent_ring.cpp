@@ -24,7 +24,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     ring->data_bytes = ~uint64_t{0}; // never trusted
     std::memcpy(agent_ring_data(ring), data + 10, std::min<size_t>(size - 10, kCap));
     size_t decoded = 0;
-    AgentRingRead got = agent_ring_consume_copy(ring, kCap, [&](gt_gpu_header& h) {
+    agent_ring_consume_copy(ring, kCap, [&](gt_gpu_header& h) {
         if (auto op = decode_gpu_op(4242, h, 1000)) decoded += op->name.size() + 1;
         if (auto api = decode_gpu_api(4242, h, -1000)) decoded += api->correlation != 0;
     });

@@ -67,6 +67,13 @@ TEST_CASE("agent ring: a reader never trusts the producer's positions or sizes")
     got = agent_ring_consume_copy(b.ring, 1024, [&](const gt_gpu_header&) { FAIL("read garbage"); });
     REQUIRE(got.corrupt == 1);
     REQUIRE(b.ring->tail == b.ring->head);
+    // A tail 2 bytes before the ring's end, where no record can start: a header read there would
+    // end past the ring (found by fuzz_agent_ring). The reader starts over at the head.
+    b.ring->tail = 1024 * 7 + 1022;
+    b.ring->head = b.ring->tail + 64;
+    got = agent_ring_consume_copy(b.ring, 1024, [&](const gt_gpu_header&) { FAIL("read garbage"); });
+    REQUIRE(got.corrupt == 1);
+    REQUIRE(b.ring->tail == b.ring->head);
 }
 
 TEST_CASE("GPU join: by correlation id, in either order, per process") {

@@ -96,6 +96,14 @@ AgentRingRead agent_ring_consume_copy(gt_agent_ring* r, uint64_t cap, Visit&& vi
             released = tail;
         }
         uint64_t offset = tail & (cap - 1);
+        // Records start 8-aligned and a header is 8 bytes: a tail elsewhere was moved by the
+        // producer, and a header read there could end past the ring. Start over at its head.
+        static_assert(sizeof(gt_gpu_header) == 8);
+        if (offset % 8) {
+            ++got.corrupt;
+            tail = head;
+            break;
+        }
         gt_gpu_header h;
         std::memcpy(&h, data + offset, sizeof h);
         if (h.type == GT_GPU_PAD || h.size < sizeof(gt_gpu_header) || h.size % 8 || offset + h.size > cap) {
