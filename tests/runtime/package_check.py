@@ -23,9 +23,8 @@ import subprocess
 import sys
 import tarfile
 import tempfile
-import time
 
-from kernel_state import GTRACE_MAP_NAMES, GTRACE_PROG_NAMES
+from kernel_state import leftover_bpf_objects
 
 PYTHON = "/usr/bin/python3"  # Debian's, with torch 1.13
 CLEAN_ENV = {"PATH": "/usr/bin:/bin", "LD_LIBRARY_PATH": ""}
@@ -42,24 +41,12 @@ def ok(msg):
     print(f"ok: {msg}", flush=True)
 
 
-def gtrace_bpf_ids():
-    """The ids of gtrace's BPF programs and maps in the kernel now (of any gtrace running)."""
-    ids = set()
-    for kind, names in (("prog", GTRACE_PROG_NAMES), ("map", GTRACE_MAP_NAMES)):
-        shown = json.loads(subprocess.run(["bpftool", "-j", kind, "show"], capture_output=True, text=True).stdout or "[]")
-        ids |= {(kind, o["id"], o.get("name")) for o in shown if o.get("name") in names}
-    return ids
-
-
-def check_no_leftover_bpf(before):
-    """Nothing this test's gtrace loaded is left (the kernel frees it asynchronously: allow 3 s).
-    Objects that were there before belong to someone else's gtrace."""
-    for _ in range(30):
-        left = gtrace_bpf_ids() - before
-        if not left:
-            return
-        time.sleep(0.1)
-    fail(f"BPF objects left in the kernel after gtrace exited: {sorted(left)}")
+def check_no_leftover_bpf():
+    """Nothing this test's gtrace loaded is left in the kernel (kernel_state.py: what other
+    captures running beside this test hold is theirs)."""
+    left = leftover_bpf_objects()
+    if left:
+        fail(f"BPF objects left in the kernel after gtrace exited: {left}")
 
 
 def run(cmd, cwd, env=None, timeout=300):
@@ -123,13 +110,12 @@ def check_version(gtrace, cwd, source):
 def check_capture(gtrace, cwd, build):
     """record of gpu_steps on the GPU simulator, with the environment emptied."""
     trace = os.path.join(cwd, "trace.json")
-    before = gtrace_bpf_ids()
     rc, out = run([gtrace, "record", "-o", trace, "--sample-hz", "0", "--", "/usr/bin/env",
                    f"LD_LIBRARY_PATH={os.path.join(build, 'gpusim')}", os.path.join(build, "programs", "gpu_steps"),
                    "--steps", "10", "--kernels", "3"], cwd=cwd)
     if rc != 0 or not re.search(r"GPU: 1 agents \(1 active, 0 failed\), (\d+) kernels/copies/sets, \1 linked", out):
         fail(f"record from {cwd}: exit {rc}, the agent did not link every GPU op:\n{out}")
-    check_no_leftover_bpf(before)
+    check_no_leftover_bpf()
     ok(f"record with the agent from {cwd}: " + next(line for line in out.splitlines() if "GPU:" in line).strip())
     return trace
 
