@@ -30,7 +30,7 @@ source scripts/need_root.sh
 need_root demo "gtrace loads BPF programs" "$0" "$@"
 
 if [[ ! -x $BUILD/gtrace ]]; then
-  echo "demo: first build of gtrace, its agent and the GPU simulator: about 8 minutes on 2 cores, less with more (later runs: seconds)"
+  echo "demo: first build of gtrace, its agent and the GPU simulator: about 1½ minutes on 2 cores, less with more (later runs: seconds)"
 fi
 GTRACE_BUILD_DIR=$BUILD bash scripts/build.sh gtrace gtrace_agent gpusim_cudart gpusim_cuda gpusim_cupti demo_kernels >/dev/null
 OUT=$(realpath -m "${GTRACE_DEMO_OUT:-$ROOT/demo-out}")

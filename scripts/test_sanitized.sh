@@ -10,7 +10,7 @@
 #
 # Without cases it runs those in tests/runtime/sanitized_cases.txt (every stage of the pipeline,
 # every output format, the readers, the command line); --all runs every case. scripts/test.sh
-# runs it after the release suite (about 7 minutes to build, 7 to run on a 2-core machine).
+# runs it after the release suite, whose time it builds in (about 2 minutes to run on a 2-core machine).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=need_root.sh
