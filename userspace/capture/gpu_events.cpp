@@ -51,7 +51,13 @@ Result<void> GpuEvents::start() {
     return {};
 }
 
-std::string GpuEvents::agent_config() const { return s_.agents ? s_.agents->config(s_.options.cupti) : std::string(); }
+// Launch mode: the agent waits in CUDA's initialization until gtrace asks it for the calls
+// (await_calls), so that none is missed. Only here: an agent a process already holds from an
+// older gtrace would refuse the key.
+std::string GpuEvents::agent_config() const {
+    if (!s_.agents) return {};
+    return s_.agents->config(s_.options.cupti) + (s_.options.agent_calls ? ";await_calls=1" : "");
+}
 
 void GpuEvents::warn_no_gpu(uint32_t pid, const std::string& why) {
     warnings_[pid] = why;

@@ -70,6 +70,9 @@ Result<void> ProcessEvents::scan(int pid) {
     // and the probe scanners open each mapped file to know it (hundreds for a torch process).
     uint64_t fingerprint = code_fingerprint(maps);
     if (auto known = scanned_code_.find(static_cast<uint32_t>(pid)); known == scanned_code_.end() || known->second != fingerprint) {
+        // GTRACE_TEST_SCAN_DELAY_MS: each new scan late, as from a gtrace on a busy host.
+        static const char* scan_delay = getenv("GTRACE_TEST_SCAN_DELAY_MS");
+        if (scan_delay) usleep(static_cast<useconds_t>(atoi(scan_delay)) * 1000);
         auto added = s_.cuda_probes->scan_maps(pid, maps);
         if (!added) return added.error();
         if (auto torch = s_.torch_probes->scan_maps(pid, maps); !torch) return torch.error();

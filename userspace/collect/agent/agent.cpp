@@ -40,6 +40,7 @@ struct Config {
     uint64_t ring_bytes = GT_AGENT_DEFAULT_RING;
     SessionConfig session;
     std::vector<uint64_t> nvtx_tables; // attach mode: modules' nvtxGlobals_v3 to serve (nvtx_tables.h)
+    bool await_calls = false;          // launch mode: gtrace will ask for the calls (await_call_request)
 };
 
 // Calls `item` with each non-empty part of a ':'-separated list.
@@ -53,7 +54,8 @@ void for_each_listed(const std::string& list, Item&& item) {
     }
 }
 
-// Parses "owner=TOKEN;ring=BYTES;callbacks=0|1;cupti=PATH:PATH;nvtx=HEX:HEX". Empty error: valid.
+// Parses "owner=TOKEN;ring=BYTES;callbacks=0|1;cupti=PATH:PATH;nvtx=HEX:HEX;await_calls=0|1".
+// Empty error: valid.
 std::string parse(const std::string& s, Config& c) {
     for (size_t pos = 0; pos <= s.size();) {
         size_t end = s.find(';', pos);
@@ -69,6 +71,7 @@ std::string parse(const std::string& s, Config& c) {
         else if (key == "callbacks") c.session.callbacks = value != "0";
         else if (key == "cupti") for_each_listed(value, [&](std::string path) { c.session.cupti_candidates.push_back(std::move(path)); });
         else if (key == "nvtx") for_each_listed(value, [&](const std::string& hex) { c.nvtx_tables.push_back(strtoull(hex.c_str(), nullptr, 16)); });
+        else if (key == "await_calls") c.await_calls = value != "0";
         else {
             return "unknown key '" + key + "'";
         }
@@ -124,6 +127,16 @@ void begin_records_or_callbacks(gt_agent_ring* ring, uint32_t source) {
     if (from_records) end_unneeded_callbacks(with_stacks);
 }
 
+// Once gtrace asked for the calls: begin recording them (once, whichever thread sees it first).
+// False while gtrace has not asked.
+bool begin_requested_calls(Agent& a, gt_agent_ring* ring) {
+    uint32_t source = __atomic_load_n(&ring->capture_calls, __ATOMIC_ACQUIRE);
+    if (!source) return false;
+    std::lock_guard lock(a.mutex);
+    if ((ring->flags & GT_AGENT_CALLBACKS) && !(ring->flags & GT_AGENT_CALLS)) begin_records_or_callbacks(ring, source);
+    return true;
+}
+
 void serve(Agent& a) {
     {
         std::lock_guard lock(a.mutex);
@@ -146,9 +159,7 @@ void serve(Agent& a) {
         waited += kWatchMs;
         if (__atomic_load_n(&ring->control, __ATOMIC_ACQUIRE) == GT_AGENT_DETACH) break;
         if (ring->state != GT_AGENT_ACTIVE) continue;
-        if (uint32_t source = __atomic_load_n(&ring->capture_calls, __ATOMIC_ACQUIRE);
-            source && (ring->flags & GT_AGENT_CALLBACKS) && !(ring->flags & GT_AGENT_CALLS))
-            begin_records_or_callbacks(ring, source);
+        if (!(ring->flags & GT_AGENT_CALLS)) begin_requested_calls(a, ring);
         if ((since_flush += kWatchMs) >= kFlushEveryMs) {
             since_flush = 0;
             flush_session(false);
@@ -197,6 +208,27 @@ int start(const std::string& config_text, uint64_t seq, bool from_injection) {
     if (from_injection) begin_session(a);
     a.offer.publish(c.owner, seq, ++a.sessions);
     return 0;
+}
+
+// Launch mode, inside CUDA's initialization (the application's first CUDA call waits on it):
+// wait until gtrace asks for the calls, at most kAwaitCallsMs, and begin recording them here —
+// before that first call. A gtrace slow to ask (a busy host) would otherwise miss the calls of a
+// program that is done soon after loading CUDA: its uprobes may not be on yet either.
+constexpr int kAwaitCallsMs = 3000;
+
+void await_call_request() {
+    Agent& a = the_agent();
+    gt_agent_ring* ring = nullptr;
+    {
+        std::lock_guard lock(a.mutex);
+        if (!a.active || !a.config.await_calls) return;
+        ring = a.offer.ring();
+    }
+    if (ring->state != GT_AGENT_ACTIVE || !(ring->flags & GT_AGENT_CALLBACKS)) return;
+    for (int waited = 0; waited < kAwaitCallsMs; ++waited) {
+        if (begin_requested_calls(a, ring) || __atomic_load_n(&ring->control, __ATOMIC_ACQUIRE) == GT_AGENT_DETACH) return;
+        usleep(1000);
+    }
 }
 
 void* agent_loop(void*) {
@@ -275,6 +307,7 @@ __attribute__((visibility("default"))) int InitializeInjection(void) {
     if (!config) return 1;
     int rc = gtrace::agent::start(config, 0, true);
     if (rc < 0) fprintf(stderr, "gtrace agent: could not start in pid %d (%s)\n", getpid(), strerror(-rc));
+    else gtrace::agent::await_call_request();
     return 1; // CUDA goes on whatever happened here
 }
 }
