@@ -216,6 +216,11 @@ void GpuEvents::process_exited(uint32_t pid) {
 
 void GpuEvents::finish() {
     if (!s_.agents) return;
+    // A process whose agent had not answered yet (a short capture, a busy host) is named: its
+    // GPU work is missing from the trace, which the totals alone would not say.
+    for (uint32_t pid : s_.agents->unanswered_requests(0))
+        if (s_.model.find(pid) && !s_.model.find(pid)->exited)
+            warn_no_gpu(pid, "its agent had not answered when the capture ended");
     s_.agents->detach_all(*this, kDetachTimeoutMs);
     update_lost();
 }

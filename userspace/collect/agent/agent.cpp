@@ -248,6 +248,9 @@ void* agent_loop(void*) {
         Request r = take_request(a.last_request);
         if (r.seq == 0) continue;
         a.last_request = r.seq;
+        // GTRACE_TEST_AGENT_ANSWER_DELAY_MS (the traced process's environment): answer late, as
+        // an agent whose process is descheduled on a busy host.
+        if (const char* delay = getenv("GTRACE_TEST_AGENT_ANSWER_DELAY_MS")) usleep(static_cast<useconds_t>(atoi(delay)) * 1000);
         start(r.config, r.seq, false);
     }
     return nullptr;

@@ -69,7 +69,9 @@ uint64_t monotonic_ns() {
     return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
 }
 
-void walk_stack(gt_agent_ring* ring, std::mutex& ring_mutex) {
+void walk_stack(gt_agent_ring* const& session_ring, std::mutex& ring_mutex) {
+    gt_agent_ring* ring = session_ring;
+    if (!ring) return;
     uint32_t epoch = __atomic_load_n(&ring->py_layout.epoch, __ATOMIC_ACQUIRE);
     if (!epoch || !ring->py_stack_every || t_call.calls++ % ring->py_stack_every) return;
     if (epoch != g_walker.epoch()) {
@@ -86,6 +88,8 @@ void walk_stack(gt_agent_ring* ring, std::mutex& ring_mutex) {
     t_call.stack = w.id;
     if (w.id == t_call.last_stack || !first_sighting(w.id)) return;
     std::lock_guard lock(ring_mutex);
+    if (!session_ring) return; // the session stopped during the walk: its ring is gone
+    ring = session_ring;
     uint64_t pos = 0;
     size_t bytes = sizeof(gt_gpu_pystack) + w.nframes * sizeof(gt_py_frame);
     auto* r = agent_ring_reserve_record<gt_gpu_pystack>(ring, bytes, GT_GPU_PYSTACK, 0, &pos);
@@ -141,13 +145,13 @@ void reset_call_capture() {
     g_session.fetch_add(1, std::memory_order_relaxed);
 }
 
-void call_entered(gt_agent_ring* ring, std::mutex& ring_mutex, int api, uint32_t correlation) {
+void call_entered(gt_agent_ring* const& session_ring, std::mutex& ring_mutex, int api, uint32_t correlation) {
     uint32_t session = g_session.load(std::memory_order_relaxed);
     if (t_call.session != session) t_call = {session};
     t_call.api = api;
     t_call.stack = 0;
     t_call.py_status = GT_PY_NONE;
-    walk_stack(ring, ring_mutex);
+    walk_stack(session_ring, ring_mutex);
     if (calls_from_records()) { // CUPTI's API record is the call: only its stack is needed here
         remember_stack(correlation, {t_call.stack, t_call.py_status});
         t_call.api = -1;
@@ -156,12 +160,14 @@ void call_entered(gt_agent_ring* ring, std::mutex& ring_mutex, int api, uint32_t
     t_call.start = monotonic_ns(); // after the walk: the call's own time, not gtrace's
 }
 
-void call_exited(gt_agent_ring* ring, std::mutex& ring_mutex, uint32_t correlation, uint32_t tid) {
+void call_exited(gt_agent_ring* const& session_ring, std::mutex& ring_mutex, uint32_t correlation, uint32_t tid) {
     if (t_call.api < 0 || t_call.session != g_session.load(std::memory_order_relaxed)) return;
     ApiRecord call{t_call.api, false, correlation, tid, t_call.start, monotonic_ns()};
     t_call.api = -1;
     std::lock_guard lock(ring_mutex);
-    write_call_record(ring, call, {t_call.stack, t_call.py_status});
+    // The session's ring as it is now, under its lock: a session that stopped while this call
+    // ran has let its ring go (seen: a write into the unmapped ring when gtrace stopped early).
+    if (session_ring) write_call_record(session_ring, call, {t_call.stack, t_call.py_status});
 }
 
 } // namespace gtrace::agent

@@ -25,13 +25,13 @@ bool is_table_api(CUpti_CallbackDomain domain, const char* name);
 void begin_call_capture(gt_agent_ring* ring, bool from_records);
 // At the entry and exit of a thread's outermost call to an API of the table (api >= 0) that
 // the agent records. `ring_mutex` guards the ring.
-void call_entered(gt_agent_ring* ring, std::mutex& ring_mutex, int api, uint32_t correlation);
-void call_exited(gt_agent_ring* ring, std::mutex& ring_mutex, uint32_t correlation, uint32_t tid);
+void call_entered(gt_agent_ring* const& session_ring, std::mutex& ring_mutex, int api, uint32_t correlation);
+void call_exited(gt_agent_ring* const& session_ring, std::mutex& ring_mutex, uint32_t correlation, uint32_t tid);
 // A new session: forget which stacks went out and the thread's call in progress.
 void reset_call_capture();
 
 // Walks the calling thread's Python stack (its frames sent first when the id is new).
-void walk_stack(gt_agent_ring* ring, std::mutex& ring_mutex);
+void walk_stack(gt_agent_ring* const& session_ring, std::mutex& ring_mutex);
 uint64_t monotonic_ns();
 
 } // namespace gtrace::agent

@@ -122,8 +122,9 @@ void CUPTIAPI on_api_callback(void*, CUpti_CallbackDomain domain, CUpti_Callback
     __atomic_store_n(&gtrace_agent_slots[tid % GT_AGENT_SLOTS],
                      in_call | t_calls.agent_records | (uint64_t{tid} << 32) | cb->correlationId, __ATOMIC_RELEASE);
     if (!t_calls.agent_records || !ring) return;
-    if (in_call) call_entered(ring, s.ring_mutex, api, cb->correlationId);
-    else call_exited(ring, s.ring_mutex, cb->correlationId, tid);
+    // s.ring itself, not `ring`: read again under the ring's lock (the session may stop meanwhile).
+    if (in_call) call_entered(s.ring, s.ring_mutex, api, cb->correlationId);
+    else call_exited(s.ring, s.ring_mutex, cb->correlationId, tid);
 }
 
 void CUPTIAPI on_buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
