@@ -219,7 +219,7 @@ void GpuEvents::finish() {
     // A process whose agent had not answered yet (a short capture, a busy host) is named: its
     // GPU work is missing from the trace, which the totals alone would not say.
     for (uint32_t pid : s_.agents->unanswered_requests(0))
-        if (s_.model.find(pid) && !s_.model.find(pid)->exited)
+        if (const ProcessInfo* p = s_.model.find(pid); p && !p->exited)
             warn_no_gpu(pid, "its agent had not answered when the capture ended");
     s_.agents->detach_all(*this, kDetachTimeoutMs);
     update_lost();

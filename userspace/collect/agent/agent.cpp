@@ -113,7 +113,6 @@ void begin_session(Agent& a) {
     __atomic_store_n(&a.offer.ring()->state, GT_AGENT_FAILED, __ATOMIC_RELEASE);
 }
 
-// Runs one session until gtrace asks to detach, goes away, or never takes the offer.
 // gtrace asked for the calls: from CUPTI's API records where it asked so and CUPTI can, else
 // from the callbacks. GTRACE_TEST_AGENT_RECORDS_GAP_MS (in the traced process's environment)
 // stretches the time between the records going on and the agent's `since`, as a descheduled
@@ -137,6 +136,7 @@ bool begin_requested_calls(Agent& a, gt_agent_ring* ring) {
     return true;
 }
 
+// Runs one session until gtrace asks to detach, goes away, or never takes the offer.
 void serve(Agent& a) {
     {
         std::lock_guard lock(a.mutex);
