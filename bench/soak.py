@@ -27,6 +27,10 @@ Needs root (BPF, ptrace) and a build (--build) with the simulator and the demo k
 
 Usage: soak.py [--minutes 60] [--every 10] [--out DIR] [--step-sleep 0.15] [--epoch-steps 50]
                [--eval-every 200] [--tolerance 8] [--fd-slack 2] [--build build] [--source .]
+               [--heaptrack SECONDS]
+
+gtrace runs with GTRACE_BENCH_HEAP=1: after each malloc_trim (every 30 s) it logs the heap it holds
+and the free memory glibc keeps in it; the verdict prints both slopes beside RSS's.
 """
 import argparse
 import csv
@@ -84,20 +88,52 @@ def at(rows, seconds):
     return min(rows, key=lambda r: abs(r["t_s"] - seconds))
 
 
+def heap_log(path):
+    """gtrace's `gtrace-heap:` lines (GTRACE_BENCH_HEAP): (t_s, MiB in use, MiB glibc keeps free)."""
+    points = []
+    for line in open(path, errors="replace"):
+        if line.startswith("gtrace-heap: "):
+            f = dict(kv.split("=", 1) for kv in line.split()[1:])
+            points.append((float(f["t"]), (int(f["in_use"]) + int(f["mmapped"])) / 2**20, int(f["free"]) / 2**20))
+    return points
+
+
+def gtrace_process(launcher_pid, gtrace):
+    """Under --heaptrack the launched process is heaptrack's script: find gtrace below it."""
+    for _ in range(100):
+        for p in process_tree(launcher_pid):
+            try:
+                if os.path.realpath(f"/proc/{p}/exe") == os.path.realpath(gtrace):
+                    return p
+            except OSError:
+                pass
+        time.sleep(0.1)
+    sys.exit("gtrace did not start under heaptrack")
+
+
 def capture(args, gtrace, pid, duration):
     trace = os.path.join(args.out, "soak.pftrace")
     cmd = [gtrace, "attach", "--pid", str(pid), "-q", "-o", trace, "--duration", f"{duration:g}",
            "--summary-json", os.path.join(args.out, "summary.json")]
+    launcher = ["heaptrack", "-o", os.path.join(args.out, "heaptrack")] if args.heaptrack else []
     with open(os.path.join(args.out, "gtrace.stderr"), "w") as err:
-        g = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err)
+        g = subprocess.Popen(launcher + cmd, stdout=subprocess.DEVNULL, stderr=err,
+                             env=dict(os.environ, GTRACE_BENCH_HEAP="1"))
+    gtrace_pid = gtrace_process(g.pid, gtrace) if args.heaptrack else g.pid
     print(" ".join(cmd[1:]), flush=True)
     print("  ".join(COLUMNS), flush=True)
     rows, start = [], time.time()
     with open(os.path.join(args.out, "samples.csv"), "w", newline="") as f:
         out = csv.DictWriter(f, COLUMNS)
         out.writeheader()
+        next_copy = args.heaptrack
         while g.poll() is None:
-            row = sample(time.time() - start, g.pid, pid, trace)
+            row = sample(time.time() - start, gtrace_pid, pid, trace)
+            if args.heaptrack and row["t_s"] >= next_copy:  # a copy of the stream reads as a capture that stopped here
+                for f in os.listdir(args.out):
+                    if f.startswith("heaptrack") and ".at-" not in f:
+                        subprocess.run(["cp", os.path.join(args.out, f), os.path.join(args.out, f"{f}.at-{int(row['t_s'])}s")])
+                next_copy += args.heaptrack
             if row["gtrace_fds"] is not None:
                 rows.append(row)
                 out.writerow(row)
@@ -122,6 +158,8 @@ def main():
     ap.add_argument("--fd-slack", type=int, default=2)
     ap.add_argument("--build", default="build")
     ap.add_argument("--source", default=".")
+    ap.add_argument("--heaptrack", type=float, default=0,
+                    help="run gtrace under heaptrack and copy its data file every N seconds (the live heap then)")
     args = ap.parse_args()
     require_root()
     os.makedirs(args.out, exist_ok=True)
@@ -149,6 +187,14 @@ def main():
           f"gtrace fds {fds[0]}..{fds[1]}, threads {spread(judged, 'gtrace_threads')}; "
           f"job fds {job_fds[0]}..{job_fds[1]}, job tree fds {spread(judged, 'job_tree_fds')}, "
           f"processes {spread(judged, 'job_processes')}")
+    heap = [h for h in heap_log(os.path.join(args.out, "gtrace.stderr")) if duration / 2 <= h[0] < duration]
+    heap_slopes = None
+    if len(heap) >= 4:  # tells what gtrace holds from what glibc keeps free inside the heap
+        heap_slopes = {"in_use": slope_per_hour([(t, u) for t, u, _ in heap]),
+                       "kept_free": slope_per_hour([(t, f) for t, _, f in heap])}
+        print(f"heap after each trim, second half: in use {heap[0][1]:.1f} -> {heap[-1][1]:.1f} MiB "
+              f"({heap_slopes['in_use']:+.2f} MiB/h), kept free {heap[0][2]:.1f} -> {heap[-1][2]:.1f} MiB "
+              f"({heap_slopes['kept_free']:+.2f} MiB/h)")
     print(f"trace: {trace_bytes / 2**20:.1f} MiB in {duration:g} s; gtrace CPU {rows[-1]['gtrace_cpu_s']:.0f} s")
     rises = {c: floor_rise(rows, duration, c) for c in ("gtrace_fds", "job_fds")}
     print(f"fd floor, last quarter against the second: gtrace {rises['gtrace_fds']:+d}, job {rises['job_fds']:+d}")
@@ -156,7 +202,7 @@ def main():
               "job_fds_flat": rises["job_fds"] <= args.fd_slack}
     verdict = "BOUNDED" if all(checks.values()) else "GROWING"
     with open(os.path.join(args.out, "soak.json"), "w") as f:
-        json.dump({"args": vars(args), "samples": rows, "summary": summary, "slope_mib_per_h": slope, "fd_floor_rise": rises,
+        json.dump({"args": vars(args), "samples": rows, "summary": summary, "slope_mib_per_h": slope, "heap_slopes_mib_per_h": heap_slopes, "fd_floor_rise": rises,
                    "trace_bytes": trace_bytes, "checks": checks, "verdict": verdict}, f, indent=1)
     print(f"soak: {verdict} ({', '.join(f'{k} {v}' for k, v in checks.items())}); samples in {args.out}")
     sys.exit(0 if verdict == "BOUNDED" else 1)

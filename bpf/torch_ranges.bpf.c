@@ -8,7 +8,12 @@
  *
  * Backward passes: THPEngine_run_backward (libtorch_python) is where Python's backward() and
  * autograd.grad() enter the engine. Its entry and its ret instructions are probed (not a return
- * probe: see gtrace/comm.h), matched by the stack pointer, outermost call per thread only. */
+ * probe: see gtrace/comm.h), matched by the stack pointer, outermost call per thread only.
+ *
+ * Autograd links (--autograd-links): the ret of at::sequence_number::get_and_increment hands a
+ * forward op's new node its number (rax) — sent with the Python stack of the op; the entry of
+ * Engine::evaluate_function runs a node (its Node* the third argument, the number in it) and its
+ * rets end it — sent with the stack pointer, which pairs them (userspace keeps the nesting). */
 #include "common.bpf.h"
 #include "pystack.bpf.h"
 #include "gtrace/torch_ranges.h"
@@ -174,6 +179,54 @@ static __always_inline void backward_returned(__u32 tgid, __u32 tid, __u64 sp)
 	b->sp = 0;
 }
 
+/* An autograd event without a name or a Python stack (the stack of a forward op is added by the caller). */
+static __always_inline struct gt_torch_range_event *autograd_event(__u8 kind, __u32 tgid, __u32 tid, __u64 sequence_nr, __u64 sp)
+{
+	struct gt_torch_range_event *e = gt_reserve(sizeof(*e), GT_EV_TORCH_RANGE);
+	if (!e)
+		return NULL;
+	e->cls = GT_EV_TORCH_RANGE;
+	e->named = 0;
+	e->kind = kind;
+	e->pid = tgid;
+	e->tid = tid;
+	e->pad2 = 0;
+	e->start_ns = e->end_ns = bpf_ktime_get_ns();
+	e->py_stack = 0;
+	e->py_status = GT_PY_NONE;
+	e->sequence_nr = sequence_nr;
+	e->sp = sp;
+	e->name[0] = 0;
+	return e;
+}
+
+static __always_inline void forward_op(struct pt_regs *ctx, __u32 tgid, __u32 tid)
+{
+	struct gt_py_layout *layout = bpf_map_lookup_elem(&py_layouts, &tgid);
+	if (!layout)
+		return; /* no Python here (an engine thread making a node in double backward): no source to give */
+	__u8 py_status = GT_PY_NONE;
+	__u64 py_stack = gt_python_stack(layout, tgid, &py_status, NULL);
+	if (!py_stack)
+		return;
+	struct gt_torch_range_event *e = autograd_event(GT_RANGE_FORWARD_OP, tgid, tid, PT_REGS_RC(ctx), 0);
+	if (!e)
+		return;
+	e->py_stack = py_stack;
+	e->py_status = py_status;
+	bpf_ringbuf_submit(e, gt_submit_flags());
+}
+
+static __always_inline void node_begun(struct pt_regs *ctx, __u32 tgid, __u32 tid, __u64 sp)
+{
+	__u64 sequence_nr = 0;
+	if (bpf_probe_read_user(&sequence_nr, sizeof(sequence_nr), (void *)(PT_REGS_PARM3(ctx) + GT_TORCH_NODE_SEQUENCE_OFFSET)))
+		return;
+	struct gt_torch_range_event *e = autograd_event(GT_RANGE_NODE_BEGUN, tgid, tid, sequence_nr, sp);
+	if (e)
+		bpf_ringbuf_submit(e, gt_submit_flags());
+}
+
 /* One program for every libtorch site; the attach cookie says which (enum gt_torch_site). */
 SEC("uprobe")
 int torch_range_probe(struct pt_regs *ctx)
@@ -196,6 +249,18 @@ int torch_range_probe(struct pt_regs *ctx)
 	case GT_TORCH_BACKWARD_RET:
 		backward_returned(tgid, tid, sp);
 		return 0;
+	case GT_TORCH_SEQUENCE_RET:
+		forward_op(ctx, tgid, tid);
+		return 0;
+	case GT_TORCH_NODE:
+		node_begun(ctx, tgid, tid, sp);
+		return 0;
+	case GT_TORCH_NODE_RET: {
+		struct gt_torch_range_event *e = autograd_event(GT_RANGE_NODE_ENDED, tgid, tid, 0, sp);
+		if (e)
+			bpf_ringbuf_submit(e, gt_submit_flags());
+		return 0;
+	}
 	case GT_TORCH_RANGE_BEGIN:
 		if ((int)PT_REGS_PARM2(ctx) != GT_TORCH_USER_SCOPE)
 			return 0;

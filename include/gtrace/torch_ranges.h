@@ -12,6 +12,10 @@ enum gt_torch_site {
 	GT_TORCH_RANGE_NAME = 3,  /* torch::autograd::profiler::record_function_enter_new(name, args) */
 	GT_TORCH_BACKWARD = 4,     /* THPEngine_run_backward's entry: Python starts a backward pass */
 	GT_TORCH_BACKWARD_RET = 5, /* ... one of its ret instructions: the pass is over */
+	/* --autograd-links only (a hit per autograd node, forward and backward): */
+	GT_TORCH_SEQUENCE_RET = 6, /* at::sequence_number::get_and_increment's ret: a forward op made a node */
+	GT_TORCH_NODE = 7,         /* torch::autograd::Engine::evaluate_function's entry: a node runs */
+	GT_TORCH_NODE_RET = 8,     /* ... one of its ret instructions */
 };
 
 /* What a range event is. A backward pass (loss.backward(), torch.autograd.grad) is sent when it
@@ -21,7 +25,18 @@ enum gt_range_kind {
 	GT_RANGE_USER = 0,           /* a user-scope RecordFunction range */
 	GT_RANGE_BACKWARD_BEGUN = 1, /* a backward pass began (end_ns 0) */
 	GT_RANGE_BACKWARD = 2,       /* a backward pass, begin to end */
+	/* Forward op to backward node (--autograd-links): autograd numbers each node it creates with
+	 * the creating thread's next sequence number and runs it, in backward, under that number —
+	 * the link PyTorch's profiler draws. */
+	GT_RANGE_FORWARD_OP = 3, /* a forward op made node `sequence_nr`: its Python stack (start_ns only) */
+	GT_RANGE_NODE_BEGUN = 4, /* node `sequence_nr` began running on tid (its frame: `sp`) */
+	GT_RANGE_NODE_ENDED = 5, /* the node whose frame is `sp` returned on tid (end_ns) */
 };
+
+/* Where torch::autograd::Node keeps its sequence_nr_: after the vtable pointer and
+ * enable_shared_from_this's weak_ptr, its first member (torch/csrc/autograd/function.h, torch 1.13
+ * to 2.x; checked against Debian's 1.13). */
+#define GT_TORCH_NODE_SEQUENCE_OFFSET 24
 
 /* at::RecordScope::USER_SCOPE in torch 1.13 to 2.x (record_function.h): the scope of Python's
  * record_function and of RECORD_USER_SCOPE. */
@@ -39,6 +54,8 @@ struct gt_torch_range_event {
 	unsigned long long py_stack;
 	unsigned long long start_ns; /* CLOCK_MONOTONIC */
 	unsigned long long end_ns;
+	unsigned long long sequence_nr; /* GT_RANGE_FORWARD_OP, GT_RANGE_NODE_BEGUN */
+	unsigned long long sp;          /* GT_RANGE_NODE_*: the node's frame on its thread */
 	char name[GT_RANGE_NAME_LEN];
 };
 

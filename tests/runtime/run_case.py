@@ -212,10 +212,12 @@ def check_trace(trace, expect, program_lines):
         for line in program_lines:
             if "GTRACE_SOURCES " in line:
                 record = json.loads(line[line.find("GTRACE_SOURCES ") + 15:])
-                got = collections.Counter(c["args"].get("source", "") for c in calls if c["pid"] == record["pid"])
+                arg = record.get("arg", "source")  # or another argument naming a Python line (forward_source)
+                got = collections.Counter(str(c["args"].get(arg, "")) for c in calls if c["pid"] == record["pid"]
+                                          and c["name"] == record.get("api", c["name"]))
                 if dict(got) != record["sources"]:
-                    fail(f"pid {record['pid']}: sources {dict(got)}, expected {record['sources']}")
-                print(f"ok: pid {record['pid']}: every call's source is its training-loop line")
+                    fail(f"pid {record['pid']}: {arg} {dict(got)}, expected {record['sources']}")
+                print(f"ok: pid {record['pid']}: every call's {arg} is the line the program expects")
 
     if "agent_call_sources" in expect:  # calls the agent recorded carry stacks it walked in the process
         agent = [c for c in calls if c["args"].get("recorded_by") == "agent"]

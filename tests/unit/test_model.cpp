@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "capture/lost_events.h"
+#include "model/autograd_links.h"
 #include "model/backward_passes.h"
 #include "model/trace_model.h"
 
@@ -157,4 +158,68 @@ TEST_CASE("backward passes: ended ones are kept for late calls, but not without 
     }
     CHECK(passes.origin_of(7, "pt_autograd_0", 999 * 100 + 10).stack == stack); // the last pass
     CHECK_FALSE(passes.origin_of(7, "pt_autograd_0", 10).stack);                 // long forgotten
+}
+
+TEST_CASE("autograd links: a call in a backward node gets the node's number and its forward op's stack") {
+    AutogradLinks links;
+    auto scale = make_py_stack({PyFrame{"forward", "/job/model.py", 10}}, false);
+    auto shift = make_py_stack({PyFrame{"forward", "/job/model.py", 11}}, false);
+    links.forward_op(1, 0, 100, scale);
+    links.forward_op(1, 1, 110, shift);
+    // Backward on the engine's thread 2: node 1 (shift), then node 0 (scale); frames at sp 5000.
+    links.node_begun(1, 2, 1, 5000, 1000);
+    auto in_shift = links.link_of(1, 2, 1100); // the call arrives while the node runs (uprobes)
+    REQUIRE(in_shift);
+    CHECK(in_shift->sequence_nr == 1);
+    CHECK(in_shift->forward_stack == shift);
+    links.node_ended(1, 2, 5000, 1200);
+    links.node_begun(1, 2, 0, 5000, 1300);
+    links.node_ended(1, 2, 5000, 1400);
+    // The agent's records come a poll later: matched by time.
+    CHECK(links.link_of(1, 2, 1350)->forward_stack == scale);
+    CHECK(links.link_of(1, 2, 1150)->forward_stack == shift);
+    CHECK_FALSE(links.link_of(1, 2, 1250)); // between nodes
+    CHECK_FALSE(links.link_of(1, 3, 1150)); // another thread ran no node
+    CHECK_FALSE(links.link_of(2, 2, 1150)); // another process
+
+    // A reentrant node nests inside another (a lower frame); the innermost has the call.
+    links.node_begun(1, 2, 1, 5000, 2000);
+    links.node_begun(1, 2, 0, 4000, 2100);
+    CHECK(links.link_of(1, 2, 2150)->sequence_nr == 0);
+    links.node_ended(1, 2, 4000, 2200);
+    CHECK(links.link_of(1, 2, 2250)->sequence_nr == 1);
+    // Its return not seen (an exception): the next node at the same frame ends it.
+    links.node_begun(1, 2, 0, 5000, 2300);
+    CHECK(links.link_of(1, 2, 2350)->sequence_nr == 0);
+    CHECK(links.link_of(1, 2, 2250)->sequence_nr == 1);
+    links.node_ended(1, 2, 7777, 2400); // begun before attach: nothing open at that frame
+    // A node whose forward op was not seen (before attach): the number, no stack.
+    links.node_begun(1, 2, 99, 5000, 2500);
+    auto unseen = links.link_of(1, 2, 2550);
+    REQUIRE(unseen);
+    CHECK(unseen->sequence_nr == 99);
+    CHECK_FALSE(unseen->forward_stack);
+    auto facts = links.facts();
+    CHECK(facts["forward_ops"] == 2);
+    CHECK(facts["node_ends_unmatched"] == 1);
+    CHECK(facts["calls_in_node_forward_op_unseen"] == 1);
+
+    links.forget_process(1);
+    CHECK_FALSE(links.link_of(1, 2, 2550));
+}
+
+TEST_CASE("autograd links: nodes and forward ops are kept within bounds") {
+    AutogradLinks links;
+    auto stack = make_py_stack({PyFrame{"forward", "/job/model.py", 10}}, false);
+    for (uint64_t i = 0; i < AutogradLinks::kForwardOpsKept + 10; ++i) links.forward_op(1, i, i, stack);
+    uint64_t t = 0;
+    for (uint64_t i = 0; i < AutogradLinks::kNodesKept * 2; ++i, t += 100) {
+        links.node_begun(1, 2, i, 5000, t);
+        links.node_ended(1, 2, 5000, t + 50);
+    }
+    CHECK(links.link_of(1, 2, t - 100 + 10)->forward_stack); // the newest node; its forward op is kept
+    CHECK_FALSE(links.link_of(1, 2, 10));                    // the oldest node let go
+    links.node_begun(1, 2, 0, 5000, t + AutogradLinks::kEndedKeptNs * 2);
+    CHECK_FALSE(links.link_of(1, 2, t - 100 + 10)); // ended long before: let go
+    CHECK_FALSE(links.link_of(1, 2, t + AutogradLinks::kEndedKeptNs * 2 + 1)->forward_stack); // number 0: past the bound
 }

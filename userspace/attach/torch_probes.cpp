@@ -31,9 +31,16 @@ constexpr const char* kEnterNew[] = {
 // 2.x: torch/csrc/autograd/python_engine.cpp), exported.
 constexpr const char* kRunBackward = "_Z22THPEngine_run_backwardP7_objectS0_S0_";
 
+// --autograd-links (libtorch_cpu, torch 1.13 and 2.x, exported): where a forward op's node gets
+// its sequence number (ATen/SequenceNumber.cpp), and where the engine runs a node (engine.cpp).
+constexpr const char* kSequenceNumber = "_ZN2at15sequence_number17get_and_incrementEv";
+constexpr const char* kEvaluateFunction =
+    "_ZN5torch8autograd6Engine17evaluate_functionERSt10shared_ptrINS0_9GraphTaskEEPNS0_4NodeERNS0_11InputBufferERKS2_INS0_"
+    "10ReadyQueueEE";
+
 const std::unordered_set<std::string_view>& site_symbols() {
     static const std::unordered_set<std::string_view> names = [] {
-        std::unordered_set<std::string_view> n = {kEnd, kRunBackward};
+        std::unordered_set<std::string_view> n = {kEnd, kRunBackward, kSequenceNumber, kEvaluateFunction};
         for (auto* list : {&kCtor, &kDtor, &kEnterNew})
             for (const char* name : *list) n.insert(name);
         return n;
@@ -62,9 +69,10 @@ void add_entry(const ElfSymbols& syms, const char* name, gt_torch_site site, std
 // constructor's callers that may pass USER_SCOPE (BPF still checks the scope), and the callers of
 // end() other than the destructor (user ranges are ended explicitly; other guards end in their
 // destructor). When the code cannot be analysed, the entries are probed as before.
-TorchProbes::Plan TorchProbes::plan(const std::string& path, const ElfSymbols& syms) {
+TorchProbes::Plan TorchProbes::plan(const std::string& path, const ElfSymbols& syms, bool autograd_links) {
     Plan plan;
     plan_backward(path, syms, plan);
+    if (autograd_links) plan_autograd_links(path, syms, plan);
     if (!syms.find(kCtor[0]) && !syms.find(kCtor[1])) return plan; // libtorch_python, or libtorch.so of split builds
     std::set<uint64_t> offsets;
     for (const char* name : kEnterNew) add_entry(syms, name, GT_TORCH_RANGE_NAME, plan.sites, offsets);
@@ -95,7 +103,7 @@ TorchProbes::Plan TorchProbes::plan(const std::string& path, const ElfSymbols& s
     } else {
         plan.why_entries = found.error().message;
     }
-    std::erase_if(plan.sites, [](const ApiProbeSite& s) { return s.cookie != GT_TORCH_RANGE_NAME && s.cookie != GT_TORCH_BACKWARD && s.cookie != GT_TORCH_BACKWARD_RET; });
+    std::erase_if(plan.sites, [](const ApiProbeSite& s) { return s.cookie == GT_TORCH_RANGE_BEGIN || s.cookie == GT_TORCH_RANGE_END; });
     offsets.clear();
     for (const auto& s : plan.sites) offsets.insert(s.offset);
     for (const char* name : kCtor) add_entry(syms, name, GT_TORCH_RANGE_BEGIN, plan.sites, offsets);
@@ -119,15 +127,30 @@ void TorchProbes::plan_backward(const std::string& path, const ElfSymbols& syms,
     plan.backward_return_sites = (*rets)[run->vaddr].size();
 }
 
+// The ret instructions of get_and_increment (the number in rax), and evaluate_function's entry
+// and rets; all or none (a node whose end is never seen would swallow the calls after it).
+void TorchProbes::plan_autograd_links(const std::string& path, const ElfSymbols& syms, Plan& plan) {
+    const ElfSymbol* number = syms.find(kSequenceNumber);
+    const ElfSymbol* evaluate = syms.find(kEvaluateFunction);
+    if (!number || !evaluate) return;
+    auto rets = find_return_sites(path, {{number->vaddr, number->size}, {evaluate->vaddr, evaluate->size}});
+    auto entry = syms.vaddr_to_offset(evaluate->vaddr);
+    if (!rets || !entry || (*rets)[number->vaddr].empty() || (*rets)[evaluate->vaddr].empty()) return;
+    for (uint64_t r : (*rets)[number->vaddr]) plan.sites.push_back({r, GT_TORCH_SEQUENCE_RET});
+    plan.sites.push_back({*entry, GT_TORCH_NODE});
+    for (uint64_t r : (*rets)[evaluate->vaddr]) plan.sites.push_back({r, GT_TORCH_NODE_RET});
+    plan.autograd_link_sites = (*rets)[number->vaddr].size() + 1 + (*rets)[evaluate->vaddr].size();
+}
+
 Result<int> TorchProbes::scan_maps(int pid, const std::vector<Mapping>& maps) {
     return libraries_.scan(pid, maps, is_torch_library, [this](const InputFile& file, const Mapping& m, LibraryScan::FileKey key) -> Result<bool> {
         auto syms = ElfSymbols::load(file.fd_path(), &site_symbols());
         if (!syms) return false;
-        Plan plan = this->plan(file.fd_path(), **syms);
+        Plan plan = this->plan(file.fd_path(), **syms, autograd_links_);
         // libtorch.so of split builds: RecordFunction is in libtorch_cpu; the engine in libtorch_python.
-        if ((!plan.begin_sites || !plan.end_sites) && !plan.backward_return_sites) return false;
-        if (!plan.begin_sites || !plan.end_sites) // the backward sites alone (plan_backward adds them only whole)
-            std::erase_if(plan.sites, [](const ApiProbeSite& s) { return s.cookie != GT_TORCH_BACKWARD && s.cookie != GT_TORCH_BACKWARD_RET; });
+        if ((!plan.begin_sites || !plan.end_sites) && !plan.backward_return_sites && !plan.autograd_link_sites) return false;
+        if (!plan.begin_sites || !plan.end_sites) // the backward and autograd sites alone (planned only whole)
+            std::erase_if(plan.sites, [](const ApiProbeSite& s) { return s.cookie == GT_TORCH_RANGE_BEGIN || s.cookie == GT_TORCH_RANGE_END || s.cookie == GT_TORCH_RANGE_NAME; });
         auto links = bpf_.attach_torch_probes(file.fd_path(), m.path, plan.sites);
         if (!links) return links.error();
         for (auto& l : *links) links_.push_back(std::move(l));
@@ -147,6 +170,7 @@ nlohmann::json TorchProbes::facts() const {
             if (!p.plan.at_call_sites) f["why_not_call_sites"] = p.plan.why_entries;
         }
         if (p.plan.backward_return_sites) f["backward_return_sites"] = p.plan.backward_return_sites;
+        if (p.plan.autograd_link_sites) f["autograd_link_sites"] = p.plan.autograd_link_sites;
         files.push_back(std::move(f));
     }
     return files;

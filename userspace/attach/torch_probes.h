@@ -2,7 +2,8 @@
 // record_function probes on it: the call sites that construct user-scope RecordFunctions and
 // those that end them explicitly (or, where the code cannot be analysed, the constructor, end()
 // and destructor themselves), and record_function_enter_new where it exists (torch 2.x); and on
-// libtorch_python, the entry and ret instructions of THPEngine_run_backward (backward passes).
+// libtorch_python, the entry and ret instructions of THPEngine_run_backward (backward passes);
+// with --autograd-links, where autograd numbers and runs its nodes (gtrace/torch_ranges.h).
 // One set of probes per file.
 #pragma once
 #include <cstdint>
@@ -24,7 +25,7 @@ namespace gtrace {
 
 class TorchProbes {
 public:
-    explicit TorchProbes(BpfSession& bpf) : bpf_(bpf) {}
+    TorchProbes(BpfSession& bpf, bool autograd_links) : bpf_(bpf), autograd_links_(autograd_links) {}
 
     // Probe the libtorch files among a process's mappings; returns how many new files got probes.
     Result<int> scan_maps(int pid, const std::vector<Mapping>& maps);
@@ -38,15 +39,18 @@ private:
         size_t begin_sites = 0, end_sites = 0;
         std::string why_entries; // why the entries are probed instead of call sites
         size_t backward_return_sites = 0; // THPEngine_run_backward's rets (0: not in this file)
+        size_t autograd_link_sites = 0;   // sequence number and node sites (0: none, or not asked)
     };
     struct Probed {
         std::string path;
         Plan plan; // without its sites
     };
-    static Plan plan(const std::string& path, const ElfSymbols& syms);
+    static Plan plan(const std::string& path, const ElfSymbols& syms, bool autograd_links);
     static void plan_backward(const std::string& path, const ElfSymbols& syms, Plan& plan);
+    static void plan_autograd_links(const std::string& path, const ElfSymbols& syms, Plan& plan);
 
     BpfSession& bpf_;
+    bool autograd_links_;
     std::map<std::pair<uint64_t, uint64_t>, Probed> probed_; // (dev, inode) -> how it is probed
     LibraryScan libraries_;
     std::vector<UprobeLink> links_;

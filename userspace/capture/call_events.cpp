@@ -39,6 +39,11 @@ void CallEvents::take(ApiCall& call) {
         call.stack = std::move(origin.stack);
         call.stack_thread = origin.tid;
     }
+    if (s_.options.autograd_links)
+        if (auto link = s_.autograd.link_of(call.pid, call.tid, call.start_ns)) {
+            call.sequence_nr = link->sequence_nr;
+            call.forward_stack = std::move(link->forward_stack);
+        }
     s_.writer.call(call);
     if (call.api == GT_API_CUDA_MALLOC || call.api == GT_API_CUDA_FREE) s_.memory.on_call(call);
     if (s_.agents) s_.join.add_call(call);

@@ -21,6 +21,17 @@ constexpr std::chrono::milliseconds kStopDrainLimit{2000}; // per drain: the rin
 constexpr int kBusyPollMs = 5;
 constexpr double kRescanAllEvery_s = 1.0;
 constexpr double kTrimEvery_s = 30.0;
+
+// bench/soak.py: what the heap holds against what glibc keeps free in it, after each trim (the
+// soak tells a table that grows from free memory the allocator does not hand back).
+void log_heap_for_bench(double seconds) {
+    static const bool wanted = getenv("GTRACE_BENCH_HEAP") != nullptr;
+    if (!wanted) return;
+    struct mallinfo2 m = mallinfo2();
+    fmt::print(stderr, "gtrace-heap: t={:.1f} in_use={} free={} mmapped={} top={}\n", seconds, m.uordblks, m.fordblks,
+               m.hblkhd, m.keepcost);
+}
+
 // A process's trace tracks are let go this long after its exit: its agent's last records and
 // the join of its last GPU ops come within seconds (GpuJoin keeps calls a minute; an op after
 // that still gets its track back).
@@ -56,7 +67,7 @@ Result<std::unique_ptr<Capture>> Capture::attach(const CaptureOptions& options) 
     if (!bpf) return bpf.error();
     s.bpf = std::move(*bpf);
     s.cuda_probes = std::make_unique<CudaProbes>(*s.bpf);
-    s.torch_probes = std::make_unique<TorchProbes>(*s.bpf);
+    s.torch_probes = std::make_unique<TorchProbes>(*s.bpf, s.options.autograd_links);
     s.comm_probes = std::make_unique<CommProbes>(*s.bpf);
     auto reader = RingReader::open(s.bpf->ring_buffer_fd(), *c);
     if (!reader) return reader.error();
@@ -145,6 +156,7 @@ Result<CaptureResult> Capture::run() {
             if (seconds_since(last_trim) >= kTrimEvery_s) {
                 last_trim = std::chrono::steady_clock::now();
                 malloc_trim(0);
+                log_heap_for_bench(s_.seconds_running());
             }
         }
         if (live_status && seconds_since(last_status) >= 1.0) {

@@ -33,6 +33,7 @@ struct CaptureOptions {
     std::string cupti;   // --cupti: libcupti path(s) to try first
     bool system_wide = false; // --system-wide: a tree that is the whole host is allowed (see check_scope)
     bool redact = true;       // hide secret values of command lines (--no-redact: keep them)
+    bool autograd_links = false; // --autograd-links: backward launches linked to their forward op's source
     // Scripted captures: what goes into the trace, and when the capture stops on its own.
     double delay_s = 0;                                 // --delay: record from this long after attach
     std::optional<std::pair<uint32_t, uint32_t>> steps; // --steps A:B: from the A-th to the B-th step after attach

@@ -16,6 +16,7 @@
 #include "decode/python_frames.h"
 #include "decode/python_stacks.h"
 #include "foundation/result.h"
+#include "model/autograd_links.h"
 #include "model/backward_passes.h"
 #include "model/gpu_join.h"
 #include "model/gpu_memory.h"
@@ -44,6 +45,7 @@ struct CaptureState {
     GpuJoin join{[this](const CallRef& call, const GpuOp& op) { writer.flow(call, op); }};
     GpuMemory memory{[this](const MemorySample& m) { writer.memory(m); }};
     BackwardPasses backward; // gives autograd threads' launches the stack that began the pass
+    AutogradLinks autograd;  // --autograd-links: a backward launch's forward op
     std::chrono::steady_clock::time_point started;
     uint64_t start_wall_unix_ms = 0;
 

@@ -41,6 +41,7 @@ nlohmann::json Capture::other_data(const std::string& stop_reason, double elapse
             {"c10d_libraries", s_.comm_probes->facts()},
             {"collectives", ranges_.collectives()},
             {"backward", s_.backward.facts()},
+            {"autograd_links", s_.options.autograd_links ? s_.autograd.facts() : nlohmann::json()},
             {"capture_script", script_.facts()},
             {"bpf_stats", bpf_stats_facts()},
             {"api_capture", calls_.facts()},

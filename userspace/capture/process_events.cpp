@@ -178,6 +178,7 @@ void ProcessEvents::exited(uint32_t pid, int exit_code) {
     forget_python(pid);
     s_.memory.forget_process(pid);
     s_.backward.forget_process(pid);
+    s_.autograd.forget_process(pid);
     gpu_.process_exited(pid);
     pending_scan_.erase(static_cast<int>(pid));
     scanned_code_.erase(pid);

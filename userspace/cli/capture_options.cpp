@@ -75,6 +75,9 @@ void add_capture_options(po::options_description& o) {
          "agent (= agent-callbacks): a process whose agent holds CUPTI's callbacks records its own CUDA calls and the "
          "CUDA uprobes come off (a trap per call costs more); agent-records: the calls from CUPTI's API records, a "
          "callback only to walk the Python stack (none with --py-stacks off); uprobes: always trace calls with uprobes")
+        ("autograd-links", "link each backward launch to the forward op whose gradient it computes: its Python source "
+                           "(forward_source) and autograd sequence number, as the PyTorch profiler does; costs a probe hit "
+                           "per autograd node in forward and in backward, and a Python stack walk per forward node")
         ("bpf-stats", "count the runs and run time of each gtrace BPF program (kernel BPF statistics, on while gtrace "
                       "runs) into the trace's otherData.bpf_stats")
         ("cupti", po::value<std::string>(), "libcupti to use (colon-separated paths tried first); default: the one matching "
@@ -180,6 +183,7 @@ void read_capture_options(const po::variables_map& vm, CaptureOptions& options) 
     options.agent_calls = capture != "uprobes";
     options.call_source = capture == "agent-records" ? GT_CALLS_FROM_RECORDS : GT_CALLS_FROM_CALLBACKS;
     options.bpf_stats = vm.count("bpf-stats") > 0;
+    options.autograd_links = vm.count("autograd-links") > 0;
     options.redact = vm.count("no-redact") == 0;
     options.system_wide = vm.count("system-wide") > 0;
     if (vm.count("cupti")) {

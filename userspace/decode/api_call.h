@@ -34,6 +34,9 @@ struct ApiCall {
     std::string thread_name;
     PyStackRef stack;         // the Python stack at the call's entry (null: none)
     uint32_t stack_thread = 0; // not 0: `stack` is this thread's, which began the backward pass the call is part of
+    // --autograd-links: made while autograd ran node `sequence_nr`; the stack of the forward op that made it.
+    std::optional<uint64_t> sequence_nr;
+    PyStackRef forward_stack;
     std::optional<uint64_t> stream, bytes, ptr, event, graph, handle;
     std::optional<int> copy_kind; // cudaMemcpyKind
 };

@@ -39,6 +39,15 @@ void append_py_stack_args(std::string& out, const PyStackRef& stack, bool source
     if (!source_first) source();
 }
 
+void append_autograd_args(std::string& out, const ApiCall& c) {
+    if (!c.sequence_nr) return;
+    fmt::format_to(std::back_inserter(out), ",\"sequence_nr\":{}", *c.sequence_nr);
+    if (c.forward_stack) {
+        out += ",\"forward_source\":";
+        append_json_string(out, c.forward_stack->source);
+    }
+}
+
 Result<std::unique_ptr<ChromeTraceWriter>> ChromeTraceWriter::create(const std::string& path, bool force) {
     auto file = JsonEventFile::create(path, force, kChromeTraceHeader);
     if (!file) return file.error();
@@ -68,6 +77,7 @@ void ChromeTraceWriter::call(const ApiCall& c) {
     if (c.handle) fmt::format_to(out, ",\"handle\":\"{}\"", hex(*c.handle));
     append_py_stack_args(buf_, c.stack, true);
     if (c.stack_thread) fmt::format_to(out, ",\"stack_of_thread\":{}", c.stack_thread);
+    append_autograd_args(buf_, c);
     buf_ += "}}";
     file_.emit(buf_);
 }

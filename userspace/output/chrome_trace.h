@@ -76,5 +76,7 @@ private:
 // The Python stack as gtrace's JSON writes it: `"py_stack":["qualname (file:line)",...]`
 // (innermost first, a marker when truncated) and `"source":"..."`, each after a comma.
 void append_py_stack_args(std::string& out, const PyStackRef& stack, bool source_first);
+// --autograd-links: ,"sequence_nr":N,"forward_source":"..." of a call made in a backward node.
+void append_autograd_args(std::string& out, const ApiCall& c);
 
 } // namespace gtrace

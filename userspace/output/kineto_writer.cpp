@@ -119,6 +119,7 @@ void KinetoWriter::call(const ApiCall& c) {
     fmt::format_to(out, "\"ret\":{}", c.ret);
     append_py_stack_args(buf_, c.stack, true);
     if (c.stack_thread) fmt::format_to(out, ",\"stack_of_thread\":{}", c.stack_thread);
+    append_autograd_args(buf_, c);
     buf_ += "}}";
     emit(*f, buf_);
 }

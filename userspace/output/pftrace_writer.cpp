@@ -204,6 +204,8 @@ void PftraceWriter::call(const ApiCall& c) {
     }
     if (c.by_agent) annotation_string(t, "recorded_by", "agent");
     if (c.stack_thread) annotation_uint(t, "stack_of_thread", c.stack_thread);
+    if (c.sequence_nr) annotation_uint(t, "sequence_nr", *c.sequence_nr);
+    if (c.forward_stack) annotation_string(t, "forward_source", c.forward_stack->source);
     if (c.ret) {
         e.begin(kDebugAnnotations);
         e.varint(1, t.interning.annotation_name("ret"));
