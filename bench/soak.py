@@ -130,9 +130,9 @@ def capture(args, gtrace, pid, duration):
         while g.poll() is None:
             row = sample(time.time() - start, gtrace_pid, pid, trace)
             if args.heaptrack and row["t_s"] >= next_copy:  # a copy of the stream reads as a capture that stopped here
-                for f in os.listdir(args.out):
-                    if f.startswith("heaptrack") and ".at-" not in f:
-                        subprocess.run(["cp", os.path.join(args.out, f), os.path.join(args.out, f"{f}.at-{int(row['t_s'])}s")])
+                for name in os.listdir(args.out):
+                    if name.startswith("heaptrack") and ".at-" not in name:
+                        subprocess.run(["cp", os.path.join(args.out, name), os.path.join(args.out, f"{name}.at-{int(row['t_s'])}s")])
                 next_copy += args.heaptrack
             if row["gtrace_fds"] is not None:
                 rows.append(row)

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "analyze/proto_wire.h"
+#include "output/pftrace_flows.h"
 #include "output/pftrace_interning.h"
 #include "output/trace_formats.h"
 #include "temp_dir.h"
@@ -163,4 +164,23 @@ TEST_CASE("the .pftrace interning lets go of the stacks of processes gone, and k
     auto again = make_py_stack({PyFrame{"worker_loop", "/job/data.py", 3}}, false);
     auto first = make_py_stack({PyFrame{"worker_loop", "/job/data.py", 3}}, false);
     CHECK(interning.callstack(again) == interning.callstack(first)); // same frames, same callstack iid
+}
+
+TEST_CASE("a GPU op written before its call is remembered a minute, not for the whole capture") {
+    PftraceFlows flows;
+    auto op = [](uint32_t correlation, uint64_t start_ns) {
+        GpuOp o;
+        o.pid = kFlowPid;
+        o.correlation = correlation;
+        o.start_ns = start_ns;
+        return o;
+    };
+    flows.op_written_unlinked(op(1, 1'000));
+    flows.op_written_unlinked(op(2, 2'000));
+    CHECK(flows.take_written_unlinked(op(2, 2'000))); // its call came: the flow ends at an instant
+    CHECK_FALSE(flows.take_written_unlinked(op(2, 2'000)));
+    // A minute of ops later, the first one's call has not come and will not (GpuJoin let it go).
+    for (uint32_t i = 0; i < 100; ++i) flows.op_written_unlinked(op(100 + i, 61'000'000'000ull + i));
+    CHECK_FALSE(flows.take_written_unlinked(op(1, 1'000)));
+    CHECK(flows.take_written_unlinked(op(150, 61'000'000'050ull)));
 }

@@ -40,9 +40,17 @@ PftraceFlows::Join PftraceFlows::join(const CallRef& call, const GpuOp& op) {
     return {next_id(op.correlation), true};
 }
 
+// Kept a minute, as GpuJoin keeps an op waiting for its call: a process's ops issued before its
+// first traced call never get one, and a capture left on for hours must not keep them all.
 void PftraceFlows::op_written_unlinked(const GpuOp& op) {
-    unlinked_ops_.insert(op_key(op));
-    if (unlinked_ops_.size() > kMaxUnlinkedOps) unlinked_ops_.erase(unlinked_ops_.begin());
+    OpKey k = op_key(op);
+    if (!unlinked_ops_.insert(k).second) return;
+    unlinked_order_.push_back(k);
+    while (!unlinked_order_.empty() &&
+           (unlinked_ops_.size() > kMaxUnlinkedOps || std::get<2>(unlinked_order_.front()) + kMaxStartedAgeNs < op.start_ns)) {
+        unlinked_ops_.erase(unlinked_order_.front()); // gone already when its call came
+        unlinked_order_.pop_front();
+    }
 }
 
 bool PftraceFlows::take_written_unlinked(const GpuOp& op) {

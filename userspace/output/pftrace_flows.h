@@ -54,6 +54,7 @@ private:
     };
     std::deque<Order> started_order_; // oldest first; entries whose flow ended are skipped
     std::set<OpKey> unlinked_ops_;
+    std::deque<OpKey> unlinked_order_; // as written; entries taken meanwhile are skipped
 };
 
 } // namespace gtrace
