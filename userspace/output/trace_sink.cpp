@@ -14,6 +14,7 @@ namespace {
 
 constexpr size_t kFlushAt = 1 << 20;
 constexpr uint64_t kMarkEvery = 64 << 10;
+constexpr size_t kMarksKept = 4096; // then thinned: a trace of any size keeps at most this many
 constexpr uint64_t kTailSlack = 16 << 10; // a few file system blocks beyond the closing bytes
 
 // Writes all of `bytes` at `offset`; 0, or the errno of the write that failed. `reached`: the
@@ -55,7 +56,17 @@ Result<TraceSink> TraceSink::create(const std::string& path, bool force, std::st
 void TraceSink::commit() {
     if (failed()) return;
     last_ = {written_ + buf_.size(), ++units_};
-    if (last_.offset - marks_.back().offset >= kMarkEvery) marks_.push_back(last_);
+    if (last_.offset - marks_.back().offset >= kMarkEvery) {
+        marks_.push_back(last_);
+        // A cut goes back from the end in steps that grow 4x: the old part of a long capture
+        // needs fewer marks. Every other one of the older half goes (the header's end stays).
+        if (marks_.size() > kMarksKept) {
+            size_t half = marks_.size() / 2, out = 1;
+            for (size_t i = 1; i < marks_.size(); ++i)
+                if (i >= half || i % 2 == 0) marks_[out++] = marks_[i];
+            marks_.resize(out);
+        }
+    }
     if (buf_.size() >= kFlushAt) flush();
 }
 
