@@ -6,11 +6,7 @@
 
 namespace gtrace {
 
-uint64_t ProcessInfo::total_calls() const {
-    uint64_t n = 0;
-    for (auto c : calls) n += c;
-    return n;
-}
+uint64_t ProcessInfo::total_calls() const { return calls.total(); }
 
 std::string ProcessInfo::label() const {
     std::string prefix;
@@ -92,13 +88,14 @@ void TraceModel::mark_exited(uint32_t pid, int exit_code) {
     if (ProcessInfo* p = find(pid)) {
         p->exited = true;
         p->exit_code = exit_code;
+        p->allocations = {}; // its device memory went with it (a caching allocator frees nothing at exit)
     }
 }
 
 void TraceModel::record_call(ApiCall& call) {
     ProcessInfo* p = find(call.pid);
     if (!p) p = &add_process(call.pid, 0, false, std::nullopt);
-    p->calls[call.api]++;
+    p->calls.add(call.api);
     if (call.api == GT_API_CUDA_MALLOC && call.ret == 0 && call.ptr && *call.ptr) {
         p->allocations[*call.ptr] = call.bytes.value_or(0);
     } else if (call.api == GT_API_CUDA_FREE && call.ptr) {
@@ -130,7 +127,7 @@ uint64_t TraceModel::total_calls() const {
 std::array<uint64_t, GT_API_COUNT> TraceModel::calls_per_api() const {
     std::array<uint64_t, GT_API_COUNT> out{};
     for (const auto& [pid, p] : processes_)
-        for (size_t i = 0; i < out.size(); ++i) out[i] += p.calls[i];
+        for (const auto& [api, n] : p.calls.by_api()) out[api] += n;
     return out;
 }
 

@@ -7,6 +7,8 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "decode/api_call.h"
 #include "discover/pid_namespace.h"
@@ -21,6 +23,34 @@ struct ThreadInfo {
     uint64_t calls = 0;
 };
 
+// Calls per CUDA API of one process: the few it uses (a process calls a dozen of the ~200 APIs;
+// a dense array was 1.6 KB for every process that ever lived, DataLoader workers included).
+class ApiCounts {
+public:
+    void add(gt_cuda_api api) {
+        for (auto& [a, n] : counts_)
+            if (a == api) {
+                ++n;
+                return;
+            }
+        counts_.emplace_back(api, 1);
+    }
+    uint64_t total() const {
+        uint64_t n = 0;
+        for (const auto& [a, c] : counts_) n += c;
+        return n;
+    }
+    uint64_t operator[](gt_cuda_api api) const {
+        for (const auto& [a, n] : counts_)
+            if (a == api) return n;
+        return 0;
+    }
+    const std::vector<std::pair<gt_cuda_api, uint64_t>>& by_api() const { return counts_; }
+
+private:
+    std::vector<std::pair<gt_cuda_api, uint64_t>> counts_;
+};
+
 struct ProcessInfo {
     uint32_t pid = 0;
     uint32_t ppid = 0;
@@ -32,7 +62,7 @@ struct ProcessInfo {
     bool attached_at_start = false; // found in /proc when gtrace attached
     bool exited = false;
     int exit_code = 0;
-    std::array<uint64_t, GT_API_COUNT> calls{};
+    ApiCounts calls;
     std::map<uint32_t, ThreadInfo> threads;
     std::unordered_map<uint64_t, uint64_t> allocations; // device pointer -> bytes, while live
 
