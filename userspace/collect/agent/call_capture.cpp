@@ -69,27 +69,37 @@ uint64_t monotonic_ns() {
     return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
 }
 
+// The ring is read only under its lock, here as in call_exited: a session that stops meanwhile
+// unmaps it, and a read of it after that would crash the traced job. The walk itself, which
+// reads only the interpreter's memory, runs unlocked.
 void walk_stack(gt_agent_ring* const& session_ring, std::mutex& ring_mutex) {
-    gt_agent_ring* ring = session_ring;
-    if (!ring) return;
-    uint32_t epoch = __atomic_load_n(&ring->py_layout.epoch, __ATOMIC_ACQUIRE);
-    if (!epoch || !ring->py_stack_every || t_call.calls++ % ring->py_stack_every) return;
-    if (epoch != g_walker.epoch()) {
-        std::lock_guard lock(g_layout_mutex);
-        if (epoch != g_walker.epoch()) g_walker.set_layout(ring->py_layout, static_cast<uint32_t>(getpid()));
+    {
+        std::lock_guard lock(ring_mutex);
+        gt_agent_ring* ring = session_ring;
+        if (!ring) return;
+        uint32_t epoch = __atomic_load_n(&ring->py_layout.epoch, __ATOMIC_ACQUIRE);
+        uint32_t every = ring->py_stack_every;
+        if (!epoch || !every || t_call.calls++ % every) return;
+        if (epoch != g_walker.epoch()) {
+            std::lock_guard layout_lock(g_layout_mutex);
+            if (epoch != g_walker.epoch()) g_walker.set_layout(ring->py_layout, static_cast<uint32_t>(getpid()));
+        }
     }
     gt_py_frame frames[GT_PY_MAX_FRAMES];
     PyWalkResult w = g_walker.walk(frames);
     t_call.py_status = w.status;
     if (w.status != GT_PY_OK) {
-        if (g_walker.refused()) __atomic_add_fetch(&ring->py_walks_refused, 1, __ATOMIC_RELAXED);
+        if (g_walker.refused()) {
+            std::lock_guard lock(ring_mutex);
+            if (session_ring) __atomic_add_fetch(&session_ring->py_walks_refused, 1, __ATOMIC_RELAXED);
+        }
         return;
     }
     t_call.stack = w.id;
     if (w.id == t_call.last_stack || !first_sighting(w.id)) return;
     std::lock_guard lock(ring_mutex);
     if (!session_ring) return; // the session stopped during the walk: its ring is gone
-    ring = session_ring;
+    gt_agent_ring* ring = session_ring;
     uint64_t pos = 0;
     size_t bytes = sizeof(gt_gpu_pystack) + w.nframes * sizeof(gt_py_frame);
     auto* r = agent_ring_reserve_record<gt_gpu_pystack>(ring, bytes, GT_GPU_PYSTACK, 0, &pos);
