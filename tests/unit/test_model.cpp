@@ -223,3 +223,15 @@ TEST_CASE("autograd links: nodes and forward ops are kept within bounds") {
     CHECK_FALSE(links.link_of(1, 2, t - 100 + 10)); // ended long before: let go
     CHECK_FALSE(links.link_of(1, 2, t + AutogradLinks::kEndedKeptNs * 2 + 1)->forward_stack); // number 0: past the bound
 }
+
+TEST_CASE("autograd links: a node whose return was never seen does not hold the others forever") {
+    AutogradLinks links;
+    links.node_begun(1, 2, 5, 9000, 0); // an exception left it open; later nodes run deeper
+    uint64_t t = 100;
+    for (uint64_t i = 0; i < AutogradLinks::kNodesKept * 2; ++i, t += 100) {
+        links.node_begun(1, 2, i, 5000, t);
+        links.node_ended(1, 2, 5000, t + 50);
+    }
+    auto link = links.link_of(1, 2, 50);
+    CHECK_FALSE(link); // let go with the oldest, open or not
+}

@@ -21,8 +21,8 @@ void AutogradLinks::node_begun(uint32_t pid, uint32_t tid, uint64_t sequence_nr,
     auto& nodes = nodes_[{pid, tid}];
     end_open(nodes, sp, ts_ns); // the stack grows down: an open node at or below this frame has returned
     nodes.push_back({sequence_nr, sp, ts_ns, 0});
-    while (!nodes.empty() && nodes.front().end_ns &&
-           (nodes.size() > kNodesKept || nodes.front().end_ns + kEndedKeptNs < ts_ns))
+    // Bounded even behind a node whose return was never seen and that no later node closed.
+    while (!nodes.empty() && (nodes.size() > kNodesKept || (nodes.front().end_ns && nodes.front().end_ns + kEndedKeptNs < ts_ns)))
         nodes.pop_front();
 }
 
