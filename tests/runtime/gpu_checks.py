@@ -129,3 +129,8 @@ def check_gpu(trace, expect):
     if sum(checked.values()) < minimum:
         fail(f"only {dict(checked)} simulated ops checked, expected at least {minimum}")
     print(f"ok: every simulated op in the window is in the trace, timed, on its stream, linked to its call: {dict(checked)}")
+    if "gpu_unlinked_max" in expect:  # ops the agent recorded but could not link, whatever the reason
+        unlinked = trace["otherData"]["gpu"]["unlinked"]
+        if sum(unlinked.values()) > expect["gpu_unlinked_max"]:
+            fail(f"GPU ops left unlinked {unlinked}, expected at most {expect['gpu_unlinked_max']} in all")
+        print(f"ok: GPU ops left unlinked {unlinked}, at most {expect['gpu_unlinked_max']}")

@@ -57,12 +57,11 @@ void CallEvents::update_sources(const std::map<uint32_t, std::string>& gpu_warni
     bool need_uprobes = false;
     for (const auto& [pid, p] : s_.model.processes()) {
         if (p.exited || !s_.cuda_probes->maps_cuda(static_cast<int>(pid))) continue;
+        // Asked as soon as its ring is ours, before its session begins (the agent waits for
+        // that in attach mode): it records the calls from its first GPU record on. An agent
+        // without CUPTI's callbacks (another tool holds them) never begins: the uprobes stay.
+        if (agents->has_agent(pid)) agent_adopted(pid); // at adoption already, unless the process was not known then
         if (agents->has_callbacks(pid)) {
-            if (requested_calls_.insert(pid).second) {
-                auto layout = py_layouts_.find(pid);
-                agents->request_calls(pid, layout == py_layouts_.end() ? gt_py_layout{} : layout->second,
-                                       options.py_stack_every, options.call_source);
-            }
             if (uint64_t since = agents->calls_since(pid)) {
                 calls_since_[pid] = since;
                 continue;
@@ -102,6 +101,14 @@ bool CallEvents::lagging_for_test() {
 void CallEvents::set_python_layout(uint32_t pid, const gt_py_layout& layout) {
     py_layouts_[pid] = layout;
     if (requested_calls_.contains(pid)) s_.agents->request_calls(pid, layout, s_.options.py_stack_every, s_.options.call_source);
+}
+
+void CallEvents::agent_adopted(uint32_t pid) {
+    const ProcessInfo* p = s_.model.find(pid);
+    if (!s_.agents || !s_.options.agent_calls || !p || p->exited || !requested_calls_.insert(pid).second) return;
+    auto layout = py_layouts_.find(pid);
+    s_.agents->request_calls(pid, layout == py_layouts_.end() ? gt_py_layout{} : layout->second, s_.options.py_stack_every,
+                             s_.options.call_source);
 }
 
 void CallEvents::forget_process(uint32_t pid) {

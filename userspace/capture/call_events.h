@@ -26,6 +26,8 @@ public:
     void update_sources(const std::map<uint32_t, std::string>& gpu_warnings);
     void set_python_layout(uint32_t pid, const gt_py_layout& layout);
     void forget_process(uint32_t pid);
+    // pid's agent ring just became ours: ask it for the calls before its session begins.
+    void agent_adopted(uint32_t pid);
 
     nlohmann::json facts() const;
     void print_summary() const;

@@ -73,6 +73,7 @@ Result<std::unique_ptr<Capture>> Capture::attach(const CaptureOptions& options) 
     if (!reader) return reader.error();
     c->reader_.emplace(std::move(*reader));
     if (auto r = c->gpu_.start(); !r) return r.error();
+    if (s.agents) s.agents->set_on_adopted([calls = &c->calls_](uint32_t pid) { calls->agent_adopted(pid); });
 
     if (auto r = c->processes_.track_tree(*start_ticks); !r) return r.error();
     return c;

@@ -179,6 +179,7 @@ Result<void> AgentChannel::adopt(uint32_t pid, const gt_agent_mailbox& m) {
     rings_[pid] = Ring{h, size, data, owner_fd.release(), 0, 0, 0};
     tids_.forget(pid); // a new session may be a new process under a reused pid: its threads read afresh
     pending_.erase(pid);
+    if (on_adopted_) on_adopted_(pid);
     return {};
 }
 

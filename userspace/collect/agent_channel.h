@@ -9,6 +9,7 @@
 #pragma once
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -85,6 +86,9 @@ public:
     void request_calls(uint32_t pid, const gt_py_layout& layout, uint32_t py_stack_every, uint32_t source);
     // CLOCK_MONOTONIC ns since which pid's agent records its calls; 0: it does not (yet).
     uint64_t calls_since(uint32_t pid) const;
+    // Called as each ring becomes ours, before its agent begins the session (attach mode): what
+    // is asked in the ring now (request_calls) holds from the session's first record.
+    void set_on_adopted(std::function<void(uint32_t pid)> f) { on_adopted_ = std::move(f); }
 
 private:
     AgentChannel() = default;
@@ -115,6 +119,7 @@ private:
     AgentTotals retired_; // the rings of processes that exited
     std::map<uint32_t, uint64_t> awaited_; // launch mode: pid → mailbox of an agent not offering yet
     NamespaceTids tids_; // agents in containers name threads by their namespace's ids
+    std::function<void(uint32_t)> on_adopted_;
 };
 
 } // namespace gtrace

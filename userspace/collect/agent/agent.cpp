@@ -31,6 +31,8 @@ constexpr int kWatchMs = 200;          // how often the control thread wakes in 
 constexpr int kFlushEveryMs = 500;     // records reach gtrace within about this
 constexpr int kClockEveryMs = 5000;    // re-measure the clock offset
 constexpr int kAdoptTimeoutMs = 10000; // an offer nobody takes is withdrawn
+constexpr int kAdoptPollMs = 2;        // attach mode: how often the offer is looked at until taken
+constexpr int kRequestGraceMs = 100;   //   and how long its request for the calls is awaited then
 constexpr int kQuickPollMs = 10;       // mailbox reads just after loading or a session: a new
 constexpr int kQuickPollFor = 300;     //   gtrace is expected (300 × 10 ms), then
 constexpr int kDormantPollMs = 100;    //   a read every 100 ms: one memory load, nothing else
@@ -138,10 +140,21 @@ bool begin_requested_calls(Agent& a, gt_agent_ring* ring) {
 
 // Runs one session until gtrace asks to detach, goes away, or never takes the offer.
 void serve(Agent& a) {
+    // Attach mode: the session begins once gtrace has taken the ring, having asked in it for the
+    // calls already (capture_calls): the calls are then recorded here from CUPTI's first GPU
+    // record on, and every op has its call, whether or not the uprobes were on then (off while
+    // every traced process records its own, they come back for a new CUDA process only once
+    // gtrace has seen it). Before, the session began at once and the calls a watch (200 ms) later.
+    int waited = 0;
+    if (a.offer.ring()->state == GT_AGENT_STARTING && (a.offer.ring()->flags & GT_AGENT_LATE_ATTACH))
+        for (; waited < kAdoptTimeoutMs && !a.offer.taken(); waited += kAdoptPollMs) usleep(kAdoptPollMs * 1000);
     {
         std::lock_guard lock(a.mutex);
-        if (a.offer.ring()->state == GT_AGENT_STARTING) begin_session(a);
+        if (a.offer.ring()->state == GT_AGENT_STARTING && a.offer.taken()) begin_session(a);
     }
+    // gtrace writes its request just after taking the ring; an older gtrace asks later (the watch).
+    if (a.offer.ring()->state == GT_AGENT_ACTIVE && (a.offer.ring()->flags & GT_AGENT_LATE_ATTACH))
+        for (int w = 0; w < kRequestGraceMs && !begin_requested_calls(a, a.offer.ring()); ++w) usleep(1000);
     // In a running process the memory in use now starts gtrace's memory curves (launch mode
     // starts with CUDA: nothing allocated yet). After CUPTI's memory records went on, so
     // that no allocation falls between the two; gtrace skips records older than the figures.
@@ -151,7 +164,7 @@ void serve(Agent& a) {
     // races with this waits in NVTX's own initialization, as it would for any tool.
     if (ring->state == GT_AGENT_ACTIVE) install_nvtx_tables(ring, a.config.nvtx_tables);
     bool taken = false;
-    int waited = 0, since_flush = 0, since_clock = 0;
+    int since_flush = 0, since_clock = 0;
     for (;;) {
         if (!taken && (taken = a.offer.taken())) publish_owned();
         if (!taken && waited >= kAdoptTimeoutMs) break;
