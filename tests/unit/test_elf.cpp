@@ -48,7 +48,7 @@ TEST_CASE("kernel stubs are named from the test program's symbols, demangled") {
 }
 
 TEST_CASE("addresses are named the same when the symbol tables' budget lets files go and come back") {
-    // A budget of one symbol: every lookup in the other library evicts the last one's table.
+    // A budget of one byte: every lookup in the other library evicts the last one's table.
     AddressSymbols tight(1), roomy;
     auto self = static_cast<uint32_t>(getpid());
     for (AddressSymbols* a : {&tight, &roomy}) a->set_maps(self, read_maps(getpid()));

@@ -28,18 +28,19 @@ std::shared_ptr<const ElfSymbols> AddressSymbols::symbols_for(uint32_t pid, cons
     }
     auto loaded = ElfSymbols::load_by_address(path_in_process_root(static_cast<int>(pid), m.path));
     std::shared_ptr<const ElfSymbols> syms = loaded ? *loaded : nullptr;
-    files_.emplace(m.path, File{syms, ++uses_});
-    symbols_held_ += syms ? syms->size() : 0;
+    size_t bytes = syms ? syms->memory_bytes() : 0;
+    files_.emplace(m.path, File{syms, ++uses_, bytes});
+    bytes_held_ += bytes;
     trim_files(m.path);
     return syms;
 }
 
 void AddressSymbols::trim_files(const std::string& keep) {
-    while ((symbols_held_ > max_symbols_ || files_.size() > kMaxFiles) && files_.size() > 1) {
+    while ((bytes_held_ > max_bytes_ || files_.size() > kMaxFiles) && files_.size() > 1) {
         auto oldest = files_.end();
         for (auto it = files_.begin(); it != files_.end(); ++it)
             if (it->first != keep && (oldest == files_.end() || it->second.last_use < oldest->second.last_use)) oldest = it;
-        symbols_held_ -= oldest->second.symbols ? oldest->second.symbols->size() : 0;
+        bytes_held_ -= oldest->second.bytes;
         files_.erase(oldest);
     }
 }

@@ -16,11 +16,13 @@ namespace gtrace {
 
 class AddressSymbols {
 public:
-    // About 100 bytes a symbol (~15 MiB): torch's largest library (libtorch_cpu: 34,000 dynamic
-    // symbols) and a hundred small ones. Native sample stacks walked by frame pointers through
-    // code built without them reach into every library a process maps, a few more each minute.
-    static constexpr size_t kDefaultMaxSymbols = 150'000;
-    explicit AddressSymbols(size_t max_symbols = kDefaultMaxSymbols) : max_symbols_(max_symbols) {}
+    // Tables held at most (least recently used let go): torch's largest library (libtorch_cpu:
+    // 34,000 dynamic symbols, ~5 MiB demangled) and some small ones. Native sample stacks walked
+    // by frame pointers through code built without them reach into every library a process
+    // maps, a few more each minute: a bound by count (150,000 symbols, ~20 MiB) was reached only
+    // after an hour or more of the soak, which grew meanwhile (bench/README.md).
+    static constexpr size_t kDefaultMaxBytes = 8u << 20;
+    explicit AddressSymbols(size_t max_bytes = kDefaultMaxBytes) : max_bytes_(max_bytes) {}
 
     // "function" when a symbol covers addr, else "file+0xoffset", else "" (unmapped).
     std::string name_at(uint32_t pid, uint64_t addr);
@@ -40,10 +42,11 @@ private:
     struct File {
         std::shared_ptr<const ElfSymbols> symbols; // null: not an ELF file we could read
         uint64_t last_use = 0;
+        size_t bytes = 0;
     };
     std::map<std::string, File> files_;
-    size_t max_symbols_;
-    size_t symbols_held_ = 0;
+    size_t max_bytes_;
+    size_t bytes_held_ = 0;
     uint64_t uses_ = 0;
     void trim_files(const std::string& keep);
 };

@@ -156,6 +156,13 @@ std::vector<std::string> elf_search_paths(const std::string& path, const std::st
     return dirs;
 }
 
+size_t ElfSymbols::memory_bytes() const {
+    size_t bytes = by_addr_.capacity() * sizeof(ElfSymbol) + by_name_.size() * 48 + segments_.capacity() * sizeof(Segment);
+    for (const ElfSymbol& s : by_addr_)
+        if (s.name.capacity() > 15) bytes += s.name.capacity() + 1 + 16; // on the heap past the short-string buffer
+    return bytes;
+}
+
 std::string demangle(const std::string& name) {
     if (name.size() < 2 || name[0] != '_' || name[1] != 'Z') return name;
     int status = 0;

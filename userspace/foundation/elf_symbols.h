@@ -45,6 +45,8 @@ public:
     // The symbol covering vaddr (or starting exactly at it when its size is 0).
     const ElfSymbol* covering(uint64_t vaddr) const;
     size_t size() const { return by_addr_.size(); }
+    // About what the table holds in memory: symbols, their names' heap, the index by name.
+    size_t memory_bytes() const;
     const std::vector<ElfSymbol>& all() const { return by_addr_; } // by address
 
 private:
