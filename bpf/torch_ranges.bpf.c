@@ -127,60 +127,8 @@ static __always_inline void begin_range(struct pt_regs *ctx, __u32 tgid, __u32 t
 		gt_count(GT_CNT_RANGES_OPEN_FULL);
 }
 
-static __always_inline void end_range(__u32 tgid, __u64 object)
-{
-	struct open_key key = {.tgid = tgid, .object = object};
-	struct open_range *r = bpf_map_lookup_elem(&open_ranges, &key);
-	if (!r)
-		return; /* not a user range, begun before attach, or already ended (end() then ~) */
-	struct gt_torch_range_event *e = gt_reserve(sizeof(*e), GT_EV_TORCH_RANGE);
-	if (e) {
-		e->cls = GT_EV_TORCH_RANGE;
-		e->named = r->named;
-		e->kind = GT_RANGE_USER;
-		e->pid = tgid;
-		e->tid = r->tid;
-		e->start_ns = r->start_ns;
-		e->end_ns = bpf_ktime_get_ns();
-		e->py_stack = r->py_stack;
-		e->py_status = r->py_status;
-		__builtin_memcpy(e->name, r->name, sizeof(e->name));
-		bpf_ringbuf_submit(e, gt_submit_flags());
-	}
-	bpf_map_delete_elem(&open_ranges, &key);
-}
-
-/* A backward pass's begin (end_ns 0) or whole span; named by userspace. */
-static __always_inline void emit_backward(__u8 kind, __u32 tgid, __u32 tid, const struct open_backward *b, __u64 end_ns)
-{
-	struct gt_torch_range_event *e = gt_reserve(sizeof(*e), GT_EV_TORCH_RANGE);
-	if (!e)
-		return;
-	e->cls = GT_EV_TORCH_RANGE;
-	e->named = 0;
-	e->kind = kind;
-	e->pid = tgid;
-	e->tid = tid;
-	e->pad2 = 0;
-	e->start_ns = b->start_ns;
-	e->end_ns = end_ns;
-	e->py_stack = b->py_stack;
-	e->py_status = b->py_status;
-	e->name[0] = 0;
-	bpf_ringbuf_submit(e, gt_submit_flags());
-}
-
-static __always_inline void backward_returned(__u32 tgid, __u32 tid, __u64 sp)
-{
-	struct open_backward *b = bpf_task_storage_get(&backward_threads, bpf_get_current_task_btf(), 0, 0);
-	if (!b || b->sp != sp)
-		return; /* a nested pass's return, or one begun before attach */
-	emit_backward(GT_RANGE_BACKWARD, tgid, tid, b, bpf_ktime_get_ns());
-	b->sp = 0;
-}
-
-/* An autograd event without a name or a Python stack (the stack of a forward op is added by the caller). */
-static __always_inline struct gt_torch_range_event *autograd_event(__u8 kind, __u32 tgid, __u32 tid, __u64 sequence_nr, __u64 sp)
+/* A range event reserved with every field set: unnamed, no stack, begun and ended now. */
+static __always_inline struct gt_torch_range_event *new_range_event(__u8 kind, __u32 tgid, __u32 tid, __u64 sequence_nr, __u64 sp)
 {
 	struct gt_torch_range_event *e = gt_reserve(sizeof(*e), GT_EV_TORCH_RANGE);
 	if (!e)
@@ -200,6 +148,46 @@ static __always_inline struct gt_torch_range_event *autograd_event(__u8 kind, __
 	return e;
 }
 
+static __always_inline void end_range(__u32 tgid, __u64 object)
+{
+	struct open_key key = {.tgid = tgid, .object = object};
+	struct open_range *r = bpf_map_lookup_elem(&open_ranges, &key);
+	if (!r)
+		return; /* not a user range, begun before attach, or already ended (end() then ~) */
+	struct gt_torch_range_event *e = new_range_event(GT_RANGE_USER, tgid, r->tid, 0, 0);
+	if (e) {
+		e->named = r->named;
+		e->start_ns = r->start_ns;
+		e->py_stack = r->py_stack;
+		e->py_status = r->py_status;
+		__builtin_memcpy(e->name, r->name, sizeof(e->name));
+		bpf_ringbuf_submit(e, gt_submit_flags());
+	}
+	bpf_map_delete_elem(&open_ranges, &key);
+}
+
+/* A backward pass's begin (end_ns 0) or whole span; named by userspace. */
+static __always_inline void emit_backward(__u8 kind, __u32 tgid, __u32 tid, const struct open_backward *b, __u64 end_ns)
+{
+	struct gt_torch_range_event *e = new_range_event(kind, tgid, tid, 0, 0);
+	if (!e)
+		return;
+	e->start_ns = b->start_ns;
+	e->end_ns = end_ns;
+	e->py_stack = b->py_stack;
+	e->py_status = b->py_status;
+	bpf_ringbuf_submit(e, gt_submit_flags());
+}
+
+static __always_inline void backward_returned(__u32 tgid, __u32 tid, __u64 sp)
+{
+	struct open_backward *b = bpf_task_storage_get(&backward_threads, bpf_get_current_task_btf(), 0, 0);
+	if (!b || b->sp != sp)
+		return; /* a nested pass's return, or one begun before attach */
+	emit_backward(GT_RANGE_BACKWARD, tgid, tid, b, bpf_ktime_get_ns());
+	b->sp = 0;
+}
+
 static __always_inline void forward_op(struct pt_regs *ctx, __u32 tgid, __u32 tid)
 {
 	struct gt_py_layout *layout = bpf_map_lookup_elem(&py_layouts, &tgid);
@@ -209,7 +197,7 @@ static __always_inline void forward_op(struct pt_regs *ctx, __u32 tgid, __u32 ti
 	__u64 py_stack = gt_python_stack(layout, tgid, &py_status, NULL);
 	if (!py_stack)
 		return;
-	struct gt_torch_range_event *e = autograd_event(GT_RANGE_FORWARD_OP, tgid, tid, PT_REGS_RC(ctx), 0);
+	struct gt_torch_range_event *e = new_range_event(GT_RANGE_FORWARD_OP, tgid, tid, PT_REGS_RC(ctx), 0);
 	if (!e)
 		return;
 	e->py_stack = py_stack;
@@ -222,7 +210,7 @@ static __always_inline void node_begun(struct pt_regs *ctx, __u32 tgid, __u32 ti
 	__u64 sequence_nr = 0;
 	if (bpf_probe_read_user(&sequence_nr, sizeof(sequence_nr), (void *)(PT_REGS_PARM3(ctx) + GT_TORCH_NODE_SEQUENCE_OFFSET)))
 		return;
-	struct gt_torch_range_event *e = autograd_event(GT_RANGE_NODE_BEGUN, tgid, tid, sequence_nr, sp);
+	struct gt_torch_range_event *e = new_range_event(GT_RANGE_NODE_BEGUN, tgid, tid, sequence_nr, sp);
 	if (e)
 		bpf_ringbuf_submit(e, gt_submit_flags());
 }
@@ -256,7 +244,7 @@ int torch_range_probe(struct pt_regs *ctx)
 		node_begun(ctx, tgid, tid, sp);
 		return 0;
 	case GT_TORCH_NODE_RET: {
-		struct gt_torch_range_event *e = autograd_event(GT_RANGE_NODE_ENDED, tgid, tid, 0, sp);
+		struct gt_torch_range_event *e = new_range_event(GT_RANGE_NODE_ENDED, tgid, tid, 0, sp);
 		if (e)
 			bpf_ringbuf_submit(e, gt_submit_flags());
 		return 0;

@@ -11,7 +11,6 @@ lines: each launch's expected `forward_source` (the line that applied the Functi
 made it; none for the launch outside backward) and `sequence_nr` presence.
 """
 import collections
-import ctypes
 import json
 import os
 import sys
@@ -20,6 +19,7 @@ import time
 import torch
 
 import markers
+from sim_cuda import SimCuda
 
 HERE = os.path.abspath(__file__)
 QUAL = sys.version_info >= (3, 11)
@@ -28,43 +28,30 @@ gpusim, kernels_path, go_file = sys.argv[1:4]
 steps = int(sys.argv[4]) if len(sys.argv) > 4 else 5
 
 
-class Dim3(ctypes.Structure):
-    _fields_ = [("x", ctypes.c_uint), ("y", ctypes.c_uint), ("z", ctypes.c_uint)]
-
-
-cudart = ctypes.CDLL(os.path.join(gpusim, "libcudart.so.13"))
-cudart.cudaLaunchKernel.argtypes = [ctypes.c_void_p, Dim3, Dim3, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
-demo = ctypes.CDLL(kernels_path)
-demo.demo_kernel_address.restype = ctypes.c_void_p
-KERNEL = demo.demo_kernel_address(2)
+cuda = SimCuda(gpusim, kernels_path)
 
 
 def launch():
-    if cudart.cudaLaunchKernel(KERNEL, Dim3(1, 1, 1), Dim3(32, 1, 1), None, 0, None) != 0:
+    if cuda.launch() != 0:
         raise SystemExit("autograd_links: a launch failed")
 
 
-class Scale(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x):
-        return x * 2
+def launching_function(launches):
+    """An autograd Function whose backward (an engine node) makes `launches` launches."""
+    class Launching(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x.clone()
 
-    @staticmethod
-    def backward(ctx, grad):
-        launch()
-        return grad * 2
+        @staticmethod
+        def backward(ctx, grad):
+            for _ in range(launches):
+                launch()
+            return grad
+    return Launching
 
 
-class Shift(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x):
-        return x + 1
-
-    @staticmethod
-    def backward(ctx, grad):
-        launch()
-        launch()
-        return grad
+Scale, Shift = launching_function(1), launching_function(2)
 
 
 def frame(qualname, marker):

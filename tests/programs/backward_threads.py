@@ -22,6 +22,7 @@ import time
 import torch
 
 import markers
+from sim_cuda import Dim3, SimCuda
 
 HERE = os.path.abspath(__file__)
 QUAL = sys.version_info >= (3, 11)
@@ -31,23 +32,13 @@ gpusim, kernels_path, launcher_path, go_file = sys.argv[1:5]
 steps = int(sys.argv[5]) if len(sys.argv) > 5 else 5
 
 
-class Dim3(ctypes.Structure):
-    _fields_ = [("x", ctypes.c_uint), ("y", ctypes.c_uint), ("z", ctypes.c_uint)]
-
-
-cudart = ctypes.CDLL(os.path.join(gpusim, "libcudart.so.13"))
-cudart.cudaLaunchKernel.argtypes = [ctypes.c_void_p, Dim3, Dim3, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
-cudart.cudaDeviceSynchronize.argtypes = []
-demo = ctypes.CDLL(kernels_path)
-demo.demo_kernel_address.restype = ctypes.c_void_p
-KERNEL = demo.demo_kernel_address(2)
+cuda = SimCuda(gpusim, kernels_path)
 launcher = ctypes.CDLL(launcher_path)
 launcher.launch_on_named_thread.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p]
-LAUNCH = ctypes.cast(cudart.cudaLaunchKernel, ctypes.c_void_p).value
 
 
 def on_thread(name):
-    if launcher.launch_on_named_thread(LAUNCH, KERNEL, LAUNCHES, name) != 0:
+    if launcher.launch_on_named_thread(cuda.launch_address, cuda.kernel, LAUNCHES, name) != 0:
         raise SystemExit("backward_threads: a launch failed")
 
 
@@ -73,9 +64,9 @@ def train():
         loss = Scale.apply(x).sum()
         loss.backward()  # BACKWARD
         on_thread(b"pt_autograd_0")  # outside a pass: no stack
-        if cudart.cudaLaunchKernel(KERNEL, Dim3(1, 1, 1), Dim3(32, 1, 1), None, 0, None) != 0:  # MAIN_LAUNCH
+        if cuda.cudart.cudaLaunchKernel(cuda.kernel, Dim3(1, 1, 1), Dim3(32, 1, 1), None, 0, None) != 0:  # MAIN_LAUNCH
             raise SystemExit("backward_threads: the main thread's launch failed")
-    cudart.cudaDeviceSynchronize()  # SYNC
+    cuda.cudart.cudaDeviceSynchronize()  # SYNC
 
 
 print(f"ready {os.getpid()}", flush=True)
