@@ -29,6 +29,7 @@ struct call_entry {
 	__u64 enter_ns;
 	__u64 sp;          /* stack pointer at entry: a later entry above it means this call is over */
 	__u64 slot_before; /* the thread's agent correlation slot at entry */
+	__u64 slots;       /* where the process's agent slots are (0: no agent at entry) */
 	__u64 py_stack;
 	__u32 api;         /* enum gt_cuda_api, | GT_NESTED */
 	__u8 py_status;
@@ -76,12 +77,19 @@ static __always_inline __u32 own_namespace_tid(struct thread_calls *tc)
 	return tc->own_tid;
 }
 
-static __always_inline __u64 agent_slot(__u32 tgid, __u32 tid)
+/* Looked up once per call, at its entry: an agent that announces itself during the call had no
+ * callback at its entry either, so the call could not carry its correlation id anyway. */
+static __always_inline __u64 agent_slots_of(__u32 tgid)
 {
 	__u64 *base = bpf_map_lookup_elem(&agent_slots, &tgid);
+	return base ? *base : 0;
+}
+
+static __always_inline __u64 agent_slot(__u64 slots, __u32 tid)
+{
 	__u64 v = 0;
-	if (base)
-		bpf_probe_read_user(&v, sizeof(v), (void *)(*base + (tid % GT_AGENT_SLOTS) * 8));
+	if (slots)
+		bpf_probe_read_user(&v, sizeof(v), (void *)(slots + (tid % GT_AGENT_SLOTS) * 8));
 	return v;
 }
 
@@ -121,13 +129,18 @@ static __always_inline int gt_call_enter(struct pt_regs *ctx, bool session)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 tgid = pid_tgid >> 32;
-	if (!gt_is_tracked(tgid))
-		return 1;
-	struct thread_calls *tc = bpf_task_storage_get(&calls, bpf_get_current_task_btf(), 0,
-						       BPF_LOCAL_STORAGE_GET_F_CREATE);
+	/* A thread has call state only once its process was tracked, and a process is untracked only
+	 * when it is gone: the state found means tracked, without the hash lookup on every call. */
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct thread_calls *tc = bpf_task_storage_get(&calls, task, 0, 0);
 	if (!tc) {
-		gt_count(GT_CNT_ENTRY_STATE_FULL);
-		return 1;
+		if (!gt_is_tracked(tgid))
+			return 1;
+		tc = bpf_task_storage_get(&calls, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (!tc) {
+			gt_count(GT_CNT_ENTRY_STATE_FULL);
+			return 1;
+		}
 	}
 	__u64 sp = PT_REGS_SP(ctx);
 	__u32 depth = tc->depth;
@@ -172,7 +185,8 @@ static __always_inline int gt_call_enter(struct pt_regs *ctx, bool session)
 		if (bpf_probe_read_user(entry->config, sizeof(entry->config), (void *)entry->args[0]))
 			__builtin_memset(entry->config, 0, sizeof(entry->config));
 	}
-	entry->slot_before = agent_slot(tgid, own_namespace_tid(tc));
+	entry->slots = agent_slots_of(tgid);
+	entry->slot_before = agent_slot(entry->slots, own_namespace_tid(tc));
 	entry->py_stack = 0;
 	entry->py_status = GT_PY_NONE;
 	struct gt_py_layout *layout = py_stack_every ? bpf_map_lookup_elem(&py_layouts, &tgid) : NULL;
@@ -246,7 +260,7 @@ static __always_inline void gt_call_exit(struct pt_regs *ctx)
 	e->out_value = out_value;
 	e->py_stack = entry->py_stack;
 	__u32 own_tid = own_namespace_tid(tc);
-	__u64 slot_after = agent_slot(e->pid, own_tid);
+	__u64 slot_after = agent_slot(entry->slots, own_tid);
 	e->correlation = call_correlation(entry->slot_before, slot_after, own_tid);
 	/* The agent recorded this very call itself (its slot names it, marked): userspace drops ours. */
 	e->flags = e->correlation && (__u32)slot_after == e->correlation && GT_SLOT_TID(slot_after) == own_tid &&
