@@ -164,8 +164,8 @@ TEST_CASE("autograd links: a call in a backward node gets the node's number and 
     AutogradLinks links;
     auto scale = make_py_stack({PyFrame{"forward", "/job/model.py", 10}}, false);
     auto shift = make_py_stack({PyFrame{"forward", "/job/model.py", 11}}, false);
-    links.forward_op(1, 0, 100, scale);
-    links.forward_op(1, 1, 110, shift);
+    links.forward_op(1, 0, scale);
+    links.forward_op(1, 1, shift);
     // Backward on the engine's thread 2: node 1 (shift), then node 0 (scale); frames at sp 5000.
     links.node_begun(1, 2, 1, 5000, 1000);
     auto in_shift = links.link_of(1, 2, 1100); // the call arrives while the node runs (uprobes)
@@ -211,7 +211,7 @@ TEST_CASE("autograd links: a call in a backward node gets the node's number and 
 TEST_CASE("autograd links: nodes and forward ops are kept within bounds") {
     AutogradLinks links;
     auto stack = make_py_stack({PyFrame{"forward", "/job/model.py", 10}}, false);
-    for (uint64_t i = 0; i < AutogradLinks::kForwardOpsKept + 10; ++i) links.forward_op(1, i, i, stack);
+    for (uint64_t i = 0; i < AutogradLinks::kForwardOpsKept + 10; ++i) links.forward_op(1, i, stack);
     uint64_t t = 0;
     for (uint64_t i = 0; i < AutogradLinks::kNodesKept * 2; ++i, t += 100) {
         links.node_begun(1, 2, i, 5000, t);

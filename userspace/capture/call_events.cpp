@@ -104,8 +104,10 @@ void CallEvents::set_python_layout(uint32_t pid, const gt_py_layout& layout) {
 }
 
 void CallEvents::agent_adopted(uint32_t pid) {
+    if (!s_.agents || !s_.options.agent_calls || requested_calls_.contains(pid)) return;
     const ProcessInfo* p = s_.model.find(pid);
-    if (!s_.agents || !s_.options.agent_calls || !p || p->exited || !requested_calls_.insert(pid).second) return;
+    if (!p || p->exited) return;
+    requested_calls_.insert(pid);
     auto layout = py_layouts_.find(pid);
     s_.agents->request_calls(pid, layout == py_layouts_.end() ? gt_py_layout{} : layout->second, s_.options.py_stack_every,
                              s_.options.call_source);

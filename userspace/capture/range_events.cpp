@@ -10,7 +10,7 @@ namespace gtrace {
 void RangeEvents::on_torch_range(const gt_torch_range_event& e) {
     switch (e.kind) { // --autograd-links: not ranges, the two ends of the forward-backward link
     case GT_RANGE_FORWARD_OP:
-        s_.autograd.forward_op(e.pid, e.sequence_nr, e.start_ns, s_.stacks.find(e.pid, e.py_stack));
+        s_.autograd.forward_op(e.pid, e.sequence_nr, s_.stacks.find(e.pid, e.py_stack));
         return;
     case GT_RANGE_NODE_BEGUN:
         s_.autograd.node_begun(e.pid, e.tid, e.sequence_nr, e.sp, e.start_ns);

@@ -12,6 +12,7 @@
 #include <map>
 #include <optional>
 #include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -21,7 +22,7 @@ namespace gtrace {
 
 class AutogradLinks {
 public:
-    void forward_op(uint32_t pid, uint64_t sequence_nr, uint64_t ts_ns, PyStackRef stack);
+    void forward_op(uint32_t pid, uint64_t sequence_nr, PyStackRef stack);
     // `sp` is the node's frame on its thread: it pairs the end with its begin, and a begin at or
     // below an open node's frame ends that one (its return was not seen: an exception, a tail call).
     void node_begun(uint32_t pid, uint32_t tid, uint64_t sequence_nr, uint64_t sp, uint64_t ts_ns);
@@ -47,9 +48,15 @@ private:
     struct Node {
         uint64_t sequence_nr = 0, sp = 0, start_ns = 0, end_ns = 0; // end 0: running
     };
-    void end_open(std::deque<Node>& nodes, uint64_t sp_at_or_below, uint64_t ts_ns);
+    struct Thread {
+        std::deque<Node> nodes;     // in start order
+        uint64_t first = 0;         // the number of nodes.front() among all the thread's nodes
+        std::vector<uint64_t> open; // the numbers of those still running (a few: they nest)
+    };
+    // Ends the running nodes at or below frame `sp` (the stack grows down).
+    static void end_open(Thread& t, uint64_t sp, uint64_t ts_ns);
 
-    std::map<std::pair<uint32_t, uint32_t>, std::deque<Node>> nodes_; // (pid, tid) → in start order
+    std::map<std::pair<uint32_t, uint32_t>, Thread> threads_; // (pid, tid)
     std::map<uint32_t, std::map<uint64_t, PyStackRef>> forward_ops_;  // pid → number → stack
     uint64_t forward_seen_ = 0, nodes_seen_ = 0, ends_unmatched_ = 0;
     uint64_t calls_linked_ = 0, calls_forward_unseen_ = 0;
