@@ -21,6 +21,8 @@ TEST_CASE("maps lines with and without paths, deleted files, spaces in paths") {
         "7f0000003000-7f0000004000 r-xp 00000000 fd:02 99 /tmp/my lib.so (deleted)\n");
     REQUIRE(maps.size() == 3);
     CHECK(maps[0].executable);
+    CHECK_FALSE(maps[0].writable);
+    CHECK(maps[1].writable);
     CHECK(maps[0].offset == 0x2000);
     CHECK(maps[0].dev == makedev(8, 1));
     CHECK(maps[0].inode == 1234);

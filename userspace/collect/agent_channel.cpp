@@ -104,9 +104,13 @@ std::string AgentChannel::config(const std::string& cupti_override) const {
 
 uint64_t AgentChannel::mailbox_address(const std::vector<Mapping>& maps) const {
     // By device and inode, not by path: in a container the path differs, the file is the same.
+    // In the writable data mapping only: while the agent's dlopen is under way, the loader's
+    // first, read-only mapping of the whole file covers the mailbox too (readable, with its
+    // initial contents) and a request written there fails (EFAULT; seen in CI as "cannot write
+    // the agent's mailbox: Bad address", the process then left without GPU data).
     for (const auto& m : maps)
         if (m.dev == agent_dev_ && m.inode == agent_inode_ && mailbox_offset_ >= m.offset &&
-            mailbox_offset_ + sizeof(gt_agent_mailbox) <= m.offset + (m.end - m.start) && !m.executable)
+            mailbox_offset_ + sizeof(gt_agent_mailbox) <= m.offset + (m.end - m.start) && m.writable && !m.executable)
             return m.start + (mailbox_offset_ - m.offset);
     return 0;
 }

@@ -24,6 +24,7 @@ std::vector<Mapping> parse_maps(const std::string& text) {
                    perms, &m.offset, &major, &minor, &m.inode, &path_pos) < 7)
             continue;
         m.readable = perms[0] == 'r';
+        m.writable = perms[1] == 'w';
         m.executable = perms[2] == 'x';
         m.dev = makedev(major, minor);
         if (path_pos > 0 && static_cast<size_t>(path_pos) < line.size()) m.path = line.substr(path_pos);

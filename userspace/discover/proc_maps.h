@@ -9,7 +9,7 @@ namespace gtrace {
 
 struct Mapping {
     uint64_t start = 0, end = 0, offset = 0;
-    bool readable = false, executable = false;
+    bool readable = false, writable = false, executable = false;
     uint64_t dev = 0; // makedev(major, minor)
     uint64_t inode = 0;
     std::string path;
