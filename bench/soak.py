@@ -29,7 +29,7 @@ Usage: soak.py [--minutes 60] [--every 10] [--out DIR] [--step-sleep 0.15] [--ep
                [--eval-every 200] [--tolerance 8] [--fd-slack 2] [--build build] [--source .]
                [--heaptrack SECONDS]
 
-gtrace runs with GTRACE_BENCH_HEAP=1: after each malloc_trim (every 30 s) it logs the heap it holds
+gtrace runs with GTRACE_TEST_BENCH_HEAP=1: after each malloc_trim (every 30 s) it logs the heap it holds
 and the free memory glibc keeps in it; the verdict prints both slopes beside RSS's.
 """
 import argparse
@@ -89,7 +89,7 @@ def at(rows, seconds):
 
 
 def heap_log(path):
-    """gtrace's `gtrace-heap:` lines (GTRACE_BENCH_HEAP): (t_s, MiB in use, MiB glibc keeps free)."""
+    """gtrace's `gtrace-heap:` lines (GTRACE_TEST_BENCH_HEAP): (t_s, MiB in use, MiB glibc keeps free)."""
     points = []
     for line in open(path, errors="replace"):
         if line.startswith("gtrace-heap: "):
@@ -118,7 +118,7 @@ def capture(args, gtrace, pid, duration):
     launcher = ["heaptrack", "-o", os.path.join(args.out, "heaptrack")] if args.heaptrack else []
     with open(os.path.join(args.out, "gtrace.stderr"), "w") as err:
         g = subprocess.Popen(launcher + cmd, stdout=subprocess.DEVNULL, stderr=err,
-                             env=dict(os.environ, GTRACE_BENCH_HEAP="1"))
+                             env=dict(os.environ, GTRACE_TEST_BENCH_HEAP="1"))
     gtrace_pid = gtrace_process(g.pid, gtrace) if args.heaptrack else g.pid
     print(" ".join(cmd[1:]), flush=True)
     print("  ".join(COLUMNS), flush=True)

@@ -12,6 +12,6 @@ BUILD=${GTRACE_SANITIZED_BUILD_DIR:-build-sanitized}
 bash scripts/setup.sh
 (($#)) || set -- gtrace unit_tests fuzz_targets
 # -O1 and line tables only: faster to compile than -O2 -g, and all that sanitizer reports need.
-CC=clang CXX=clang++ cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGTRACE_SANITIZE=ON \
+CC=clang CXX=clang++ cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGTRACE_SANITIZE=ON -DGTRACE_TEST_HOOKS=ON \
   -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only -DNDEBUG" -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only -DNDEBUG" >/dev/null
 cmake --build "$BUILD" -j"$(nproc)" --target "$@"

@@ -4,25 +4,29 @@
 # gpu-bench.sh and their Python files) and share/doc/gtrace/README.md — the layout of
 # `cmake --install`. Both binaries need only glibc 2.34+ and libgcc_s (every other library is
 # linked in), so the package runs from any directory on a GPU host that has none of the build
-# dependencies. Reuses (and, if needed, configures and builds) the build directory.
+# dependencies. A release build of its own (build-release/: no test hooks, GTRACE_TEST_HOOKS=OFF),
+# reused, and configured and built when needed.
 #
-#   scripts/package.sh [--build DIR] [--out DIR]      (defaults: build/, dist/)
+#   scripts/package.sh [--build DIR] [--out DIR]      (defaults: build-release/, dist/)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-BUILD=$ROOT/build
+BUILD=$ROOT/build-release
 OUT=$ROOT/dist
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --build) BUILD=$(realpath -m "${2:?}"); shift 2 ;;
     --out) OUT=$(realpath -m "${2:?}"); shift 2 ;;
-    -h|--help) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "package: unknown argument $1; see scripts/package.sh --help" >&2; exit 2 ;;
   esac
 done
 
 if [[ ! -f $BUILD/CMakeCache.txt ]]; then
-  cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+  bash "$ROOT/scripts/setup.sh" --build
+  cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGTRACE_TEST_HOOKS=OFF >/dev/null
 fi
+! grep -q '^GTRACE_TEST_HOOKS:BOOL=ON' "$BUILD/CMakeCache.txt" ||
+  { echo "package: $BUILD is a test build (GTRACE_TEST_HOOKS=ON); the package is built without the test hooks" >&2; exit 1; }
 grep -q '^GTRACE_STATIC:BOOL=ON' "$BUILD/CMakeCache.txt" ||
   { echo "package: $BUILD is configured with GTRACE_STATIC=OFF; the package needs the static build" >&2; exit 1; }
 cmake --build "$BUILD" --target gtrace gtrace_agent -j"$(nproc)" >/dev/null

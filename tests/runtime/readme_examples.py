@@ -204,7 +204,7 @@ def provoke_exit_codes(readme, gtrace, build, tmp):
         4: ([gtrace, "attach", "--pid", "{short}", "-o", t("t4.json")], {"GTRACE_TEST_ATTACH_DELAY_MS": "1500"}, None),
         5: ([gtrace, "attach", "--pid", "2", "-o", t("t5.json")], {}, None),
         6: (NOBODY + [gtrace, "attach", "--pid", str(sleeper.pid), "-o", "/tmp/gtrace-readme-nobody.json"], {}, None),
-        7: ([gtrace, "attach", "--pid", str(sleeper.pid), "-o", t("t7.json")], {"GTRACE_KERNEL_BTF": "/nonexistent/vmlinux"}, None),
+        7: ([gtrace, "attach", "--pid", str(sleeper.pid), "-o", t("t7.json")], {"GTRACE_TEST_KERNEL_BTF": "/nonexistent/vmlinux"}, None),
         8: ([gtrace, "attach", "--pid", str(sleeper.pid), "-o", t("missing-dir/t.json")], {}, None),
         9: ([gtrace, "attach", "--pid", str(sleeper.pid), "-o", existing], {}, None),
         10: ([gtrace, "record", "-o", t("t10.json"), "--", "/nonexistent/train"], {}, None),

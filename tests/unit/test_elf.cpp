@@ -49,7 +49,8 @@ TEST_CASE("kernel stubs are named from the test program's symbols, demangled") {
 
 TEST_CASE("addresses are named the same when the symbol tables' budget lets files go and come back") {
     // A budget of one byte: every lookup in the other library evicts the last one's table.
-    AddressSymbols tight(1), roomy;
+    TargetFiles files;
+    AddressSymbols tight(files, 1), roomy(files);
     auto self = static_cast<uint32_t>(getpid());
     for (AddressSymbols* a : {&tight, &roomy}) a->set_maps(self, read_maps(getpid()));
     auto in_libc = reinterpret_cast<uint64_t>(&fopen) + 1, in_libstdcxx = reinterpret_cast<uint64_t>(&std::terminate) + 1;
@@ -57,7 +58,7 @@ TEST_CASE("addresses are named the same when the symbol tables' budget lets file
     CHECK(libc_name.find("fopen") != std::string::npos);
     CHECK(cxx_name.find("terminate") != std::string::npos);
     for (int round = 0; round < 3; ++round) {
-        AddressSymbols fresh(1); // the per-process name cache would hide a reload
+        AddressSymbols fresh(files, 1); // the per-process name cache would hide a reload
         fresh.set_maps(self, read_maps(getpid()));
         CHECK(fresh.name_at(self, in_libc) == libc_name);
         CHECK(fresh.name_at(self, in_libstdcxx) == cxx_name);

@@ -22,6 +22,7 @@
 #include "analyze/trace_data.h"
 #include "cli/recover_command.h"
 #include "foundation/output_file.h"
+#include "foundation/privilege.h"
 #include "output/chrome_trace.h"
 
 using namespace gtrace;

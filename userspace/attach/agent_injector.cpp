@@ -1,4 +1,5 @@
 #include "attach/agent_injector.h"
+#include "foundation/test_hooks.h"
 
 #include <dlfcn.h>
 #include <elf.h>
@@ -126,25 +127,23 @@ uint64_t blocked_signals(int pid, int tid) {
 
 // glibc's rt_sigreturn trampoline (__restore_rt: mov $15,%rax; syscall), found by its bytes in
 // libc's code: it is not an exported symbol.
-uint64_t sigreturn_trampoline(int pid, const std::vector<Mapping>& maps) {
-    static const uint8_t kCode[] = {0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05};
-    for (const auto& m : maps) {
-        if (!m.executable || !m.is_file() || !is_libc(m.path)) continue;
-        auto f = open_input_file(mapped_file_path(pid, m)); // the mapped file itself, even in a container
-        if (!f) continue;
-        std::vector<uint8_t> code(m.end - m.start);
-        ssize_t got = pread(f->fd(), code.data(), code.size(), static_cast<off_t>(m.offset));
-        size_t n = got > 0 ? static_cast<size_t>(got) : 0;
-        auto it = std::search(code.begin(), code.begin() + static_cast<long>(n), std::begin(kCode), std::end(kCode));
-        if (it != code.begin() + static_cast<long>(n)) return m.start + static_cast<uint64_t>(it - code.begin());
+uint64_t sigreturn_trampoline(int pid, const std::vector<Mapping>& maps, TargetFiles& files) {
+    static constexpr char kCode[] = {0x48, static_cast<char>(0xc7), static_cast<char>(0xc0), 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05};
+    // Searched a chunk at a time: a mapping's length is the process's to choose (1 TiB, say).
+    for (auto& opened : files.open_mapped(pid, maps, [](const Mapping& m) { return m.executable && is_libc(m.path); })) {
+        for (const Mapping& m : maps) {
+            if (!m.executable || m.dev != opened.mapping.dev || m.inode != opened.mapping.inode) continue;
+            auto at = find_in_file(opened.file.fd(), m.offset, m.end - m.start, std::string_view(kCode, sizeof kCode));
+            if (at) return m.start + (*at - m.offset);
+        }
     }
     return 0;
 }
 
-uint64_t libc_symbol(int pid, const std::vector<Mapping>& maps, const char* name) {
+uint64_t libc_symbol(int pid, const std::vector<Mapping>& maps, const char* name, TargetFiles& files) {
     for (const auto& m : maps)
         if (m.is_file() && is_libc(m.path))
-            if (uint64_t a = mapped_symbol_address(pid, maps, m, name)) return a;
+            if (uint64_t a = mapped_symbol_address(pid, maps, m, name, files)) return a;
     return 0;
 }
 
@@ -152,9 +151,12 @@ bool same_file(const Mapping& m, const struct stat& st) { return m.inode == st.s
 
 } // namespace
 
-uint64_t mapped_symbol_address(int pid, const std::vector<Mapping>& maps, const Mapping& file, const std::string& name) {
+uint64_t mapped_symbol_address(int pid, const std::vector<Mapping>& maps, const Mapping& file, const std::string& name,
+                               TargetFiles& files) {
     std::unordered_set<std::string_view> only = {name};
-    auto syms = ElfSymbols::load(mapped_file_path(pid, file), &only); // in a container, no path of ours names it
+    auto opened = files.open_mapped(pid, file); // the mapped file itself: in a container, no path of ours names it
+    if (!opened) return 0;
+    auto syms = ElfSymbols::load(opened->fd_path(), &only);
     if (!syms) return 0;
     const ElfSymbol* s = (*syms)->find(name);
     if (!s) return 0;
@@ -174,8 +176,9 @@ Result<InjectionResult> load_agent(int pid, const std::string& agent_path, int p
     std::vector<Mapping> maps = read_maps(pid);
     for (const auto& m : maps)
         if (same_file(m, agent_st) && !again) return result; // loaded earlier: its thread picks up the request
-    uint64_t dlopen_fn = libc_symbol(pid, maps, "dlopen");
-    uint64_t trampoline = sigreturn_trampoline(pid, maps);
+    TargetFiles files;
+    uint64_t dlopen_fn = libc_symbol(pid, maps, "dlopen", files);
+    uint64_t trampoline = sigreturn_trampoline(pid, maps, files);
     if (!dlopen_fn || !trampoline)
         return make_error(ExitCode::Internal, fmt::format("pid {}: its C library lacks {} (glibc 2.34+ on x86-64 is needed)", pid,
                                                           dlopen_fn ? "the sigreturn trampoline" : "dlopen"));
@@ -199,7 +202,7 @@ Result<InjectionResult> load_agent(int pid, const std::string& agent_path, int p
                                                       *where, trampoline);
             if (auto r = t.hand_off(call); !r) return r.error();
             // Tests kill gtrace here, with the thread stopped in the borrowed call's registers.
-            if (const char* hold = getenv("GTRACE_TEST_HOLD_BORROWED_MS")) usleep(static_cast<useconds_t>(atoi(hold)) * 1000);
+            if (auto hold = test_hook_number(GTRACE_TEST_HOOK("HOLD_BORROWED_MS"))) usleep(*hold * 1000);
             result.loaded_now = true;
             result.tid = static_cast<uint32_t>(tid);
             return result;

@@ -12,6 +12,7 @@
 
 #include "foundation/result.h"
 #include "discover/proc_maps.h"
+#include "discover/target_files.h"
 
 namespace gtrace {
 
@@ -23,7 +24,8 @@ struct InjectionResult {
 
 // The runtime address of symbol `name` of the file of mapping `file` of pid (all of whose
 // mappings are in `maps`), or 0.
-uint64_t mapped_symbol_address(int pid, const std::vector<Mapping>& maps, const Mapping& file, const std::string& name);
+uint64_t mapped_symbol_address(int pid, const std::vector<Mapping>& maps, const Mapping& file, const std::string& name,
+                               TargetFiles& files);
 
 // Makes pid dlopen `agent_path` unless it has already (`again`: even then — a no-op dlopen, for
 // tests of the borrowed call). Gives up (error, process untouched) when no thread reaches a

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "attach/uprobe_multi.h"
+#include "foundation/privilege.h"
 #include "attach/bpf_objects.h"
 #include "attach/cuda_object.h"
 #include "attach/kernel_features.h"
@@ -27,7 +28,7 @@ namespace {
 
 // libbpf's own messages only with GTRACE_LIBBPF_DEBUG set; gtrace reports failures itself.
 int libbpf_print(enum libbpf_print_level, const char* fmt, va_list args) {
-    static const bool debug = getenv("GTRACE_LIBBPF_DEBUG") != nullptr;
+    static const bool debug = own_env("GTRACE_LIBBPF_DEBUG") != nullptr;
     return debug ? vfprintf(stderr, fmt, args) : 0;
 }
 

@@ -38,7 +38,9 @@ public:
         fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
         struct stat st {};
         if (fd_ < 0 || fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) return make_error(ExitCode::Internal, path + ": not a regular file");
-        elf_ = elf_begin(fd_, ELF_C_READ_MMAP, nullptr);
+        size_ = static_cast<uint64_t>(st.st_size);
+        // Read, not mapped: a file truncated under gtrace must not fault it (SIGBUS).
+        elf_ = elf_begin(fd_, ELF_C_READ, nullptr);
         GElf_Ehdr eh;
         if (!elf_ || elf_kind(elf_) != ELF_K_ELF || !gelf_getehdr(elf_, &eh) || eh.e_machine != EM_X86_64)
             return make_error(ExitCode::Internal, path + ": not an x86-64 ELF file");
@@ -52,11 +54,10 @@ public:
             s.name = name ? name : "";
             s.addr = sh.sh_addr, s.offset = sh.sh_offset, s.size = sh.sh_size;
             s.exec = (sh.sh_flags & SHF_EXECINSTR) != 0;
-            if (sh.sh_type != SHT_NOBITS && s.exec)
-                s.bytes = read_code(sh);
-            else if (sh.sh_type != SHT_NOBITS)
-                if (Elf_Data* d = elf_rawdata(scn, nullptr); d && d->d_size == sh.sh_size) s.bytes = static_cast<const uint8_t*>(d->d_buf);
-            if (sh.sh_type == SHT_RELA) relocations(scn, sh);
+            // Only what lies inside the file is read: a section header's size is the file's word.
+            bool inside = sh.sh_type != SHT_NOBITS && sh.sh_offset <= size_ && sh.sh_size <= size_ - sh.sh_offset;
+            if (inside && (s.exec || s.name == ".eh_frame_hdr")) s.bytes = read_section(sh);
+            if (inside && sh.sh_type == SHT_RELA) relocations(scn, sh);
             sections_.push_back(std::move(s));
         }
         return {};
@@ -74,7 +75,7 @@ private:
     // Code is read, not mapped: the kernel puts the breakpoints of every uprobe on this file (ours,
     // another gtrace's, bpftrace's) into any mapping of it that may execute — a read-only mmap of
     // the file included — and an int3 at a function's entry or ret hides the real instruction.
-    const uint8_t* read_code(const GElf_Shdr& sh) {
+    const uint8_t* read_section(const GElf_Shdr& sh) {
         std::vector<uint8_t> bytes(sh.sh_size);
         for (size_t done = 0; done < bytes.size();) {
             ssize_t n = pread(fd_, bytes.data() + done, bytes.size() - done, static_cast<off_t>(sh.sh_offset + done));
@@ -89,7 +90,9 @@ private:
         Elf_Scn* symscn = elf_getscn(elf_, sh.sh_link);
         GElf_Shdr symsh;
         Elf_Data* syms = symscn ? elf_getdata(symscn, nullptr) : nullptr;
-        if (!data || !syms || !gelf_getshdr(symscn, &symsh) || !sh.sh_entsize) return;
+        if (!data || !syms || !gelf_getshdr(symscn, &symsh) || !sh.sh_entsize || symsh.sh_offset > size_ ||
+            symsh.sh_size > size_ - symsh.sh_offset)
+            return;
         for (size_t i = 0; i < sh.sh_size / sh.sh_entsize; ++i) {
             GElf_Rela r;
             GElf_Sym sym;
@@ -102,9 +105,10 @@ private:
         }
     }
     int fd_ = -1;
+    uint64_t size_ = 0; // the file's
     Elf* elf_ = nullptr;
     std::vector<Section> sections_;
-    std::deque<std::vector<uint8_t>> code_; // the executable sections' bytes, read (read_code)
+    std::deque<std::vector<uint8_t>> code_; // the executable sections' bytes and .eh_frame_hdr's, read (read_section)
     std::unordered_map<uint64_t, std::string> got_slots_;
 };
 

@@ -88,7 +88,7 @@ std::vector<ApiProbeSite> CommProbes::plan(const std::string& path, const ElfSym
 
 Result<int> CommProbes::scan_maps(int pid, const std::vector<Mapping>& maps) {
     // A file without c10d (libtorch.so of split builds) is looked at once.
-    return libraries_.scan(pid, maps, is_c10d_library, [this](const InputFile& file, const Mapping& m, LibraryScan::FileKey key) -> Result<bool> {
+    return libraries_.scan(pid, maps, files_, is_c10d_library, [this](const InputFile& file, const Mapping& m, LibraryScan::FileKey key) -> Result<bool> {
         auto syms = ElfSymbols::load_matching(file.fd_path(), [](std::string_view n) { return classify_comm_symbol(n).kind != CommSymbol::None; });
         if (!syms || !(*syms)->size()) return false;
         Probed probed;

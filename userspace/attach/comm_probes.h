@@ -33,7 +33,7 @@ CommSymbol classify_comm_symbol(std::string_view mangled);
 
 class CommProbes {
 public:
-    explicit CommProbes(BpfSession& bpf) : bpf_(bpf) {}
+    CommProbes(BpfSession& bpf, TargetFiles& files) : bpf_(bpf), files_(files) {}
 
     // Probe the c10d libraries among a process's mappings; returns how many new files got probes.
     Result<int> scan_maps(int pid, const std::vector<Mapping>& maps);
@@ -49,6 +49,7 @@ private:
     static std::vector<ApiProbeSite> plan(const std::string& path, const ElfSymbols& syms, Probed& probed);
 
     BpfSession& bpf_;
+    TargetFiles& files_;
     std::map<std::pair<uint64_t, uint64_t>, Probed> probed_; // (dev, inode) -> what was probed
     LibraryScan libraries_;
     std::vector<UprobeLink> links_;

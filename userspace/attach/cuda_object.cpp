@@ -1,4 +1,5 @@
 #include "attach/cuda_object.h"
+#include "foundation/test_hooks.h"
 
 #include <cerrno>
 #include <cstdlib>
@@ -24,8 +25,8 @@ Result<std::unique_ptr<CudaObject>> CudaObject::load(const gtrace_proctree* proc
     std::unique_ptr<CudaObject> o(new CudaObject());
     // Asked of the kernel before loading: a program declared for a link type a kernel lacks may
     // still load (6.1 accepts attach types it does not know), and then every link fails.
-    bool multi = !getenv("GTRACE_TEST_NO_UPROBE_MULTI") && probe_uprobe_multi().support == Support::Yes;
-    bool session = multi && !getenv("GTRACE_TEST_NO_UPROBE_SESSION") && probe_uprobe_session().support == Support::Yes;
+    bool multi = !GTRACE_TEST_HOOK("NO_UPROBE_MULTI") && probe_uprobe_multi().support == Support::Yes;
+    bool session = multi && !GTRACE_TEST_HOOK("NO_UPROBE_SESSION") && probe_uprobe_session().support == Support::Yes;
     if (session) {
         o->session_ = gtrace_cuda_api_session__open();
         if (!o->session_) return bpf_error("opening the CUDA API BPF object", errno);

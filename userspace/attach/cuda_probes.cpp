@@ -1,14 +1,17 @@
 #include "attach/cuda_probes.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
-#include <cstdio>
+#include <algorithm>
+
 #include <filesystem>
 #include <unordered_set>
 
 #include "decode/api_table.h"
 #include "foundation/elf_symbols.h"
 #include "discover/proc_maps.h"
+#include "discover/loader_cache.h"
 #include "discover/proc_tree.h"
 
 namespace gtrace {
@@ -35,26 +38,15 @@ std::vector<std::string> split(const std::string& s, char sep) {
     return out;
 }
 
-// Paths of libcudart/libcuda known to the loader cache (ldconfig -p).
-const std::vector<std::string>& loader_cache_cuda_libraries() {
-    static const std::vector<std::string> paths = [] {
-        std::vector<std::string> out;
-        FILE* p = popen("ldconfig -p 2>/dev/null", "r");
-        if (!p) return out;
-        char line[4096];
-        while (fgets(line, sizeof line, p)) {
-            std::string l(line);
-            auto arrow = l.find("=> ");
-            if (arrow == std::string::npos) continue;
-            std::string path = l.substr(arrow + 3);
-            while (!path.empty() && (path.back() == '\n' || path.back() == ' ')) path.pop_back();
-            if (is_cuda_library_name(std::filesystem::path(path).filename().string())) out.push_back(path);
-        }
-        pclose(p);
-        return out;
-    }();
-    return paths;
+// The mount namespace pid lives in: the same directory names the same files for every process
+// of one namespace (read from the link, without touching the file system).
+std::string mount_namespace(int pid) {
+    char link[64] = {};
+    ssize_t n = readlink(("/proc/" + std::to_string(pid) + "/ns/mnt").c_str(), link, sizeof link - 1);
+    return n > 0 ? std::string(link, static_cast<size_t>(n)) : "pid:" + std::to_string(pid);
 }
+
+constexpr size_t kMaxLoaderCacheBytes = 64u << 20;
 
 } // namespace
 
@@ -134,14 +126,20 @@ Result<void> CudaProbes::set_attached(bool attached) {
 }
 
 Result<int> CudaProbes::scan_maps(int pid, const std::vector<Mapping>& maps) {
+    for (const Mapping& m : maps) // files probed already: this process maps them too
+        if (m.executable && m.is_file())
+            if (auto it = objects_.find({m.dev, m.inode}); it != objects_.end()) {
+                it->second.mapped = true;
+                cuda_pids_.insert(pid);
+            }
+    auto opened = files_.open_mapped(pid, maps, [this](const Mapping& m) {
+        Key key{m.dev, m.inode};
+        return m.executable && !objects_.contains(key) && !not_cuda_.contains(key);
+    });
     int added = 0;
-    std::set<std::string> seen;
-    for (const Mapping& m : maps) {
-        if (!m.executable || !m.is_file() || !seen.insert(m.path).second) continue;
-        auto file = open_input_file(path_in_process_root(pid, m.path));
-        if (!file) continue; // unmapped or deleted meanwhile, or not a regular file now
-        Key key{static_cast<uint64_t>(file->stat().st_dev), static_cast<uint64_t>(file->stat().st_ino)};
-        auto r = probe_file(std::move(*file), m.path, true);
+    for (OpenedMapping& o : opened) {
+        Key key{static_cast<uint64_t>(o.file.stat().st_dev), static_cast<uint64_t>(o.file.stat().st_ino)};
+        auto r = probe_file(std::move(o.file), o.mapping.path, true);
         if (!r) return r.error();
         added += *r;
         if (objects_.contains(key)) cuda_pids_.insert(pid);
@@ -150,30 +148,42 @@ Result<int> CudaProbes::scan_maps(int pid, const std::vector<Mapping>& maps) {
 }
 
 Result<int> CudaProbes::probe_candidates(int pid) {
+    // Every path here is the process's to choose: resolved in its root, with its credentials,
+    // a bounded number of directories, within a deadline (discover/target_files.h).
     auto env = read_environ(pid);
-    std::vector<std::string> dirs = split(env["LD_LIBRARY_PATH"], ':');
+    // The toolkit's and CUDA_HOME's first: past TargetFiles::kMaxDirectories the rest is cut.
+    std::vector<std::string> dirs = {"/usr/local/cuda/lib64", "/usr/local/cuda/lib"};
+    const std::string& cuda_home = env["CUDA_HOME"];
+    if (cuda_home.starts_with('/')) dirs.push_back(cuda_home + "/lib64");
     // The executable's own RUNPATH/RPATH: where the loader will look for its libraries.
     std::error_code ec;
     auto exe = std::filesystem::read_symlink("/proc/" + std::to_string(pid) + "/exe", ec);
-    if (!ec)
-        for (auto& dir : elf_search_paths(path_in_process_root(pid, exe.string()), exe.parent_path().string()))
-            dirs.push_back(std::move(dir));
-    for (const char* d : {"/usr/local/cuda/lib64", "/usr/local/cuda/lib"}) dirs.emplace_back(d);
-    const std::string& cuda_home = env["CUDA_HOME"];
-    if (!cuda_home.empty()) dirs.push_back(cuda_home + "/lib64");
+    if (!ec && exe.is_absolute())
+        for (auto& [path, file] : files_.open_in_root(pid, {exe.string()}))
+            for (auto& dir : elf_search_paths(file.fd_path(), exe.parent_path().string()))
+                if (dir.starts_with('/')) dirs.push_back(std::move(dir));
+    for (auto& dir : split(env["LD_LIBRARY_PATH"], ':'))
+        if (dir.starts_with('/')) dirs.push_back(std::move(dir)); // relative ones name the process's cwd
 
-    std::vector<std::string> files = loader_cache_cuda_libraries();
-    for (const auto& dir : dirs) {
-        std::string rooted = path_in_process_root(pid, dir);
-        if (!candidate_dirs_seen_.insert(rooted).second) continue;
-        for (const auto& entry : std::filesystem::directory_iterator(rooted, ec))
-            if (is_cuda_library_name(entry.path().filename().string())) files.push_back(entry.path().string());
-    }
+    std::string ns = mount_namespace(pid);
+    std::vector<std::string> fresh;
+    for (auto& dir : dirs)
+        if (candidate_dirs_seen_.insert(ns + "\n" + dir).second) fresh.push_back(std::move(dir));
+    std::vector<std::string> paths = files_.list_in_root(pid, fresh, [](const std::string& name) { return is_cuda_library_name(name); });
+    // The libraries the loader's cache names (the process's own /etc/ld.so.cache), once per namespace.
+    if (candidate_dirs_seen_.insert(ns + "\nld.so.cache").second)
+        for (auto& [path, cache] : files_.open_in_root(pid, {"/etc/ld.so.cache"})) {
+            std::string bytes;
+            bytes.resize(static_cast<size_t>(std::min<uint64_t>(cache.size(), kMaxLoaderCacheBytes)));
+            ssize_t got = pread(cache.fd(), bytes.data(), bytes.size(), 0);
+            bytes.resize(got > 0 ? static_cast<size_t>(got) : 0);
+            for (auto& entry : parse_loader_cache(bytes))
+                if (is_cuda_library_name(std::filesystem::path(entry.name).filename().string()) && entry.path.starts_with('/'))
+                    paths.push_back(std::move(entry.path));
+        }
     int added = 0;
-    for (const auto& file : files) {
-        auto in = open_input_file(file);
-        if (!in) continue;
-        auto r = probe_file(std::move(*in), file, false);
+    for (auto& [path, file] : files_.open_in_root(pid, paths)) {
+        auto r = probe_file(std::move(file), path, false);
         if (!r) return r.error();
         added += *r;
     }

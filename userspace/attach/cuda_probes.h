@@ -12,6 +12,7 @@
 
 #include "attach/bpf_session.h"
 #include "discover/proc_maps.h"
+#include "discover/target_files.h"
 #include "foundation/input_file.h"
 #include "foundation/result.h"
 
@@ -25,7 +26,7 @@ struct ProbedObject {
 
 class CudaProbes {
 public:
-    explicit CudaProbes(BpfSession& bpf) : bpf_(bpf) {}
+    CudaProbes(BpfSession& bpf, TargetFiles& files) : bpf_(bpf), files_(files) {}
 
     // Probe every CUDA-exporting object in a process's mappings. Returns how many new objects
     // got probes. Files that vanished meanwhile are skipped.
@@ -56,12 +57,13 @@ private:
     Result<bool> attach_sites(Sites& s);
 
     BpfSession& bpf_;
+    TargetFiles& files_;
     std::map<Key, ProbedObject> objects_;
     std::map<Key, Sites> sites_;
     std::set<Key> not_cuda_; // scanned, exports nothing
     std::set<int> cuda_pids_;
     bool attached_ = true;
-    std::set<std::string> candidate_dirs_seen_;
+    std::set<std::string> candidate_dirs_seen_; // "MOUNT_NS\nDIR": looked at once per namespace
 };
 
 } // namespace gtrace

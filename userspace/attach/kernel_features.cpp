@@ -1,4 +1,5 @@
 #include "attach/kernel_features.h"
+#include "foundation/test_hooks.h"
 
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
@@ -29,7 +30,7 @@ KernelFeature from_libbpf(const char* name, int answer) {
 }
 
 KernelFeature probe_btf() {
-    const char* env = getenv("GTRACE_KERNEL_BTF");
+    const char* env = GTRACE_TEST_HOOK("KERNEL_BTF");
     std::string path = env ? env : "/sys/kernel/btf/vmlinux";
     std::string name = "BTF (" + path + ")";
     if (access(path.c_str(), F_OK) != 0) return feature(name, Support::No, "missing: the kernel needs CONFIG_DEBUG_INFO_BTF=y");

@@ -28,7 +28,7 @@ struct KernelFeatures {
 };
 
 // Loads nothing that stays: each probe creates a map or a program and closes it. The BPF probes
-// need root or CAP_BPF; without them they are Unknown, and say so. GTRACE_KERNEL_BTF overrides
+// need root or CAP_BPF; without them they are Unknown, and say so. the test hook GTRACE_TEST_KERNEL_BTF overrides
 // the BTF path, as for the pre-flight check.
 KernelFeatures probe_kernel_features();
 // The two link types the CUDA probes choose between (also in probe_kernel_features()).

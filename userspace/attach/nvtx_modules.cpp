@@ -3,20 +3,23 @@
 #include <gelf.h>
 #include <libelf.h>
 
+#include <algorithm>
 #include <cstring>
 #include <set>
 #include <string_view>
 
 #include "foundation/input_file.h"
+#include "discover/target_files.h"
 
 namespace gtrace {
 namespace {
 
 constexpr std::string_view kNvtxEnvironment = "NVTX_INJECTION64_PATH"; // read by every NVTX v3 init
 
-bool section_holds(Elf_Scn* scn, std::string_view text) {
-    Elf_Data* data = elf_getdata(scn, nullptr);
-    return data && data->d_buf && memmem(data->d_buf, data->d_size, text.data(), text.size());
+// Read a chunk at a time from the file: a section's size is the file's word, not a buffer's.
+bool section_holds(const InputFile& file, const GElf_Shdr& sh, std::string_view text) {
+    if (sh.sh_offset > file.size()) return false;
+    return find_in_file(file.fd(), sh.sh_offset, std::min<uint64_t>(sh.sh_size, file.size() - sh.sh_offset), text).has_value();
 }
 
 std::optional<uint64_t> vaddr_to_offset(Elf* elf, uint64_t vaddr) {
@@ -45,11 +48,11 @@ std::optional<uint64_t> table_vaddr(Elf* elf, Elf_Scn* symtab, const GElf_Shdr& 
 
 } // namespace
 
-NvtxModuleScan::FileFacts NvtxModuleScan::read_file(int pid, const Mapping& m) {
+NvtxModuleScan::FileFacts NvtxModuleScan::read_file(const InputFile& file) {
     FileFacts facts;
-    auto file = open_input_file(path_in_process_root(pid, m.path)); // a regular file only
-    if (!file || elf_version(EV_CURRENT) == EV_NONE) return facts;
-    Elf* elf = elf_begin(file->fd(), ELF_C_READ_MMAP, nullptr);
+    if (elf_version(EV_CURRENT) == EV_NONE) return facts;
+    // Read, not mapped: a file its owner truncates meanwhile must not fault gtrace (SIGBUS).
+    Elf* elf = elf_begin(file.fd(), ELF_C_READ, nullptr);
     if (!elf) return facts;
     size_t shstrndx = 0;
     elf_getshdrstrndx(elf, &shstrndx);
@@ -58,22 +61,28 @@ NvtxModuleScan::FileFacts NvtxModuleScan::read_file(int pid, const Mapping& m) {
         if (!gelf_getshdr(scn, &sh)) continue;
         const char* name = elf_strptr(elf, shstrndx, sh.sh_name);
         if (sh.sh_type == SHT_SYMTAB && !facts.table_offset) {
+            if (sh.sh_size > file.size()) continue; // claims more than the file holds
             if (auto vaddr = table_vaddr(elf, scn, sh)) facts.table_offset = vaddr_to_offset(elf, *vaddr);
         } else if (name && std::strcmp(name, ".rodata") == 0 && sh.sh_type == SHT_PROGBITS) {
-            facts.uses_nvtx = section_holds(scn, kNvtxEnvironment);
+            facts.uses_nvtx = section_holds(file, sh, kNvtxEnvironment);
         }
     }
     elf_end(elf);
     return facts;
 }
 
-NvtxModules NvtxModuleScan::find(int pid, const std::vector<Mapping>& maps) {
+NvtxModules NvtxModuleScan::find(int pid, const std::vector<Mapping>& maps, TargetFiles& files) {
     NvtxModules found;
+    // The modules not read before, opened as the process maps them (one batch, bounded in time).
+    for (auto& opened : files.open_mapped(pid, maps, [this](const Mapping& m) {
+             return m.executable && !files_.contains({m.dev, m.inode});
+         }))
+        files_[{opened.mapping.dev, opened.mapping.inode}] = read_file(opened.file);
     std::set<std::pair<uint64_t, uint64_t>> done;
     for (const Mapping& m : maps) {
         if (!m.executable || !m.is_file() || !done.insert({m.dev, m.inode}).second) continue;
-        auto [it, fresh] = files_.try_emplace({m.dev, m.inode});
-        if (fresh) it->second = read_file(pid, m);
+        auto it = files_.find({m.dev, m.inode});
+        if (it == files_.end()) continue; // could not be opened as the file mapped
         const FileFacts& f = it->second;
         if (!f.table_offset) {
             if (f.uses_nvtx) found.unreachable.push_back(m.path);

@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "discover/proc_maps.h"
+#include "discover/target_files.h"
+#include "foundation/input_file.h"
 
 namespace gtrace {
 
@@ -24,14 +26,14 @@ struct NvtxModules {
 
 class NvtxModuleScan {
 public:
-    NvtxModules find(int pid, const std::vector<Mapping>& maps);
+    NvtxModules find(int pid, const std::vector<Mapping>& maps, TargetFiles& files);
 
 private:
     struct FileFacts {
         std::optional<uint64_t> table_offset; // file offset of nvtxGlobals_v3
         bool uses_nvtx = false;
     };
-    FileFacts read_file(int pid, const Mapping& m);
+    static FileFacts read_file(const InputFile& file);
     std::map<std::pair<uint64_t, uint64_t>, FileFacts> files_; // by device and inode, read once
 };
 

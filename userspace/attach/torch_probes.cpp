@@ -143,7 +143,7 @@ void TorchProbes::plan_autograd_links(const std::string& path, const ElfSymbols&
 }
 
 Result<int> TorchProbes::scan_maps(int pid, const std::vector<Mapping>& maps) {
-    return libraries_.scan(pid, maps, is_torch_library, [this](const InputFile& file, const Mapping& m, LibraryScan::FileKey key) -> Result<bool> {
+    return libraries_.scan(pid, maps, files_, is_torch_library, [this](const InputFile& file, const Mapping& m, LibraryScan::FileKey key) -> Result<bool> {
         auto syms = ElfSymbols::load(file.fd_path(), &site_symbols());
         if (!syms) return false;
         Plan plan = this->plan(file.fd_path(), **syms, autograd_links_);

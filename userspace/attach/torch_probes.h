@@ -25,7 +25,7 @@ namespace gtrace {
 
 class TorchProbes {
 public:
-    TorchProbes(BpfSession& bpf, bool autograd_links) : bpf_(bpf), autograd_links_(autograd_links) {}
+    TorchProbes(BpfSession& bpf, TargetFiles& files, bool autograd_links) : bpf_(bpf), files_(files), autograd_links_(autograd_links) {}
 
     // Probe the libtorch files among a process's mappings; returns how many new files got probes.
     Result<int> scan_maps(int pid, const std::vector<Mapping>& maps);
@@ -50,6 +50,7 @@ private:
     static void plan_autograd_links(const std::string& path, const ElfSymbols& syms, Plan& plan);
 
     BpfSession& bpf_;
+    TargetFiles& files_;
     bool autograd_links_;
     std::map<std::pair<uint64_t, uint64_t>, Probed> probed_; // (dev, inode) -> how it is probed
     LibraryScan libraries_;

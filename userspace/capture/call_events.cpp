@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "capture/call_events.h"
+#include "foundation/test_hooks.h"
 #include "decode/api_call.h"
 #include "decode/api_table.h"
 
@@ -88,7 +89,7 @@ void CallEvents::update_sources(const std::map<uint32_t, std::string>& gpu_warni
 // uprobes caught after an agent began recording, before this loop learned it (as on a busy host).
 bool CallEvents::lagging_for_test() {
     static const long lag_ms = [] {
-        const char* v = getenv("GTRACE_TEST_SOURCES_LAG_MS");
+        const char* v = GTRACE_TEST_HOOK("SOURCES_LAG_MS");
         return v ? atol(v) : 0L;
     }();
     if (lag_ms <= 0) return false;

@@ -1,4 +1,5 @@
 #include "capture/capture.h"
+#include "foundation/test_hooks.h"
 
 #include <malloc.h>
 #include <signal.h>
@@ -25,7 +26,7 @@ constexpr double kTrimEvery_s = 30.0;
 // bench/soak.py: what the heap holds against what glibc keeps free in it, after each trim (the
 // soak tells a table that grows from free memory the allocator does not hand back).
 void log_heap_for_bench(double seconds) {
-    static const bool wanted = getenv("GTRACE_BENCH_HEAP") != nullptr;
+    static const bool wanted = GTRACE_TEST_HOOK("BENCH_HEAP") != nullptr;
     if (!wanted) return;
     struct mallinfo2 m = mallinfo2();
     fmt::print(stderr, "gtrace-heap: t={:.1f} in_use={} free={} mmapped={} top={}\n", seconds, m.uordblks, m.fordblks,
@@ -66,9 +67,9 @@ Result<std::unique_ptr<Capture>> Capture::attach(const CaptureOptions& options) 
     auto bpf = BpfSession::create({options.ring_buffer_bytes, options.py_stack_every, options.sample_hz, options.bpf_stats});
     if (!bpf) return bpf.error();
     s.bpf = std::move(*bpf);
-    s.cuda_probes = std::make_unique<CudaProbes>(*s.bpf);
-    s.torch_probes = std::make_unique<TorchProbes>(*s.bpf, s.options.autograd_links);
-    s.comm_probes = std::make_unique<CommProbes>(*s.bpf);
+    s.cuda_probes = std::make_unique<CudaProbes>(*s.bpf, s.target_files);
+    s.torch_probes = std::make_unique<TorchProbes>(*s.bpf, s.target_files, s.options.autograd_links);
+    s.comm_probes = std::make_unique<CommProbes>(*s.bpf, s.target_files);
     auto reader = RingReader::open(s.bpf->ring_buffer_fd(), *c);
     if (!reader) return reader.error();
     c->reader_.emplace(std::move(*reader));

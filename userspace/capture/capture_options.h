@@ -32,6 +32,7 @@ struct CaptureOptions {
     bool launched = false; // gtrace record: agents arrive through CUDA_INJECTION64_PATH
     std::string cupti;   // --cupti: libcupti path(s) to try first
     bool system_wide = false; // --system-wide: a tree that is the whole host is allowed (see check_scope)
+    bool allow_other_users = false; // --allow-other-users: root through sudo may trace others' processes
     bool redact = true;       // hide secret values of command lines (--no-redact: keep them)
     bool autograd_links = false; // --autograd-links: backward launches linked to their forward op's source
     // Scripted captures: what goes into the trace, and when the capture stops on its own.

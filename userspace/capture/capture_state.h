@@ -12,6 +12,7 @@
 #include "capture/capture_options.h"
 #include "collect/agent_channel.h"
 #include "decode/address_symbols.h"
+#include "discover/target_files.h"
 #include "decode/kernel_names.h"
 #include "decode/python_frames.h"
 #include "decode/python_stacks.h"
@@ -37,7 +38,8 @@ struct CaptureState {
     std::unique_ptr<CudaProbes> cuda_probes;
     std::unique_ptr<TorchProbes> torch_probes;
     std::unique_ptr<CommProbes> comm_probes;
-    AddressSymbols addresses;
+    TargetFiles target_files; // a target's files, opened as it sees them (before what reads them)
+    AddressSymbols addresses{target_files};
     KernelNames kernel_names{addresses};
     PythonFrames python_frames;
     PythonStacks stacks{python_frames}; // interned by BPF: defined once, named by id after

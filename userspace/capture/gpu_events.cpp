@@ -10,6 +10,8 @@
 #include "attach/agent_injector.h"
 #include "decode/gpu_activity.h"
 #include "foundation/elf_symbols.h"
+#include "foundation/printable.h"
+#include "foundation/privilege.h"
 
 namespace gtrace {
 namespace {
@@ -20,7 +22,7 @@ constexpr int kDetachTimeoutMs = 3000;
 constexpr int kAgentStartTimeoutMs = 5000; // an agent reads its mailbox within 0.1 s (10 ms after loading)
 
 std::string agent_library() {
-    if (const char* p = getenv("GTRACE_AGENT")) return p;
+    if (const char* p = own_env("GTRACE_AGENT")) return p;
     char exe[PATH_MAX] = {};
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     std::string dir = n > 0 ? std::string(exe, static_cast<size_t>(n)) : std::string(".");
@@ -37,6 +39,15 @@ Result<void> GpuEvents::start() {
     agent_path_ = agent_library();
     if (access(agent_path_.c_str(), R_OK) != 0)
         return make_error(ExitCode::Internal, fmt::format("the agent library {} is missing; rebuild gtrace or pass --no-gpu", agent_path_));
+    // Privileged, gtrace loads into other processes only a library no one but root can change.
+    if (Privilege::privileged()) {
+        auto safe = check_root_owned_path(agent_path_);
+        if (!safe)
+            return make_error(ExitCode::Usage, fmt::format("the agent library refused: {} ({}); install gtrace where only root can "
+                                                           "change it (the package under /opt or /usr/local), or pass --no-gpu",
+                                                           printable(safe.error().message), Privilege::reason()));
+        agent_path_ = *safe;
+    }
     std::unordered_set<std::string_view> only = {GT_AGENT_ANNOUNCE_SYMBOL};
     auto syms = ElfSymbols::load(agent_path_, &only);
     const ElfSymbol* announce = syms ? (*syms)->find(GT_AGENT_ANNOUNCE_SYMBOL) : nullptr;

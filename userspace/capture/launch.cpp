@@ -1,16 +1,19 @@
 #include "capture/launch.h"
 
 #include <fcntl.h>
+#include <grp.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <optional>
 
 #include <fmt/format.h>
 
 #include "discover/proc_tree.h"
+#include "foundation/privilege.h"
 #include "gtrace/agent.h"
 
 namespace gtrace {
@@ -18,7 +21,10 @@ namespace {
 
 // The child: waits until gtrace tracks it and sends the agent's settings, then execs. The
 // settings arrive as "AGENT_PATH\nCONFIG" (empty: GPU off); EOF without them: gtrace failed.
-[[noreturn]] void run_child(int settings_fd, int error_fd, const std::vector<std::string>& command) {
+// Under sudo the command runs as the user who ran sudo (`as`): gtrace records it, it does not
+// lend it root.
+[[noreturn]] void run_child(int settings_fd, int error_fd, const std::vector<std::string>& command,
+                            const std::optional<FsCredentials>& as) {
     std::string settings;
     char buf[4096];
     ssize_t n;
@@ -40,6 +46,12 @@ namespace {
         }
     }
     signal(SIGPIPE, SIG_DFL); // gtrace ignores it; the command must not inherit that
+    if (as && (setgroups(as->groups.size(), as->groups.data()) != 0 || setresgid(as->gid, as->gid, as->gid) != 0 ||
+               setresuid(as->uid, as->uid, as->uid) != 0)) {
+        int err = errno;
+        (void)!write(error_fd, &err, sizeof err);
+        _exit(127);
+    }
     std::vector<char*> argv;
     for (const auto& a : command) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
@@ -93,6 +105,8 @@ void finish_command(pid_t child, const std::string& name, OnStop on_stop, bool t
 } // namespace
 
 Result<CaptureResult> record_command(CaptureOptions options, const std::vector<std::string>& command, OnStop on_stop) {
+    std::optional<FsCredentials> as;
+    if (Privilege::invoker().via_sudo) as = invoker_credentials();
     int settings[2], errors[2];
     if (pipe2(settings, O_CLOEXEC) != 0 || pipe2(errors, O_CLOEXEC) != 0)
         return make_error(ExitCode::Internal, fmt::format("pipe: {}", strerror(errno)));
@@ -101,7 +115,7 @@ Result<CaptureResult> record_command(CaptureOptions options, const std::vector<s
     if (child == 0) {
         close(settings[1]);
         close(errors[0]);
-        run_child(settings[0], errors[1], command);
+        run_child(settings[0], errors[1], command, as);
     }
     close(settings[0]);
     close(errors[1]);

@@ -24,7 +24,7 @@ std::pair<bool, const char*> outcome_of(uint32_t status) {
 std::string NvtxEvents::tables_config(uint32_t pid, const std::vector<Mapping>& maps) {
     // Asked again when the agent was busy: the same tables, each module noted once.
     constexpr size_t kMaxConfig = GT_MAILBOX_CONFIG_MAX / 2; // the rest of the request needs room too
-    NvtxModules found = scan_.find(static_cast<int>(pid), maps);
+    NvtxModules found = scan_.find(static_cast<int>(pid), maps, s_.target_files);
     for (const std::string& module : found.unreachable)
         note({pid, module, false, "it uses NVTX, but its table symbol nvtxGlobals_v3 is not in the file (stripped)"});
     std::string config;

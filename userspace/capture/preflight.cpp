@@ -1,4 +1,5 @@
 #include "capture/preflight.h"
+#include "foundation/test_hooks.h"
 
 #include <linux/capability.h>
 #include <sys/syscall.h>
@@ -11,6 +12,7 @@
 #include <fmt/ranges.h>
 
 #include "discover/proc_tree.h"
+#include "foundation/privilege.h"
 
 namespace gtrace {
 
@@ -48,6 +50,21 @@ Result<void> check_scope(int pid, bool system_wide) {
     return {};
 }
 
+Result<void> check_target_owner(int pid, bool allow_other_users) {
+    auto creds = read_credentials(pid);
+    if (!creds) return {}; // gone: check_target says so
+    const Invoker& who = Privilege::invoker();
+    if (allow_other_users && !Privilege::effective_root())
+        return make_error(ExitCode::Privileges, "--allow-other-users needs root: a gtrace running on file capabilities traces only "
+                                                "the processes of the user who runs it");
+    Privilege::acting_on(creds->real_uid());
+    if (who.real_root() || allow_other_users || creds->all_uids(who.uid)) return {};
+    return make_error(ExitCode::Privileges,
+                      fmt::format("PID {} belongs to uid {}, not to uid {} who runs gtrace{}; a privileged gtrace traces only its "
+                                  "caller's processes: run it as that user, or as root add --allow-other-users",
+                                  pid, creds->real_uid(), who.uid, who.via_sudo ? " through sudo" : ""));
+}
+
 namespace {
 
 // Whether this process holds `cap` in its effective set.
@@ -67,8 +84,10 @@ Result<void> check_privileges() {
     if (!has(CAP_PERFMON)) missing += " CAP_PERFMON";
     if (!missing.empty())
         return make_error(ExitCode::Privileges,
-                          fmt::format("missing privileges:{}; run gtrace as root (sudo) or grant CAP_BPF and CAP_PERFMON "
-                                      "(setcap cap_bpf,cap_perfmon,cap_sys_ptrace+ep gtrace)",
+                          fmt::format("missing privileges:{}; run gtrace as root (sudo), or give its binary the capabilities "
+                                      "for one group of users only: chgrp gtrace-users gtrace && chmod 0750 gtrace && setcap "
+                                      "cap_bpf,cap_perfmon,cap_sys_ptrace+ep gtrace (mode 0750: only that group gets BPF through it; it traces "
+                                      "only its caller's processes)",
                                       missing));
     return {};
 }
@@ -80,7 +99,7 @@ Result<void> check_ptrace_privileges() {
 }
 
 Result<void> check_btf() {
-    const char* env = getenv("GTRACE_KERNEL_BTF");
+    const char* env = GTRACE_TEST_HOOK("KERNEL_BTF");
     std::string path = env ? env : "/sys/kernel/btf/vmlinux";
     if (access(path.c_str(), R_OK) != 0)
         return make_error(ExitCode::KernelUnsupported,

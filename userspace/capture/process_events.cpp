@@ -1,4 +1,5 @@
 #include "capture/process_events.h"
+#include "foundation/test_hooks.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -8,6 +9,8 @@
 
 #include "discover/proc_tree.h"
 #include "discover/python_runtime.h"
+#include "foundation/printable.h"
+#include "foundation/privilege.h"
 
 namespace gtrace {
 
@@ -20,16 +23,46 @@ bool process_alive(int pid) {
 
 } // namespace
 
+template <typename Step>
+void ProcessEvents::guarded(int pid, const char* step, Step&& run) {
+    try {
+        run();
+    } catch (const std::exception& e) {
+        skip(static_cast<uint32_t>(pid), fmt::format("{}: {}", step, e.what()));
+    }
+}
+
+std::string ProcessEvents::not_ours(int pid) const {
+    if (s_.options.allow_other_users || Privilege::invoker().real_root()) return {};
+    auto creds = read_credentials(pid);
+    uint32_t ours = Privilege::invoker().uid;
+    if (!creds || creds->all_uids(ours)) return {};
+    return fmt::format("owned by uid {} (effective {}), not by uid {} for whom gtrace runs; root may add --allow-other-users",
+                       creds->real_uid(), creds->uid[1], ours);
+}
+
+void ProcessEvents::skip(uint32_t pid, const std::string& reason) {
+    if (skipped_.skip(pid, reason) && !s_.options.quiet)
+        fmt::print(stderr, "gtrace: warning: pid {} left out: {}; the capture goes on\n", pid, printable(reason));
+    s_.bpf->untrack(pid);
+    if (const ProcessInfo* p = s_.model.find(pid); p && !p->exited) exited(pid, 0);
+}
+
 Result<void> ProcessEvents::track_tree(uint64_t root_start_ticks) {
     // Fork events are live before the tree is entered into the map: a child forked while we
     // walk /proc is either found by the next walk or reported by BPF. Walk until stable.
-    if (const char* delay = getenv("GTRACE_TEST_ATTACH_DELAY_MS")) usleep(static_cast<useconds_t>(atoi(delay)) * 1000);
+    if (auto delay = test_hook_number(GTRACE_TEST_HOOK("ATTACH_DELAY_MS"))) usleep(*delay * 1000);
     for (size_t known = 0;;) {
         std::vector<int> tree = list_tree(s_.options.pid, getpid()); // never gtrace itself, nor its children
         for (int pid : tree) {
             if (s_.model.find(static_cast<uint32_t>(pid))) continue;
             auto st = read_proc_stat(pid);
-            if (!st) continue;
+            if (!st || skipped_.skipped(static_cast<uint32_t>(pid))) continue;
+            if (std::string why = not_ours(pid); !why.empty()) {
+                if (skipped_.skip(static_cast<uint32_t>(pid), why) && !s_.options.quiet)
+                    fmt::print(stderr, "gtrace: warning: pid {} left out: {}\n", pid, why);
+                continue;
+            }
             if (auto r = s_.bpf->track(static_cast<uint32_t>(pid)); !r) return r;
             s_.model.add_process(static_cast<uint32_t>(pid), static_cast<uint32_t>(st->ppid), true, std::nullopt);
         }
@@ -38,10 +71,16 @@ Result<void> ProcessEvents::track_tree(uint64_t root_start_ticks) {
     }
     // Interpreters before probes: a probe serves every process mapping its file at once. (Even
     // with --py-stacks off: samples and torch ranges use the interpreter too.)
-    for (const auto& [pid, p] : s_.model.processes()) detect_python(static_cast<int>(pid), read_maps(static_cast<int>(pid)));
-    for (const auto& [pid, p] : s_.model.processes()) {
-        if (auto r = scan(static_cast<int>(pid)); !r) return r;
-        if (auto r = s_.cuda_probes->probe_candidates(static_cast<int>(pid)); !r) return r.error();
+    std::vector<int> tracked;
+    for (const auto& [pid, p] : s_.model.processes()) tracked.push_back(static_cast<int>(pid));
+    for (int pid : tracked) guarded(pid, "Python detection", [&] { detect_python(pid, read_maps(pid)); });
+    for (int pid : tracked) {
+        Result<void> global; // an error that is not the process's (privileges, the kernel) ends the capture
+        guarded(pid, "scan", [&] {
+            if (auto r = scan(pid); !r) global = r;
+            else if (auto c = s_.cuda_probes->probe_candidates(pid); !c) global = c.error();
+        });
+        if (!global) return global;
     }
     // Attaching takes a while; the target may have exited, or its PID been reused, meanwhile.
     auto root = read_proc_stat(s_.options.pid);
@@ -71,8 +110,8 @@ Result<void> ProcessEvents::scan(int pid) {
     uint64_t fingerprint = code_fingerprint(maps);
     if (auto known = scanned_code_.find(static_cast<uint32_t>(pid)); known == scanned_code_.end() || known->second != fingerprint) {
         // GTRACE_TEST_SCAN_DELAY_MS: each new scan late, as from a gtrace on a busy host.
-        static const char* scan_delay = getenv("GTRACE_TEST_SCAN_DELAY_MS");
-        if (scan_delay) usleep(static_cast<useconds_t>(atoi(scan_delay)) * 1000);
+        static const auto scan_delay = test_hook_number(GTRACE_TEST_HOOK("SCAN_DELAY_MS"));
+        if (scan_delay) usleep(*scan_delay * 1000);
         auto added = s_.cuda_probes->scan_maps(pid, maps);
         if (!added) return added.error();
         if (auto torch = s_.torch_probes->scan_maps(pid, maps); !torch) return torch.error();
@@ -89,7 +128,7 @@ Result<void> ProcessEvents::scan(int pid) {
 }
 
 void ProcessEvents::detect_python(int pid, const std::vector<Mapping>& maps) {
-    PythonDetection d = gtrace::detect_python(pid, maps);
+    PythonDetection d = gtrace::detect_python(pid, maps, s_.target_files);
     if (d.runtime) {
         auto r = s_.bpf->set_python_layout(static_cast<uint32_t>(pid), d.runtime->layout);
         if (!r) {
@@ -142,6 +181,7 @@ void ProcessEvents::forget_python(uint32_t pid) {
 void ProcessEvents::on_proc(const gt_proc_event& e) {
     switch (e.kind) {
     case GT_PROC_FORK:
+        skipped_.forget(e.pid); // a new process in a PID the list may hold from before
         s_.model.add_process(e.pid, e.ppid, false, e.ppid);
         s_.kernel_names.inherit(e.pid, e.ppid);
         s_.addresses.inherit(e.pid, e.ppid);
@@ -151,15 +191,22 @@ void ProcessEvents::on_proc(const gt_proc_event& e) {
         if (!s_.model.find(e.pid)) s_.model.add_process(e.pid, 0, false, std::nullopt);
         // Test only: GTRACE_TEST_EXEC_ARGV_ONLY names exec'ed processes from the event alone, as
         // when the process is gone before /proc can be read (a race a test cannot force).
-        static const bool exec_argv_only = getenv("GTRACE_TEST_EXEC_ARGV_ONLY") != nullptr;
+        static const bool exec_argv_only = GTRACE_TEST_HOOK("EXEC_ARGV_ONLY") != nullptr;
         s_.model.refresh_identity(e.pid, exec_argv(e), exec_argv_only);
         s_.kernel_names.forget_process(e.pid);
         s_.addresses.forget_process(e.pid);
         scanned_code_.erase(e.pid);
         forget_python(e.pid); // BPF dropped its layout and agent slots at the exec itself
+        // A setuid program a user's job started is not the user's to trace.
+        if (std::string why = not_ours(static_cast<int>(e.pid)); !why.empty()) {
+            skip(e.pid, why);
+            break;
+        }
         // Scan at once: the new image may call CUDA and exit before the next poll.
-        if (auto r = s_.cuda_probes->probe_candidates(static_cast<int>(e.pid)); !r) s_.defer(r.error());
-        if (auto r = scan(static_cast<int>(e.pid)); !r) s_.defer(r.error());
+        guarded(static_cast<int>(e.pid), "exec", [&] {
+            if (auto r = s_.cuda_probes->probe_candidates(static_cast<int>(e.pid)); !r) s_.defer(r.error());
+            if (auto r = scan(static_cast<int>(e.pid)); !r) s_.defer(r.error());
+        });
         break;
     case GT_PROC_EXIT:
         exited(e.pid, e.exit_code);
@@ -198,7 +245,10 @@ std::vector<uint32_t> ProcessEvents::take_gone(std::chrono::steady_clock::durati
 void ProcessEvents::on_mmap(const gt_mmap_event& e) {
     // The mapping is reported at syscall entry: scan now (usually done by then) and again
     // after this batch of events.
-    if (auto r = scan(static_cast<int>(e.pid)); !r) s_.defer(r.error());
+    if (skipped_.skipped(e.pid)) return;
+    guarded(static_cast<int>(e.pid), "scan", [&] {
+        if (auto r = scan(static_cast<int>(e.pid)); !r) s_.defer(r.error());
+    });
     pending_scan_.insert(static_cast<int>(e.pid));
 }
 
@@ -206,7 +256,10 @@ void ProcessEvents::rescan_pending() {
     auto pending = std::move(pending_scan_);
     pending_scan_.clear();
     for (int pid : pending)
-        if (auto r = scan(pid); !r) s_.defer(r.error());
+        if (!skipped_.skipped(static_cast<uint32_t>(pid)))
+            guarded(pid, "scan", [&] {
+                if (auto r = scan(pid); !r) s_.defer(r.error());
+            });
 }
 
 void ProcessEvents::rescan_all() {

@@ -10,6 +10,7 @@
 #include "capture/call_events.h"
 #include "capture/capture_state.h"
 #include "capture/gpu_events.h"
+#include "capture/skipped_processes.h"
 #include "discover/proc_maps.h"
 
 namespace gtrace {
@@ -28,9 +29,18 @@ public:
     // Processes that exited at least `after` ago (each returned once): the writers' per-thread
     // state of them can go then, once their last GPU records and samples are in.
     std::vector<uint32_t> take_gone(std::chrono::steady_clock::duration after);
+    const SkippedProcesses& skipped() const { return skipped_; }
 
 private:
     Result<void> scan(int pid);
+    // Runs one per-process step; what it throws (a hostile process's maps, libraries, names)
+    // skips that process, never the capture.
+    template <typename Step>
+    void guarded(int pid, const char* step, Step&& run);
+    // A privileged gtrace traces only the processes of the user it acts for (all four uids),
+    // unless root asked for others (--allow-other-users); else the reason to skip it.
+    std::string not_ours(int pid) const;
+    void skip(uint32_t pid, const std::string& reason);
     void detect_python(int pid, const std::vector<Mapping>& maps);
     void forget_python(uint32_t pid);
     void exited(uint32_t pid, int exit_code);
@@ -44,6 +54,7 @@ private:
     std::map<uint32_t, uint64_t> scanned_code_; // pid -> the code mappings its last scan probed
     std::deque<std::pair<uint32_t, std::chrono::steady_clock::time_point>> gone_; // exits, oldest first
     std::set<uint32_t> python_unsupported_; // warned once, not examined again until exec
+    SkippedProcesses skipped_;
     bool waiting_for_cuda_ = false;
 };
 

@@ -10,6 +10,8 @@
 
 #include "cli/command_line.h"
 #include "cli/option_values.h"
+#include "foundation/printable.h"
+#include "foundation/privilege.h"
 
 namespace gtrace {
 
@@ -88,15 +90,21 @@ void add_capture_options(po::options_description& o) {
 
 const char* const kPidHelp = "PID of the process to attach to, with all its descendants (required; 1 to 4194304)";
 const char* const kSystemWideHelp = "allow a --pid whose tree is the whole host: PID 1, or a tree with processes of several users";
+const char* const kAllowOtherUsersHelp =
+    "run through sudo, trace processes of users other than the one who ran sudo (refused to a gtrace running on file "
+    "capabilities); without it a privileged gtrace traces only its caller's processes";
 
 } // namespace
 
 po::options_description attach_options() {
     po::options_description o("gtrace attach options");
     add_capture_options(o);
-    o.add_options()("pid,p", po::value<std::string>(), kPidHelp)("system-wide", kSystemWideHelp);
+    o.add_options()("pid,p", po::value<std::string>(), kPidHelp)("system-wide", kSystemWideHelp)
+        ("allow-other-users", kAllowOtherUsersHelp);
     return o;
 }
+
+const char* allow_other_users_help() { return kAllowOtherUsersHelp; }
 
 po::options_description record_options(bool parsing) {
     po::options_description o("gtrace record options");
@@ -105,7 +113,9 @@ po::options_description record_options(bool parsing) {
                     "when the capture stops before the command exits (--duration, --steps, Ctrl-C): term (SIGTERM "
                     "to its tree, then up to 10 s for it to exit), kill (SIGKILL), or keep (leave it running)");
     // attach's own, accepted only to say what to do instead; not in record's --help.
-    if (parsing) o.add_options()("pid,p", po::value<std::string>(), kPidHelp)("system-wide", kSystemWideHelp);
+    if (parsing)
+        o.add_options()("pid,p", po::value<std::string>(), kPidHelp)("system-wide", kSystemWideHelp)
+            ("allow-other-users", kAllowOtherUsersHelp);
     return o;
 }
 
@@ -186,16 +196,31 @@ void read_capture_options(const po::variables_map& vm, CaptureOptions& options) 
     options.autograd_links = vm.count("autograd-links") > 0;
     options.redact = vm.count("no-redact") == 0;
     options.system_wide = vm.count("system-wide") > 0;
+    options.allow_other_users = vm.count("allow-other-users") > 0;
     if (vm.count("cupti")) {
         options.cupti = vm["cupti"].as<std::string>();
         if (!options.gpu) fail(make_error(ExitCode::Usage, "--cupti and --no-gpu contradict each other; drop one"));
+        // In the privileged mode each library must be root's on a path only root can change; it is
+        // then named by its real path, so that no link a user owns can point elsewhere later.
+        std::string checked;
         for (size_t p = 0; p <= options.cupti.size();) {
             size_t colon = std::min(options.cupti.find(':', p), options.cupti.size());
             std::string path = options.cupti.substr(p, colon - p);
-            if (!path.empty() && access(path.c_str(), R_OK) != 0)
-                fail(make_error(ExitCode::Usage, fmt::format("--cupti {}: no such readable file; give the path of a libcupti.so", path)));
             p = colon + 1;
+            if (path.empty()) continue;
+            if (Privilege::privileged()) {
+                auto safe = check_root_owned_path(path);
+                if (!safe)
+                    fail(make_error(ExitCode::Usage, fmt::format("--cupti {} refused: {} ({})", printable(path),
+                                                                 printable(safe.error().message), Privilege::reason())));
+                path = *safe;
+            } else if (access(path.c_str(), R_OK) != 0) {
+                fail(make_error(ExitCode::Usage, fmt::format("--cupti {}: no such readable file; give the path of a libcupti.so",
+                                                             printable(path))));
+            }
+            checked += (checked.empty() ? "" : ":") + path;
         }
+        options.cupti = checked;
     }
 }
 

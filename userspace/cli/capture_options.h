@@ -12,6 +12,8 @@ namespace gtrace {
 
 // attach's options: the shared ones, --pid and --system-wide.
 boost::program_options::options_description attach_options();
+// --allow-other-users' help (attach and dump).
+const char* allow_other_users_help();
 // record's: the shared ones and --on-stop. `parsing` adds attach's --pid and --system-wide, not
 // shown in record's --help, only to say what to do instead.
 boost::program_options::options_description record_options(bool parsing = false);

@@ -30,13 +30,14 @@ Result<void> run_dump(int pid, bool system_wide, const std::atomic<int>& stop) {
         model.add_process(static_cast<uint32_t>(p), static_cast<uint32_t>(st->ppid), true, std::nullopt);
     }
 
-    AddressSymbols addresses;
+    TargetFiles target_files;
+    AddressSymbols addresses{target_files};
     PythonFrames python_frames;
     std::vector<DumpedThread> threads;
     for (const auto& [p, info] : model.processes()) {
         if (stop.load()) break;
         std::vector<Mapping> maps = read_maps(static_cast<int>(p));
-        PythonDetection python = detect_python(static_cast<int>(p), maps);
+        PythonDetection python = detect_python(static_cast<int>(p), maps, target_files);
         if (python.runtime) python_frames.set_runtime(p, *python.runtime);
         addresses.set_maps(p, maps);
         std::string owner = info.ranks.rank ? fmt::format("rank {}{}", *info.ranks.rank, info.forked_from ? " worker" : "")

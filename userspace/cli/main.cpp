@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "capture/capture.h"
+#include "foundation/test_hooks.h"
 #include "cli/capture_options.h"
 #include "cli/command_line.h"
 #include "cli/dump_command.h"
@@ -29,6 +30,8 @@
 #include "cli/version_command.h"
 #include "foundation/exit_codes.h"
 #include "foundation/output_file.h"
+#include "foundation/privilege.h"
+#include "capture/preflight.h"
 #include "output/clocks.h"
 
 namespace po = boost::program_options;
@@ -109,7 +112,7 @@ void read_output_options(const po::variables_map& vm, int pid, CaptureOptions& o
 void report_capture(const CaptureOptions& options, const CaptureResult& result) {
     uintmax_t max_report_bytes = 256ull << 20;
     // Test only: GTRACE_TEST_MAX_REPORT_BYTES lowers the limit (a test cannot write 256 MiB).
-    if (const char* v = getenv("GTRACE_TEST_MAX_REPORT_BYTES"); v && *v) max_report_bytes = std::strtoull(v, nullptr, 10);
+    if (auto v = test_hook_number<uintmax_t>(GTRACE_TEST_HOOK("MAX_REPORT_BYTES"))) max_report_bytes = *v;
     bool print = !options.quiet;
     std::error_code ec;
     uintmax_t size = std::filesystem::file_size(result.output, ec);
@@ -195,6 +198,8 @@ int run_attach(const std::vector<std::string>& args) {
     if (!vm.count("pid")) fail(make_error(ExitCode::Usage, "missing --pid: give the PID of the job to trace (e.g. torchrun's)"));
     CaptureOptions options;
     options.pid = or_fail(parse_pid(vm["pid"].as<std::string>()));
+    // Before anything reads gtrace's environment or the options' files: whose process it is.
+    or_fail(check_target_owner(options.pid, vm.count("allow-other-users") > 0));
     read_capture_options(vm, options);
     read_output_options(vm, options.pid, options);
     prepare_outputs(vm, options);
@@ -308,7 +313,8 @@ int run_dump_command(const std::vector<std::string>& args) {
     po::options_description desc("gtrace dump options");
     desc.add_options()("help,h", "show this help")                                              //
         ("pid,p", po::value<std::string>(), "PID of the job (e.g. torchrun's); its whole tree is dumped")
-        ("system-wide", "allow a --pid whose tree is the whole host: PID 1, or a tree with processes of several users");
+        ("system-wide", "allow a --pid whose tree is the whole host: PID 1, or a tree with processes of several users")
+        ("allow-other-users", allow_other_users_help());
     po::variables_map vm = parse_options(args, desc, "dump");
     if (vm.count("help")) {
         std::cout << "Usage: gtrace dump --pid PID\n\n"
@@ -319,8 +325,10 @@ int run_dump_command(const std::vector<std::string>& args) {
         return 0;
     }
     if (!vm.count("pid")) fail(make_error(ExitCode::Usage, "missing --pid: give the PID of the job to dump (e.g. torchrun's)"));
+    int pid = or_fail(parse_pid(vm["pid"].as<std::string>()));
+    or_fail(check_target_owner(pid, vm.count("allow-other-users") > 0));
     install_signal_handlers();
-    or_fail(run_dump(or_fail(parse_pid(vm["pid"].as<std::string>())), vm.count("system-wide") > 0, g_stop_signal));
+    or_fail(run_dump(pid, vm.count("system-wide") > 0, g_stop_signal));
     return 0;
 }
 
@@ -348,6 +356,7 @@ int run_ps_command(const std::vector<std::string>& args) {
 } // namespace
 
 int main(int argc, char** argv) {
+    Privilege::decide(); // first: whether gtrace's own environment may be read at all
     std::vector<std::string> args(argv + 1, argv + argc);
     std::string command_name = "attach";
     try {

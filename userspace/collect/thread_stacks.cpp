@@ -1,4 +1,5 @@
 #include "collect/thread_stacks.h"
+#include "foundation/test_hooks.h"
 
 #include <sys/ptrace.h>
 #include <sys/user.h>
@@ -80,7 +81,7 @@ ThreadStack read_one(int pid, int tid, const std::optional<PythonRuntime>& pytho
     }
     user_regs_struct regs{};
     // Tests interrupt a dump here, with this thread stopped.
-    if (const char* hold = getenv("GTRACE_TEST_DUMP_HOLD_MS")) usleep(static_cast<useconds_t>(atoi(hold)) * 1000);
+    if (auto hold = test_hook_number(GTRACE_TEST_HOOK("DUMP_HOLD_MS"))) usleep(*hold * 1000);
     if (ptrace(PTRACE_GETREGS, tid, nullptr, &regs) == 0) {
         for (const NativeFrame& f : unwind_stopped(tid, kMaxNativeFrames, false)) t.native.push_back(f.ip);
         if (python) t.python = walk_python(pid, regs.fs_base, python->layout);

@@ -22,20 +22,22 @@ constexpr size_t kMaxNamesPerProcess = 1 << 16;
 } // namespace
 
 std::shared_ptr<const ElfSymbols> AddressSymbols::symbols_for(uint32_t pid, const Mapping& m) {
-    if (auto it = files_.find(m.path); it != files_.end()) {
+    FileKey key{m.dev, m.inode};
+    if (auto it = files_.find(key); it != files_.end()) {
         it->second.last_use = ++uses_;
         return it->second.symbols;
     }
-    auto loaded = ElfSymbols::load_by_address(path_in_process_root(static_cast<int>(pid), m.path));
-    std::shared_ptr<const ElfSymbols> syms = loaded ? *loaded : nullptr;
+    std::shared_ptr<const ElfSymbols> syms;
+    if (auto file = target_files_.open_mapped(static_cast<int>(pid), m))
+        if (auto loaded = ElfSymbols::load_by_address(file->fd_path())) syms = *loaded;
     size_t bytes = syms ? syms->memory_bytes() : 0;
-    files_.emplace(m.path, File{syms, ++uses_, bytes});
+    files_.emplace(key, File{syms, ++uses_, bytes});
     bytes_held_ += bytes;
-    trim_files(m.path);
+    trim_files(key);
     return syms;
 }
 
-void AddressSymbols::trim_files(const std::string& keep) {
+void AddressSymbols::trim_files(const FileKey& keep) {
     while ((bytes_held_ > max_bytes_ || files_.size() > kMaxFiles) && files_.size() > 1) {
         auto oldest = files_.end();
         for (auto it = files_.begin(); it != files_.end(); ++it)

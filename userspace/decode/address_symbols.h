@@ -7,10 +7,12 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "foundation/elf_symbols.h"
 #include "discover/proc_maps.h"
+#include "discover/target_files.h"
 
 namespace gtrace {
 
@@ -22,7 +24,8 @@ public:
     // maps, a few more each minute: a bound by count (150,000 symbols, ~20 MiB) was reached only
     // after an hour or more of the soak, which grew meanwhile (bench/README.md).
     static constexpr size_t kDefaultMaxBytes = 8u << 20;
-    explicit AddressSymbols(size_t max_bytes = kDefaultMaxBytes) : max_bytes_(max_bytes) {}
+    // Objects are opened as each process maps them (`files`: discover/target_files.h).
+    explicit AddressSymbols(TargetFiles& files, size_t max_bytes = kDefaultMaxBytes) : target_files_(files), max_bytes_(max_bytes) {}
 
     // "function" when a symbol covers addr, else "file+0xoffset", else "" (unmapped).
     std::string name_at(uint32_t pid, uint64_t addr);
@@ -37,18 +40,21 @@ private:
         std::unordered_map<uint64_t, std::string> names; // address -> name
     };
     std::unordered_map<uint32_t, ProcessState> processes_;
-    // Symbol tables by path, least recently used let go past a budget: over an hour, samples
-    // land in more and more of a torch process's few hundred libraries.
+    // Symbol tables by file (device, inode: one path may name another file in each container),
+    // least recently used let go past a budget: over an hour, samples land in more and more of
+    // a torch process's few hundred libraries.
     struct File {
         std::shared_ptr<const ElfSymbols> symbols; // null: not an ELF file we could read
         uint64_t last_use = 0;
         size_t bytes = 0;
     };
-    std::map<std::string, File> files_;
+    using FileKey = std::pair<uint64_t, uint64_t>;
+    TargetFiles& target_files_;
+    std::map<FileKey, File> files_;
     size_t max_bytes_;
     size_t bytes_held_ = 0;
     uint64_t uses_ = 0;
-    void trim_files(const std::string& keep);
+    void trim_files(const FileKey& keep);
 };
 
 } // namespace gtrace

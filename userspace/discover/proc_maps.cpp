@@ -42,15 +42,6 @@ std::vector<Mapping> read_maps(int pid) {
     return parse_maps(read_input_file("/proc/" + std::to_string(pid) + "/maps", kMaxMapsBytes));
 }
 
-std::string path_in_process_root(int pid, const std::string& path) {
-    // Prefer the plain path when it is the same file: a /proc/PID/root path dies with the process.
-    std::string rooted = "/proc/" + std::to_string(pid) + "/root" + path;
-    struct stat in_root{}, plain{};
-    if (stat(rooted.c_str(), &in_root) != 0) return path;
-    if (stat(path.c_str(), &plain) == 0 && plain.st_dev == in_root.st_dev && plain.st_ino == in_root.st_ino) return path;
-    return rooted;
-}
-
 std::string mapped_file_path(int pid, const Mapping& m) {
     char range[48];
     snprintf(range, sizeof range, "%" PRIx64 "-%" PRIx64, m.start, m.end);

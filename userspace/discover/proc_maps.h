@@ -20,9 +20,6 @@ struct Mapping {
 std::vector<Mapping> read_maps(int pid);
 std::vector<Mapping> parse_maps(const std::string& text);
 
-// The path through which gtrace can open a file a process has mapped, even from another
-// mount namespace (container).
-std::string path_in_process_root(int pid, const std::string& path);
 // /proc/PID/map_files/START-END: the very file of a mapping, whatever path the process's mount
 // namespace or chroot gives it (its maps show paths from its namespace's root, not ours).
 std::string mapped_file_path(int pid, const Mapping& m);

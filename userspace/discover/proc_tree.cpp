@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstring>
 #include <map>
@@ -9,6 +10,7 @@
 #include <unordered_map>
 
 #include "foundation/input_file.h"
+#include "foundation/numbers.h"
 
 namespace gtrace {
 namespace {
@@ -52,7 +54,9 @@ std::optional<ProcStat> read_proc_stat(int pid, int tid) {
     auto close = text.rfind(')');
     if (open == std::string::npos || close == std::string::npos || close < open) return std::nullopt;
     ProcStat st;
-    st.pid = std::stoi(text.substr(0, open));
+    auto pid_field = parse_decimal<int>(std::string_view(text).substr(0, open > 0 ? open - 1 : 0));
+    if (!pid_field) return std::nullopt;
+    st.pid = *pid_field;
     st.comm = text.substr(open + 1, close - open - 1);
     std::istringstream rest(text.substr(close + 2));
     std::vector<std::string> f;
@@ -60,9 +64,11 @@ std::optional<ProcStat> read_proc_stat(int pid, int tid) {
     // f[0] is field 3 (state); field N is f[N-3].
     if (f.size() < 20) return std::nullopt;
     st.state = f[0].empty() ? '?' : f[0][0];
-    st.ppid = std::stoi(f[1]);
-    st.flags = std::stoul(f[6]);
-    st.start_time_ticks = std::stoull(f[19]);
+    auto ppid = parse_decimal<int>(f[1]);
+    auto flags = parse_decimal<unsigned long>(f[6]);
+    auto start = parse_decimal<uint64_t>(f[19]);
+    if (!ppid || !flags || !start) return std::nullopt;
+    st.ppid = *ppid, st.flags = *flags, st.start_time_ticks = *start;
     return st;
 }
 
@@ -131,15 +137,49 @@ std::vector<int> list_tree(int root, int exclude) {
 }
 
 std::optional<uint32_t> read_real_uid(int pid) {
-    std::string status = read_file("/proc/" + std::to_string(pid) + "/status");
-    size_t at = status.find("\nUid:");
-    if (at == std::string::npos) return std::nullopt;
-    uint32_t uid = 0;
-    const char* p = status.data() + at + 5;
-    while (*p == '\t' || *p == ' ') ++p;
-    auto [end, ec] = std::from_chars(p, status.data() + status.size(), uid);
-    if (ec != std::errc{}) return std::nullopt;
-    return uid;
+    auto c = read_credentials(pid);
+    return c ? std::optional<uint32_t>(c->real_uid()) : std::nullopt;
+}
+
+namespace {
+
+// The numbers after "\nNAME:" in a status text, up to `max` of them.
+std::optional<std::vector<uint32_t>> status_numbers(std::string_view status, std::string_view name, size_t min, size_t max) {
+    std::string key = "\n" + std::string(name) + ":";
+    size_t at = status.find(key);
+    if (at == std::string_view::npos) return std::nullopt;
+    size_t eol = status.find('\n', at + 1);
+    std::string_view line = status.substr(at + key.size(), eol == std::string_view::npos ? std::string_view::npos : eol - at - key.size());
+    std::vector<uint32_t> out;
+    for (size_t pos = 0; pos < line.size() && out.size() < max;) {
+        while (pos < line.size() && (line[pos] == ' ' || line[pos] == '\t')) ++pos;
+        size_t end = pos;
+        while (end < line.size() && line[end] != ' ' && line[end] != '\t') ++end;
+        if (end == pos) break;
+        auto v = parse_decimal<uint32_t>(line.substr(pos, end - pos));
+        if (!v) return std::nullopt;
+        out.push_back(*v);
+        pos = end;
+    }
+    if (out.size() < min) return std::nullopt;
+    return out;
+}
+
+} // namespace
+
+std::optional<ProcCredentials> parse_credentials(std::string_view status) {
+    auto uids = status_numbers(status, "Uid", 4, 4), gids = status_numbers(status, "Gid", 4, 4);
+    auto groups = status_numbers(status, "Groups", 0, 65536);
+    if (!uids || !gids) return std::nullopt;
+    ProcCredentials c;
+    std::copy(uids->begin(), uids->end(), c.uid);
+    std::copy(gids->begin(), gids->end(), c.gid);
+    if (groups) c.groups = std::move(*groups);
+    return c;
+}
+
+std::optional<ProcCredentials> read_credentials(int pid) {
+    return parse_credentials(read_file("/proc/" + std::to_string(pid) + "/status"));
 }
 
 std::vector<int> list_threads(int pid) { return numeric_entries("/proc/" + std::to_string(pid) + "/task"); }

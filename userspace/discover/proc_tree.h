@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -45,6 +46,21 @@ std::vector<int> list_tree(int root, int exclude = 0);
 
 // The real UID of a process (/proc/PID/status); nullopt when it is gone.
 std::optional<uint32_t> read_real_uid(int pid);
+
+// A process's credentials as /proc/PID/status gives them (Uid:, Gid: real, effective, saved,
+// file-system; Groups:): what it may do to files, and whom it belongs to.
+struct ProcCredentials {
+    uint32_t uid[4] = {}, gid[4] = {}; // real, effective, saved, file system
+    std::vector<uint32_t> groups;
+    uint32_t real_uid() const { return uid[0]; }
+    uint32_t fs_uid() const { return uid[3]; }
+    uint32_t fs_gid() const { return gid[3]; }
+    // Every uid of it is `owner`'s (not a setuid program a user's job started, say).
+    bool all_uids(uint32_t owner) const { return uid[0] == owner && uid[1] == owner && uid[2] == owner && uid[3] == owner; }
+};
+std::optional<ProcCredentials> read_credentials(int pid);
+// The same from the text of a status file (for tests); nullopt when a line is missing or malformed.
+std::optional<ProcCredentials> parse_credentials(std::string_view status);
 
 // Thread ids of a process, and a thread's name.
 std::vector<int> list_threads(int pid);

@@ -1,15 +1,16 @@
 #include "discover/python_runtime.h"
+#include "foundation/test_hooks.h"
 
 #include <pthread.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
-#include <regex>
 #include <unordered_set>
 
 #include "foundation/elf_symbols.h"
 #include "discover/process_memory.h"
+#include "foundation/numbers.h"
 
 namespace gtrace {
 namespace {
@@ -45,6 +46,20 @@ std::optional<uint64_t> load_bias(const std::vector<Mapping>& maps, const std::s
 
 } // namespace
 
+std::optional<std::pair<int, int>> python_file_version(std::string_view path) {
+    std::string_view name = path.substr(path.rfind('/') + 1); // npos + 1 == 0: the whole path
+    if (name.starts_with("lib")) name.remove_prefix(3);
+    if (!name.starts_with("python")) return std::nullopt;
+    name.remove_prefix(6);
+    size_t dot = name.find('.');
+    if (dot == std::string_view::npos) return std::nullopt;
+    size_t end = dot + 1;
+    while (end < name.size() && name[end] >= '0' && name[end] <= '9') ++end;
+    auto major = parse_decimal<int>(name.substr(0, dot)), minor = parse_decimal<int>(name.substr(dot + 1, end - dot - 1));
+    if (!major || !minor) return std::nullopt; // not digits, or a number no CPython has (libpython3.99999999999.so)
+    return std::make_pair(*major, *minor);
+}
+
 std::optional<uint16_t> glibc_pthread_specific_offset() {
     static const std::optional<uint16_t> offset = []() -> std::optional<uint16_t> {
         pthread_key_t key;
@@ -69,21 +84,20 @@ std::optional<uint16_t> glibc_pthread_specific_offset() {
     return offset;
 }
 
-PythonDetection detect_python(int pid, const std::vector<Mapping>& maps) {
-    static const std::regex python_file(R"((?:^|/)(?:lib)?python(\d)\.(\d+)[^/]*$)");
+PythonDetection detect_python(int pid, const std::vector<Mapping>& maps, TargetFiles& files) {
     static const std::unordered_set<std::string_view> wanted{"_PyRuntime", "Py_Version", "PyCode_Type"};
     PythonDetection out;
-    std::unordered_set<std::string> seen;
-    for (const auto& m : maps) {
-        std::smatch match;
-        if (!m.is_file() || !seen.insert(m.path).second || !std::regex_search(m.path, match, python_file)) continue;
-        auto syms = ElfSymbols::load(path_in_process_root(pid, m.path), &wanted);
+    // Files named like an interpreter (python3.11, libpython3.12.so.1.0), opened as the process maps them.
+    for (const OpenedMapping& opened : files.open_mapped(pid, maps, [](const Mapping& m) { return python_file_version(m.path).has_value(); })) {
+        const Mapping& m = opened.mapping;
+        auto named = python_file_version(m.path);
+        auto syms = ElfSymbols::load(opened.file.fd_path(), &wanted);
         if (!syms) continue;
         const ElfSymbol* runtime = (*syms)->find("_PyRuntime");
         if (!runtime) continue; // the python3 launcher of a shared build: the interpreter is in libpython
         auto bias = load_bias(maps, m.path, **syms);
         if (!bias) continue;
-        int major = std::stoi(match[1]), minor = std::stoi(match[2]);
+        auto [major, minor] = *named;
         if (const ElfSymbol* v = (*syms)->find("Py_Version")) { // 3.11+: the exact version
             uint32_t hex = 0;
             if (read_process_memory(pid, *bias + v->vaddr, &hex, sizeof hex)) {
@@ -128,7 +142,7 @@ PythonDetection detect_python(int pid, const std::vector<Mapping>& maps) {
             return out;
         }
         // _PyInterpreterFrame in the thread's data stack; the benchmark compares with frame-by-frame reads.
-        rt.layout.frames_stacked = minor >= 11 && !getenv("GTRACE_TEST_PY_FRAME_BY_FRAME");
+        rt.layout.frames_stacked = minor >= 11 && !GTRACE_TEST_HOOK("PY_FRAME_BY_FRAME");
         rt.layout.frame_read_start = lo;
         rt.layout.frame_read_len = static_cast<uint16_t>(hi - lo);
         rt.layout.tss_key_addr = rt.runtime_addr + layout->tss_key;

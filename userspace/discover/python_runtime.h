@@ -4,10 +4,13 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "foundation/result.h"
 #include "discover/proc_maps.h"
+#include "discover/target_files.h"
 #include "gtrace/pystack.h"
 
 namespace gtrace {
@@ -35,7 +38,12 @@ struct PythonDetection {
     std::string unsupported;              // why not, when it runs one gtrace cannot walk
 };
 
-PythonDetection detect_python(int pid, const std::vector<Mapping>& maps);
+// The interpreter among pid's mappings, its files opened as pid maps them (target_files.h).
+PythonDetection detect_python(int pid, const std::vector<Mapping>& maps, TargetFiles& files);
+
+// (major, minor) of a file named like CPython's executable or library: python3.11,
+// libpython3.12.so.1.0, /usr/bin/python3.9d; nullopt for any other name.
+std::optional<std::pair<int, int>> python_file_version(std::string_view path);
 
 // offsetof(struct pthread, specific_1stblock) in this machine's glibc, found by setting a key in
 // gtrace's own thread and looking for it; nullopt if it cannot be found.

@@ -1,19 +1,61 @@
 #include "foundation/elf_symbols.h"
 
+#include "foundation/bounded_call.h"
 #include "foundation/input_file.h"
 
 #include <cxxabi.h>
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
+#include <set>
 
 namespace gtrace {
 namespace {
+
+// A section that lies inside the file: libelf allocates what a section header claims.
+bool section_fits(const GElf_Shdr& s, uint64_t file_size) {
+    return s.sh_type == SHT_NOBITS || (s.sh_offset <= file_size && s.sh_size <= file_size - s.sh_offset);
+}
+
+// FUSE and the network file systems: a server gtrace does not control answers their reads.
+bool on_remote_file_system(int fd) {
+    struct statfs fs {};
+    if (fstatfs(fd, &fs) != 0) return false;
+    switch (static_cast<unsigned long>(fs.f_type)) {
+    case 0x65735546: // FUSE
+    case 0x6969:     // NFS
+    case 0xFF534D42: // CIFS
+    case 0xFE534D42: // SMB2
+    case 0x01021997: // 9P
+    case 0x00C36400: // Ceph
+    case 0x013111A8: // IBRIX
+    case 0x47504653: // GPFS
+    case 0x0BD00BD0: // Lustre
+        return true;
+    default:
+        return false;
+    }
+}
+
+std::mutex unanswering_mutex;
+std::set<dev_t> unanswering; // devices whose reads missed a deadline: not read again
+
+bool unanswering_device(dev_t dev) {
+    std::lock_guard lock(unanswering_mutex);
+    return unanswering.contains(dev);
+}
+
+void mark_unanswering(dev_t dev) {
+    std::lock_guard lock(unanswering_mutex);
+    unanswering.insert(dev);
+}
 
 struct ElfHandle {
     InputFile file; // a regular file only: the path may be a hostile user's FIFO or device
@@ -45,13 +87,42 @@ Result<std::shared_ptr<const ElfSymbols>> ElfSymbols::load_filtered(const std::s
                                                                      const std::function<bool(std::string_view)>& keep,
                                                                      bool index_names) {
     if (elf_version(EV_CURRENT) == EV_NONE) return make_error(ExitCode::Internal, "libelf is unusable");
-    ElfHandle h;
     auto file = open_input_file(path);
     if (!file) return make_error(ExitCode::Internal, file.error().message);
-    h.file = std::move(*file);
-    h.elf = elf_begin(h.file.fd(), ELF_C_READ_MMAP, nullptr);
+    auto dev = file->stat().st_dev;
+    if (!on_remote_file_system(file->fd())) return parse(std::move(*file), path, objects, keep, index_names);
+    // A FUSE or network file system may never answer (its server stopped, or was made to): the
+    // whole table is read on a worker with a deadline, and filtered here. Past the deadline its
+    // device is not read again.
+    if (unanswering_device(dev)) return make_error(ExitCode::Internal, path + ": its file system did not answer before");
+    auto shared = std::make_shared<InputFile>(std::move(*file));
+    auto all = bounded_call<Result<std::shared_ptr<const ElfSymbols>>>([shared, path, objects] {
+        return parse(std::move(*shared), path, objects, {}, false);
+    });
+    if (!all) {
+        mark_unanswering(dev);
+        return make_error(ExitCode::Internal, path + ": its file system does not answer");
+    }
+    if (!*all) return all->error();
+    auto syms = std::make_shared<ElfSymbols>();
+    syms->segments_ = (**all)->segments_;
+    for (const ElfSymbol& sym : (**all)->by_addr_)
+        if (!keep || keep(sym.name)) syms->by_addr_.push_back(sym);
+    syms->finish(index_names);
+    return std::shared_ptr<const ElfSymbols>(std::move(syms));
+}
+
+Result<std::shared_ptr<const ElfSymbols>> ElfSymbols::parse(InputFile file, const std::string& path, bool objects,
+                                                             const std::function<bool(std::string_view)>& keep,
+                                                             bool index_names) {
+    ElfHandle h;
+    h.file = std::move(file);
+    // Read, not mapped: a library its owner truncates while gtrace reads it must not fault gtrace
+    // (SIGBUS); libelf reads the sections asked for, each checked against the file's size first.
+    h.elf = elf_begin(h.file.fd(), ELF_C_READ, nullptr);
     if (!h.elf || elf_kind(h.elf) != ELF_K_ELF)
         return make_error(ExitCode::Internal, path + " is not an ELF file");
+    auto fits = [&](const GElf_Shdr& s) { return section_fits(s, h.file.size()); };
 
     auto syms = std::make_shared<ElfSymbols>();
     size_t phnum = 0;
@@ -65,8 +136,11 @@ Result<std::shared_ptr<const ElfSymbols>> ElfSymbols::load_filtered(const std::s
     Elf_Scn* scn = nullptr;
     while ((scn = elf_nextscn(h.elf, scn))) {
         GElf_Shdr sh;
-        if (!gelf_getshdr(scn, &sh) || (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM) || !sh.sh_entsize)
+        if (!gelf_getshdr(scn, &sh) || (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM) || !sh.sh_entsize || !fits(sh))
             continue;
+        GElf_Shdr strings;
+        Elf_Scn* strscn = elf_getscn(h.elf, sh.sh_link);
+        if (!strscn || !gelf_getshdr(strscn, &strings) || !fits(strings)) continue;
         Elf_Data* data = elf_getdata(scn, nullptr);
         if (!data) continue;
         size_t count = sh.sh_size / sh.sh_entsize;
@@ -80,20 +154,21 @@ Result<std::shared_ptr<const ElfSymbols>> ElfSymbols::load_filtered(const std::s
             syms->by_addr_.push_back({sym.st_value, sym.st_size, name});
         }
     }
-    std::sort(syms->by_addr_.begin(), syms->by_addr_.end(),
-              [](const ElfSymbol& a, const ElfSymbol& b) { return a.vaddr < b.vaddr; });
-    // .symtab and .dynsym repeat each other: keep one symbol per (address, name).
-    syms->by_addr_.erase(std::unique(syms->by_addr_.begin(), syms->by_addr_.end(),
-                                     [](const ElfSymbol& a, const ElfSymbol& b) {
-                                         return a.vaddr == b.vaddr && a.name == b.name;
-                                     }),
-                         syms->by_addr_.end());
-    syms->by_addr_.shrink_to_fit(); // kept for the whole capture: no room left from push_back's doubling
-    if (index_names) {
-        syms->by_name_.reserve(syms->by_addr_.size());
-        for (size_t i = 0; i < syms->by_addr_.size(); ++i) syms->by_name_.emplace(syms->by_addr_[i].name, i);
-    }
+    syms->finish(index_names);
     return std::shared_ptr<const ElfSymbols>(std::move(syms));
+}
+
+void ElfSymbols::finish(bool index_names) {
+    std::sort(by_addr_.begin(), by_addr_.end(), [](const ElfSymbol& a, const ElfSymbol& b) { return a.vaddr < b.vaddr; });
+    // .symtab and .dynsym repeat each other: keep one symbol per (address, name).
+    by_addr_.erase(std::unique(by_addr_.begin(), by_addr_.end(),
+                               [](const ElfSymbol& a, const ElfSymbol& b) { return a.vaddr == b.vaddr && a.name == b.name; }),
+                   by_addr_.end());
+    by_addr_.shrink_to_fit(); // kept for the whole capture: no room left from push_back's doubling
+    if (index_names) {
+        by_name_.reserve(by_addr_.size());
+        for (size_t i = 0; i < by_addr_.size(); ++i) by_name_.emplace(by_addr_[i].name, i);
+    }
 }
 
 const ElfSymbol* ElfSymbols::find(std::string_view name) const {
@@ -131,11 +206,11 @@ std::vector<std::string> elf_search_paths(const std::string& path, const std::st
     auto file = open_input_file(path);
     if (!file) return dirs;
     h.file = std::move(*file);
-    if (!(h.elf = elf_begin(h.file.fd(), ELF_C_READ_MMAP, nullptr))) return dirs;
+    if (!(h.elf = elf_begin(h.file.fd(), ELF_C_READ, nullptr))) return dirs;
     Elf_Scn* scn = nullptr;
     while ((scn = elf_nextscn(h.elf, scn))) {
         GElf_Shdr sh;
-        if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNAMIC || !sh.sh_entsize) continue;
+        if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNAMIC || !sh.sh_entsize || !section_fits(sh, h.file.size())) continue;
         Elf_Data* data = elf_getdata(scn, nullptr);
         for (size_t i = 0; data && i < sh.sh_size / sh.sh_entsize; ++i) {
             GElf_Dyn dyn;

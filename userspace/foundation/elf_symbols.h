@@ -11,6 +11,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "foundation/input_file.h"
 #include "foundation/result.h"
 
 namespace gtrace {
@@ -53,6 +54,9 @@ private:
     static Result<std::shared_ptr<const ElfSymbols>> load_filtered(const std::string& path, bool objects,
                                                                    const std::function<bool(std::string_view)>& keep,
                                                                    bool index_names = true);
+    static Result<std::shared_ptr<const ElfSymbols>> parse(InputFile file, const std::string& path, bool objects,
+                                                           const std::function<bool(std::string_view)>& keep, bool index_names);
+    void finish(bool index_names); // sorted by address, repeats dropped, indexed by name
     struct Segment {
         uint64_t vaddr, offset, filesz;
     };

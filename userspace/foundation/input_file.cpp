@@ -26,6 +26,16 @@ InputFile::~InputFile() {
 
 std::string InputFile::fd_path() const { return fmt::format("/proc/self/fd/{}", fd_); }
 
+Result<InputFile> InputFile::adopt(int fd, const std::string& shown, ExitCode not_regular) {
+    InputFile f;
+    f.fd_ = fd;
+    if (fd < 0) return make_error(ExitCode::Usage, fmt::format("cannot read {}: bad file descriptor", shown));
+    if (fstat(fd, &f.st_) != 0) return make_error(ExitCode::Usage, fmt::format("cannot read {}: {}", shown, strerror(errno)));
+    if (!S_ISREG(f.st_.st_mode))
+        return make_error(not_regular, fmt::format("{} is not a regular file (it is {})", shown, file_type_name(f.st_.st_mode)));
+    return f;
+}
+
 const char* file_type_name(mode_t mode) {
     switch (mode & S_IFMT) {
     case S_IFREG: return "a regular file";
@@ -60,6 +70,26 @@ Result<InputFile> open_input_file(const std::string& path, ExitCode not_regular)
     if (fstat(f.fd_, &f.st_) != 0 || !S_ISREG(f.st_.st_mode))
         return make_error(not_regular, fmt::format("{} is not a regular file (it is {})", path, file_type_name(f.st_.st_mode)));
     return f;
+}
+
+std::optional<uint64_t> find_in_file(int fd, uint64_t offset, uint64_t size, std::string_view needle) {
+    if (needle.empty() || size < needle.size()) return std::nullopt;
+    constexpr size_t kChunk = 1 << 20;
+    std::string buf(kChunk + needle.size(), '\0');
+    size_t kept = 0; // bytes carried over from the previous chunk: a match may straddle two
+    for (uint64_t at = offset, end = offset + size; at < end;) {
+        size_t want = static_cast<size_t>(std::min<uint64_t>(kChunk, end - at));
+        ssize_t n = pread(fd, buf.data() + kept, want, static_cast<off_t>(at));
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return std::nullopt;
+        size_t have = kept + static_cast<size_t>(n);
+        if (size_t pos = std::string_view(buf.data(), have).find(needle); pos != std::string_view::npos)
+            return at - kept + pos;
+        kept = std::min(have, needle.size() - 1);
+        memmove(buf.data(), buf.data() + have - kept, kept);
+        at += static_cast<uint64_t>(n);
+    }
+    return std::nullopt;
 }
 
 std::string read_input_file(const std::string& path, size_t max_bytes) {

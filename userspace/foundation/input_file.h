@@ -5,7 +5,10 @@
 #pragma once
 #include <sys/stat.h>
 
+#include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "foundation/result.h"
 
@@ -26,6 +29,8 @@ public:
     // A path naming exactly this open file (/proc/self/fd/N), for APIs that take paths (libelf,
     // uprobes): the kernel resolves it to the same inode, whatever happens to the original path.
     std::string fd_path() const;
+    // Takes `fd` (closed on failure too); a regular file only, else `not_regular` naming `shown`.
+    static Result<InputFile> adopt(int fd, const std::string& shown, ExitCode not_regular = ExitCode::Internal);
 
 private:
     friend Result<InputFile> open_input_file(const std::string& path, ExitCode not_regular);
@@ -40,6 +45,10 @@ Result<InputFile> open_input_file(const std::string& path, ExitCode not_regular 
 // The whole of a small regular file (/proc files, whose size fstat does not know), at most
 // `max_bytes`: a longer one is cut there. Empty when it cannot be opened or is not regular.
 std::string read_input_file(const std::string& path, size_t max_bytes);
+
+// Where `needle` first occurs in the file's bytes [offset, offset + size), read a chunk at a time
+// (no buffer sized by what a file or a mapping claims): its file offset, or nullopt.
+std::optional<uint64_t> find_in_file(int fd, uint64_t offset, uint64_t size, std::string_view needle);
 
 // "a FIFO", "a character device", ... for messages.
 const char* file_type_name(mode_t mode);

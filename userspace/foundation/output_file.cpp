@@ -17,6 +17,8 @@
 
 #include <fmt/format.h>
 
+#include "foundation/privilege.h"
+
 namespace gtrace {
 namespace {
 
@@ -102,7 +104,18 @@ Identity input_identity(const std::string& path) {
     return id;
 }
 
+// With the credentials files are made with (AT_EACCESS: under sudo the invoker's, not the real root's).
+bool may_write_in(const std::string& dir) { return faccessat(AT_FDCWD, dir.c_str(), W_OK | X_OK, AT_EACCESS) == 0; }
+
+Error invoker_unavailable(const std::string& what) {
+    return make_error(ExitCode::OutputUnwritable, fmt::format("cannot take the file-system credentials of uid {} (who ran sudo) to "
+                                                              "write {}: the kernel refused",
+                                                              Privilege::invoker().uid, what));
+}
+
 Result<void> check_one(const OutputSpec& o, bool force) {
+    AsInvoker as_invoker;
+    if (!as_invoker.ok()) return invoker_unavailable(o.path);
     std::string name = fs::path(o.path).filename().string();
     if (name.empty() || name == "." || name == "..")
         return make_error(ExitCode::OutputUnwritable, fmt::format("{} {} names a directory; give a file name", o.option, o.path));
@@ -133,7 +146,7 @@ Result<void> check_one(const OutputSpec& o, bool force) {
                               fmt::format("output file {} already exists; use --force to overwrite it or choose another {} path",
                                           o.path, o.option));
     }
-    if (access(dir.c_str(), W_OK | X_OK) != 0)
+    if (!may_write_in(dir))
         return make_error(ExitCode::OutputUnwritable,
                           fmt::format("cannot write in {}: {}; choose a writable directory with {}", dir, strerror(errno), o.option));
     PinnedDirectories::get().pin(dir);
@@ -149,18 +162,10 @@ std::string random_suffix() {
     return out;
 }
 
-std::optional<unsigned long> decimal_id(const char* text) {
-    if (!text || !*text) return std::nullopt;
-    char* end = nullptr;
-    errno = 0;
-    unsigned long v = strtoul(text, &end, 10);
-    if (*end || errno || text[0] < '0' || text[0] > '9' || v >= UINT32_MAX) return std::nullopt;
-    return v;
-}
-
 } // namespace
 
 bool partial_in_use(const std::string& path) {
+    AsInvoker as_invoker;
     int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) return false;
     bool locked = flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
@@ -202,6 +207,8 @@ Result<void> check_outputs(const std::vector<OutputSpec>& outputs, const std::ve
 }
 
 Result<void> check_output_directory(const std::string& option, const std::string& given, bool force) {
+    AsInvoker as_invoker;
+    if (!as_invoker.ok()) return invoker_unavailable(given);
     if (given.empty()) return make_error(ExitCode::Usage, fmt::format("{} '': an empty name; give a directory name", option));
     std::string path = given; // "out/" names out, whose parent is ".", not out itself
     while (path.size() > 1 && path.ends_with('/')) path.pop_back();
@@ -213,7 +220,7 @@ Result<void> check_output_directory(const std::string& option, const std::string
         if (stat(parent.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
             return make_error(ExitCode::OutputUnwritable,
                               fmt::format("directory {} does not exist; create it or choose another {} path", parent, option));
-        if (access(parent.c_str(), W_OK | X_OK) != 0)
+        if (!may_write_in(parent))
             return make_error(ExitCode::OutputUnwritable,
                               fmt::format("cannot write in {}: {}; choose a writable directory with {}", parent, strerror(errno), option));
         PinnedDirectories::get().pin(parent);
@@ -232,13 +239,15 @@ Result<void> check_output_directory(const std::string& option, const std::string
     if (!force)
         return make_error(ExitCode::OutputExists,
                           fmt::format("output directory {} already exists; use --force to write into it or choose another {} path", path, option));
-    if (access(path.c_str(), W_OK | X_OK) != 0)
+    if (!may_write_in(path))
         return make_error(ExitCode::OutputUnwritable, fmt::format("cannot write in {}: {}; choose another {} path", path, strerror(errno), option));
     PinnedDirectories::get().pin(dir_of(path));
     return {};
 }
 
 Result<int> create_output_directory(const std::string& given, bool force) {
+    AsInvoker as_invoker; // the directory is the invoker's as if they had made it
+    if (!as_invoker.ok()) return invoker_unavailable(given);
     std::string path = dir_key(given);
     std::string name = fs::path(path).filename().string();
     int parent = PinnedDirectories::get().open(dir_of(path));
@@ -258,20 +267,7 @@ Result<int> create_output_directory(const std::string& given, bool force) {
         return make_error(ExitCode::OutputUnwritable, fmt::format("cannot open directory {}: {}; give the real path of a directory",
                                                                   path, strerror(err)));
     PinnedDirectories::get().pin_fd(path, fd); // its files are created through this handle
-    if (auto who = sudo_invoker(); made && who && fchown(fd, who->first, who->second) != 0) {
-        int err = errno;
-        close(fd);
-        return make_error(ExitCode::OutputUnwritable,
-                          fmt::format("cannot give {} to the user who ran sudo (uid {}): {}; write it on a local disk", path, who->first, strerror(err)));
-    }
     return fd;
-}
-
-std::optional<std::pair<uid_t, gid_t>> sudo_invoker() {
-    if (geteuid() != 0) return std::nullopt;
-    auto uid = decimal_id(getenv("SUDO_UID")), gid = decimal_id(getenv("SUDO_GID"));
-    if (!uid || !gid) return std::nullopt;
-    return std::make_pair(static_cast<uid_t>(*uid), static_cast<gid_t>(*gid));
 }
 
 ExitCode write_error_code(int err) {
@@ -279,6 +275,8 @@ ExitCode write_error_code(int err) {
 }
 
 Result<OutputFile> OutputFile::create(const std::string& path, bool force, const std::string& temp_path) {
+    AsInvoker as_invoker; // under sudo the file is the invoker's as if they had made it
+    if (!as_invoker.ok()) return invoker_unavailable(path);
     OutputFile f;
     f.path_ = path;
     f.force_ = force;
@@ -310,10 +308,6 @@ Result<OutputFile> OutputFile::create(const std::string& path, bool force, const
         return make_error(ExitCode::OutputUnwritable, fmt::format("cannot write in {}: {}; choose a writable directory", dir, strerror(err)));
     }
     f.temp_path_ = (fs::path(dir) / f.temp_name_).string();
-    if (auto who = sudo_invoker(); who && fchown(f.fd_, who->first, who->second) != 0)
-        return make_error(ExitCode::OutputUnwritable,
-                          fmt::format("cannot give {} to the user who ran sudo (uid {}): {}; write it on a local disk", f.temp_path_,
-                                      who->first, strerror(errno)));
     return f;
 }
 
@@ -326,6 +320,7 @@ OutputFile::OutputFile(OutputFile&& o) noexcept
 
 OutputFile::~OutputFile() {
     if (fd_ >= 0) close(fd_);
+    AsInvoker as_invoker;
     if (!committed_ && !keep_ && !temp_name_.empty() && dir_fd_ >= 0) unlinkat(dir_fd_, temp_name_.c_str(), 0);
     if (dir_fd_ >= 0) close(dir_fd_);
 }
@@ -339,6 +334,8 @@ Result<void> OutputFile::commit() {
     }
     close(fd_);
     fd_ = -1;
+    AsInvoker as_invoker; // replacing a file (--force) is what the invoker could do in that directory
+    if (!as_invoker.ok()) return invoker_unavailable(path_);
     if (renameat2(dir_fd_, temp_name_.c_str(), dir_fd_, name_.c_str(), force_ ? 0 : RENAME_NOREPLACE) != 0) {
         int err = errno;
         if (err == EEXIST)

@@ -5,7 +5,8 @@
 //    into place, so a symbolic link at the path is never written through;
 //  - a symbolic link, a directory or a special file at an output path is refused, even with
 //    --force; --force replaces an existing regular file (the old one is unlinked, not rewritten);
-//  - mode 0600, narrowed by the umask; under sudo the file is given to the invoking user;
+//  - mode 0600, narrowed by the umask; under sudo every check, create, rename and unlink is made
+//    with the invoking user's file-system credentials: they get exactly the files they could make;
 //  - an output's directory is held open from the check on, and its file created and renamed
 //    relative to that handle: a directory on the path swapped for a link mid-capture changes nothing.
 #pragma once
@@ -50,9 +51,6 @@ bool partial_in_use(const std::string& path);
 
 // An output's absolute path: its directory resolved (links, ".."), its name kept as given.
 std::string absolute_output_path(const std::string& path);
-
-// Running as root under sudo: the invoking user (numeric SUDO_UID and SUDO_GID), who gets the files.
-std::optional<std::pair<uid_t, gid_t>> sudo_invoker();
 
 // A file being written under a temporary name beside its path, renamed into place by commit().
 class OutputFile {

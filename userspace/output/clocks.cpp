@@ -1,4 +1,5 @@
 #include "output/clocks.h"
+#include "foundation/test_hooks.h"
 
 #include <time.h>
 #include <unistd.h>
@@ -21,7 +22,7 @@ uint64_t now(clockid_t clock) {
 // through by matching collectives (tests/runtime/two_nodes.py). It changes no time of an event.
 int64_t test_realtime_offset_ns() {
     static const int64_t offset = [] {
-        const char* v = getenv("GTRACE_TEST_CLOCK_OFFSET_NS");
+        const char* v = GTRACE_TEST_HOOK("CLOCK_OFFSET_NS");
         int64_t n = 0;
         if (v && *v) std::from_chars(v, v + strlen(v), n);
         return n;

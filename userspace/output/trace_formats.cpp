@@ -1,4 +1,5 @@
 #include "output/trace_formats.h"
+#include "foundation/test_hooks.h"
 
 #include <fmt/format.h>
 
@@ -96,7 +97,7 @@ Result<std::unique_ptr<TraceWriter>> create_trace_writer(const TraceOutput& out,
     auto writer = create_one(out, force, model);
     if (!writer) return writer.error();
     // Tests: the same events in more formats (GTRACE_TEST_TEE=PATH[:PATH]), to compare them.
-    const char* tee = getenv("GTRACE_TEST_TEE");
+    const char* tee = GTRACE_TEST_HOOK("TEE");
     for (std::string_view rest = tee ? tee : ""; !rest.empty();) {
         size_t colon = std::min(rest.find(':'), rest.size());
         TraceOutput more = out;

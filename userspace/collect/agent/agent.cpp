@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "collect/agent/call_capture.h"
+#include "foundation/test_hooks.h"
 #include "collect/agent/cupti_session.h"
 #include "collect/agent/memory_state.h"
 #include "collect/agent/nvtx_injection.h"
@@ -122,7 +123,7 @@ void begin_session(Agent& a) {
 void begin_records_or_callbacks(gt_agent_ring* ring, uint32_t source) {
     const bool with_stacks = ring->py_stack_every != 0;
     const bool from_records = source == GT_CALLS_FROM_RECORDS && start_call_records(with_stacks);
-    if (const char* gap = from_records ? getenv("GTRACE_TEST_AGENT_RECORDS_GAP_MS") : nullptr)
+    if (const char* gap = from_records ? GTRACE_TEST_HOOK_IN_TARGET("AGENT_RECORDS_GAP_MS") : nullptr)
         usleep(static_cast<useconds_t>(atoi(gap)) * 1000);
     begin_call_capture(ring, from_records);
     if (from_records) end_unneeded_callbacks(with_stacks);
@@ -263,7 +264,7 @@ void* agent_loop(void*) {
         a.last_request = r.seq;
         // GTRACE_TEST_AGENT_ANSWER_DELAY_MS (the traced process's environment): answer late, as
         // an agent whose process is descheduled on a busy host.
-        if (const char* delay = getenv("GTRACE_TEST_AGENT_ANSWER_DELAY_MS")) usleep(static_cast<useconds_t>(atoi(delay)) * 1000);
+        if (auto delay = gtrace::test_hook_number(GTRACE_TEST_HOOK_IN_TARGET("AGENT_ANSWER_DELAY_MS"))) usleep(*delay * 1000);
         start(r.config, r.seq, false);
     }
     return nullptr;
