@@ -455,6 +455,12 @@ def run_once(case, opts, interpreter, fmt):
         ctx["interpreter"] = interpreter
     for d in case.get("make_dirs", []):
         os.makedirs(substitute(d, ctx), exist_ok=True)
+    for d, user in case.get("user_dirs", {}).items():  # a directory of that user's, reachable by them
+        d = substitute(d, ctx)
+        os.makedirs(d, mode=0o700)
+        owner = pwd.getpwnam(user)
+        os.chown(d, owner.pw_uid, owner.pw_gid)
+        os.chmod(tmp, 0o711)
     for src, dst in case.get("copy_files", {}).items():
         dst = substitute(dst, ctx)
         os.makedirs(os.path.dirname(dst), exist_ok=True)

@@ -17,15 +17,22 @@
 
 #include "analyze/json_cursor.h"
 #include "foundation/input_file.h"
+#include "foundation/printable.h"
+#include "foundation/privilege.h"
 #include "foundation/result.h"
+#include "foundation/sigbus_guard.h"
 
 namespace gtrace {
 
 class TraceFile {
 public:
     static Result<TraceFile> open(const std::string& path, bool writable = false) {
-        // Only a regular file: a FIFO or a device (/dev/zero) would block or never end.
-        auto in = open_input_file(path, ExitCode::BadTrace);
+        // Only a regular file: a FIFO or a device (/dev/zero) would block or never end. Under
+        // sudo, only one the user who ran it could read.
+        auto in = [&] {
+            AsInvoker as_invoker;
+            return open_input_file(path, ExitCode::BadTrace);
+        }();
         if (!in) {
             if (in.error().code == ExitCode::BadTrace)
                 return make_error(ExitCode::BadTrace, in.error().message + "; give the path of a trace file gtrace wrote");
@@ -36,13 +43,41 @@ public:
             f.copy_.assign(JsonCursor::kPadding, '\0');
             return f;
         }
+        if (auto shape = check_shape(*in, printable(path)); !shape) return shape.error();
         if (in->size() > SIZE_MAX / 2 || !f.map(in->fd(), static_cast<size_t>(in->size()), writable))
-            return make_error(ExitCode::BadTrace, fmt::format("cannot map {} ({} bytes): {}; is it a trace gtrace wrote?", path,
+            return make_error(ExitCode::BadTrace, fmt::format("cannot map {} ({} bytes): {}; is it a trace gtrace wrote?", printable(path),
                                                               in->size(), strerror(errno)));
+        f.guard_ = SigbusGuard(f.map_, f.size_, path); // truncated under us: one line and exit 11
         return f;
     }
+
+    // Before a byte is scanned: a trace starts like JSON ('{' or '[' after blanks) or like a
+    // Perfetto TracePacket (field 1, length-delimited: 0x0a), and is not mostly holes (a sparse
+    // file of terabytes would be read, and cached, in full for nothing).
+    static Result<void> check_shape(const InputFile& in, const std::string& shown) {
+        char head[256];
+        ssize_t n = pread(in.fd(), head, sizeof head, 0);
+        size_t i = 0;
+        while (n > 0 && i < static_cast<size_t>(n) && (head[i] == ' ' || head[i] == '\n' || head[i] == '\r' || head[i] == '\t')) ++i;
+        bool json = n > 0 && i < static_cast<size_t>(n) && (head[i] == '{' || head[i] == '[');
+        bool proto = n > 0 && static_cast<unsigned char>(head[0]) == 0x0a;
+        if (n > 0 && !json && !proto && i < static_cast<size_t>(n))
+            return make_error(ExitCode::BadTrace, fmt::format("{} does not start like a trace: it is not valid JSON, nor a Perfetto protobuf; give the path of "
+                                                              "a trace gtrace wrote", shown));
+        constexpr uint64_t kSmall = 1 << 20;
+        if (in.size() > kSmall) {
+            uint64_t holes = hole_bytes(in);
+            if (holes > in.size() / 2)
+                return make_error(ExitCode::BadTrace, fmt::format("{} is mostly holes ({} of its {} bytes were never written); it is not a "
+                                                                  "trace gtrace wrote", shown, holes, in.size()));
+        }
+        return {};
+    }
     TraceFile() = default;
-    TraceFile(TraceFile&& o) noexcept : map_(o.map_), map_len_(o.map_len_), size_(o.size_), copy_(std::move(o.copy_)) { o.map_ = nullptr; }
+    TraceFile(TraceFile&& o) noexcept
+        : map_(o.map_), map_len_(o.map_len_), size_(o.size_), copy_(std::move(o.copy_)), guard_(std::move(o.guard_)) {
+        o.map_ = nullptr;
+    }
     TraceFile& operator=(TraceFile&&) = delete;
     ~TraceFile() {
         if (map_) munmap(const_cast<char*>(map_), map_len_);
@@ -105,6 +140,7 @@ private:
     const char* map_ = nullptr;
     size_t map_len_ = 0, size_ = 0;
     std::string copy_;
+    SigbusGuard guard_; // declared last: let go first, before the mapping is
 };
 
 } // namespace gtrace

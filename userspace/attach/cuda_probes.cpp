@@ -10,6 +10,7 @@
 
 #include "decode/api_table.h"
 #include "foundation/elf_symbols.h"
+#include "foundation/printable.h"
 #include "discover/proc_maps.h"
 #include "discover/loader_cache.h"
 #include "discover/proc_tree.h"
@@ -103,7 +104,7 @@ Result<bool> CudaProbes::attach_sites(Sites& s) {
         if (!links) {
             // Only missing privileges end the capture; a file that vanished is skipped.
             if (links.error().code == ExitCode::Privileges) return links.error();
-            fprintf(stderr, "gtrace: warning: %s\n", links.error().message.c_str());
+            fprintf(stderr, "gtrace: warning: %s\n", printable(links.error().message).c_str());
             s.links.clear();
             return false;
         }

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "foundation/printable.h"
 #include "capture/call_events.h"
 #include "foundation/test_hooks.h"
 #include "decode/api_call.h"
@@ -80,7 +81,7 @@ void CallEvents::update_sources(const std::map<uint32_t, std::string>& gpu_warni
     if (need_uprobes == s_.cuda_probes->attached()) return;
     if (auto r = s_.cuda_probes->set_attached(need_uprobes); !r) s_.defer(r.error());
     else if (!options.quiet)
-        fmt::print(stderr, "gtrace: CUDA uprobes {}\n",
+        print_safe(stderr, "gtrace: CUDA uprobes {}\n",
                    need_uprobes ? "back on: a process needs them" : "off: every CUDA process records its own calls (agent)");
     ++uprobe_switches_;
 }
@@ -182,7 +183,7 @@ nlohmann::json CallEvents::facts() const {
 
 void CallEvents::print_summary() const {
     if (agent_calls_ || !calls_since_.empty())
-        fmt::print(stderr, "  calls recorded by the agent (CUPTI {}) in {} processes: {}; by uprobes: {}; uprobes {} at the end\n",
+        print_safe(stderr, "  calls recorded by the agent (CUPTI {}) in {} processes: {}; by uprobes: {}; uprobes {} at the end\n",
                    s_.agents && s_.agents->totals().calls_from_records ? "API records" : "callbacks", calls_since_.size(),
                    agent_calls_, uprobe_calls_, s_.cuda_probes->attached() ? "on" : "off");
 }

@@ -1,3 +1,4 @@
+#include "foundation/printable.h"
 #include "capture/capture.h"
 #include "foundation/test_hooks.h"
 
@@ -29,7 +30,7 @@ void log_heap_for_bench(double seconds) {
     static const bool wanted = GTRACE_TEST_HOOK("BENCH_HEAP") != nullptr;
     if (!wanted) return;
     struct mallinfo2 m = mallinfo2();
-    fmt::print(stderr, "gtrace-heap: t={:.1f} in_use={} free={} mmapped={} top={}\n", seconds, m.uordblks, m.fordblks,
+    print_safe(stderr, "gtrace-heap: t={:.1f} in_use={} free={} mmapped={} top={}\n", seconds, m.uordblks, m.fordblks,
                m.hblkhd, m.keepcost);
 }
 
@@ -63,7 +64,7 @@ Result<std::unique_ptr<Capture>> Capture::attach(const CaptureOptions& options) 
     std::string note;
     if (!s.writer.partials().empty()) // a flight recorder's dumps are written whole, each at once
         c->registration_ = RegisteredCapture::add(s.writer.partials().front(), options.output, options.pid, s.start_wall_unix_ms, note);
-    if (!note.empty() && !options.quiet) fmt::print(stderr, "gtrace: note: {}\n", note);
+    if (!note.empty() && !options.quiet) print_safe(stderr, "gtrace: note: {}\n", note);
     auto bpf = BpfSession::create({options.ring_buffer_bytes, options.py_stack_every, options.sample_hz, options.bpf_stats});
     if (!bpf) return bpf.error();
     s.bpf = std::move(*bpf);
@@ -172,7 +173,7 @@ Result<CaptureResult> Capture::run() {
     gpu_.finish();
     emptied = reader_->drain(kStopDrainLimit) && emptied;
     if (!emptied && !s_.options.quiet)
-        fmt::print(stderr, "gtrace: warning: the job filled the BPF ring faster than gtrace read it; reading stopped {} ms after the "
+        print_safe(stderr, "gtrace: warning: the job filled the BPF ring faster than gtrace read it; reading stopped {} ms after the "
                            "stop, and the events still in the ring then are not in the trace\n", kStopDrainLimit.count());
     s_.model.counters = s_.bpf->read_counters();
     samples_.finish();

@@ -1,3 +1,4 @@
+#include "foundation/printable.h"
 #include "capture/capture_script.h"
 
 #include <csignal>
@@ -39,7 +40,7 @@ void CaptureScript::poll() {
         uint64_t now = monotonic_now_ns();
         if (window_open_ns_ == kNever) {
             window_open_ns_ = now;
-            if (!s_.options.quiet) fmt::print(stderr, "\ngtrace: {}: recording\n", strsignal(s_.options.trigger_signal));
+            if (!s_.options.quiet) print_safe(stderr, "\ngtrace: {}: recording\n", strsignal(s_.options.trigger_signal));
         } else {
             window_close_ns_ = now;
             stop_request_ = fmt::format("stopped by the trigger ({})", strsignal(s_.options.trigger_signal));
@@ -70,7 +71,7 @@ void CaptureScript::on_range(uint32_t pid, const std::string& range, uint64_t en
     int64_t index = markers_seen_++; // marker 0 ends the step in progress at attach
     if (index == static_cast<int64_t>(first) - 1) {
         window_open_ns_ = end_ns;
-        if (!s_.options.quiet) fmt::print(stderr, "\ngtrace: step {} begins: recording\n", first);
+        if (!s_.options.quiet) print_safe(stderr, "\ngtrace: step {} begins: recording\n", first);
     }
     if (index == static_cast<int64_t>(last)) {
         window_close_ns_ = end_ns;

@@ -1,6 +1,7 @@
 // What a capture says at its end: the trace's facts (otherData) and the summary on stderr.
 #include <fmt/format.h>
 
+#include "foundation/printable.h"
 #include "capture/capture.h"
 #include "capture/lost_events.h"
 #include "decode/api_table.h"
@@ -62,29 +63,29 @@ void Capture::print_summary(const CaptureResult& r, double elapsed_s) const {
         ranks += p.ranks.rank && !p.forked_from;
         threads += p.threads.size();
     }
-    fmt::print(stderr, "gtrace: capture ended after {:.1f} s: {}\n", elapsed_s, r.stop_reason);
-    fmt::print(stderr, "  processes: {} ({} ranks), threads with CUDA calls: {}\n", s_.model.processes().size(), ranks, threads);
+    print_safe(stderr, "gtrace: capture ended after {:.1f} s: {}\n", elapsed_s, r.stop_reason);
+    print_safe(stderr, "  processes: {} ({} ranks), threads with CUDA calls: {}\n", s_.model.processes().size(), ranks, threads);
     auto per_api = s_.model.calls_per_api();
-    fmt::print(stderr, "  CUDA API calls: {}\n", s_.model.total_calls());
+    print_safe(stderr, "  CUDA API calls: {}\n", s_.model.total_calls());
     for (const auto& api : kApis)
-        if (per_api[api.id]) fmt::print(stderr, "    {:<28} {}\n", api.name, per_api[api.id]);
+        if (per_api[api.id]) print_safe(stderr, "    {:<28} {}\n", api.name, per_api[api.id]);
     for (const auto& [key, obj] : s_.cuda_probes->objects())
-        if (obj.mapped) fmt::print(stderr, "  probed: {} ({} functions)\n", obj.path, obj.apis.size());
+        if (obj.mapped) print_safe(stderr, "  probed: {} ({} functions)\n", obj.path, obj.apis.size());
     calls_.print_summary();
-    fmt::print(stderr, "  {}\n", lost_summary(s_.model));
-    if (s_.options.sample_hz) fmt::print(stderr, "  samples: {} at {} Hz{}\n", samples_.samples(), s_.options.sample_hz,
+    print_safe(stderr, "  {}\n", lost_summary(s_.model));
+    if (s_.options.sample_hz) print_safe(stderr, "  samples: {} at {} Hz{}\n", samples_.samples(), s_.options.sample_hz,
                                        s_.options.folded.empty() ? "" : fmt::format(", folded stacks in {}", s_.options.folded));
     gpu_.print_summary();
     nvtx_.print_summary();
     if (uint64_t untraced = s_.model.counters[GT_CNT_ENTRY_STATE_FULL])
-        fmt::print(stderr, "  WARNING: {} calls were not traced: the kernel gave no per-thread state, or they nested deeper than "
+        print_safe(stderr, "  WARNING: {} calls were not traced: the kernel gave no per-thread state, or they nested deeper than "
                            "4 probed calls (not a full ring: --buffer-size does not help)\n", untraced);
     if (uint64_t torn = s_.python_frames.torn_stacks())
-        fmt::print(stderr, "  Python stacks left out: {} (read from the live process: it had exited, or its stack changed, "
+        print_safe(stderr, "  Python stacks left out: {} (read from the live process: it had exited, or its stack changed, "
                            "before gtrace read them)\n", torn);
     if (uint64_t inflight = s_.model.counters[GT_CNT_RETURN_WITHOUT_ENTRY])
-        fmt::print(stderr, "  calls already in flight at attach (not traced): {}\n", inflight);
-    fmt::print(stderr, "  trace: {} — open it in Perfetto UI (ui.perfetto.dev) or chrome://tracing\n", r.output);
+        print_safe(stderr, "  calls already in flight at attach (not traced): {}\n", inflight);
+    print_safe(stderr, "  trace: {} — open it in Perfetto UI (ui.perfetto.dev) or chrome://tracing\n", r.output);
 }
 
 } // namespace gtrace

@@ -1,3 +1,4 @@
+#include "foundation/printable.h"
 #include "capture/flight_dumps.h"
 
 #include <malloc.h>
@@ -115,7 +116,7 @@ void FlightDumps::on_step(uint64_t end_ns) {
 void FlightDumps::schedule(const std::string& reason, uint64_t trigger_ns) {
     pending_.push_back({reason, trigger_ns, trigger_ns + recorder_.limits().grace_ns});
     if (!s_.options.quiet)
-        fmt::print(stderr, "\ngtrace: flight recorder: {}: dumping the last {:g} s in {:g} s\n", reason, *s_.options.flight_window_s,
+        print_safe(stderr, "\ngtrace: flight recorder: {}: dumping the last {:g} s in {:g} s\n", reason, *s_.options.flight_window_s,
                    static_cast<double>(recorder_.limits().grace_ns) / 1e9);
 }
 
@@ -152,13 +153,13 @@ void FlightDumps::collect(bool wait) {
     FlightDumps::Outcome o = running_.get();
     if (!o.error.empty() && o.path.empty()) {
         ++dumps_failed_;
-        fmt::print(stderr, "\ngtrace: error: flight recorder dump {} ({}) failed: {}; recording goes on\n", o.n, o.reason, o.error);
+        print_safe(stderr, "\ngtrace: error: flight recorder dump {} ({}) failed: {}; recording goes on\n", o.n, o.reason, o.error);
         return;
     }
     ++dumps_written_;
-    if (!o.error.empty()) fmt::print(stderr, "\ngtrace: error: flight recorder dump {}: {}\n", o.n, o.error);
+    if (!o.error.empty()) print_safe(stderr, "\ngtrace: error: flight recorder dump {}: {}\n", o.n, o.error);
     if (!s_.options.quiet)
-        fmt::print(stderr, "\ngtrace: flight recorder dump {} ({}): {}, {:.1f} s, verdict: {}\n", o.n, o.reason, o.path, o.seconds,
+        print_safe(stderr, "\ngtrace: flight recorder dump {} ({}): {}, {:.1f} s, verdict: {}\n", o.n, o.reason, o.path, o.seconds,
                    o.verdict);
 }
 
@@ -201,7 +202,7 @@ void FlightDumps::report_final(const CaptureResult& result) const {
     std::string verdict = judge_dump(result.output, {s_.options.step_marker, s_.options.redact}, s_.options.force);
     const nlohmann::json& fr = result.facts["flight_recorder"];
     if (!s_.options.quiet)
-        fmt::print(stderr, "gtrace: flight recorder dump {} ({}): {}, {:.1f} s, verdict: {}\n", fr["dump"].get<int>(),
+        print_safe(stderr, "gtrace: flight recorder dump {} ({}): {}, {:.1f} s, verdict: {}\n", fr["dump"].get<int>(),
                    fr["reason"].get<std::string>(), result.output, recorder_.last_window_s(), verdict);
 }
 

@@ -72,7 +72,7 @@ std::string GpuEvents::agent_config() const {
 
 void GpuEvents::warn_no_gpu(uint32_t pid, const std::string& why) {
     warnings_[pid] = why;
-    if (!s_.options.quiet) fmt::print(stderr, "gtrace: warning: no GPU data from pid {}: {}; its CPU side is traced\n", pid, why);
+    if (!s_.options.quiet) print_safe(stderr, "gtrace: warning: no GPU data from pid {}: {}; its CPU side is traced\n", pid, why);
 }
 
 bool GpuEvents::inject_if_cuda(int pid, const std::vector<Mapping>& maps) {
@@ -145,7 +145,11 @@ void GpuEvents::on_gpu_record(uint32_t pid, const gt_gpu_header& h, int64_t cloc
         return;
     }
     if (h.type == GT_GPU_MEMORY_STATE) {
-        if (h.size >= sizeof(gt_gpu_memory_state)) on_memory_state(pid, reinterpret_cast<const gt_gpu_memory_state&>(h));
+        const auto& m = reinterpret_cast<const gt_gpu_memory_state&>(h);
+        if (h.size >= sizeof(gt_gpu_memory_state) && m.device < kMaxDevices && memory_states_seen_.emplace(pid, m.device).second)
+            on_memory_state(pid, m);
+        else
+            ++memory_states_refused_;
         return;
     }
     if (h.type == GT_GPU_MEMORY) {
@@ -187,21 +191,21 @@ void GpuEvents::on_memory_state(uint32_t pid, const gt_gpu_memory_state& m) {
     memory_at_attach_[std::to_string(pid)].push_back(fact);
     if (s_.options.quiet) return;
     auto mib = [](uint64_t b) { return static_cast<double>(b) / (1 << 20); };
-    fmt::print(stderr, "gtrace: pid {} GPU {} at attach: {:.1f} of {:.1f} MiB in use on the device; torch: {}", pid,
+    print_safe(stderr, "gtrace: pid {} GPU {} at attach: {:.1f} of {:.1f} MiB in use on the device; torch: {}", pid,
                m.device, mib(m.device_used), mib(m.device_total), torch_status_text(m.torch));
-    if (torch) fmt::print(stderr, " (reserved {:.1f} MiB, allocated {:.1f} MiB)", mib(m.torch_reserved), mib(m.torch_allocated));
-    fmt::print(stderr, "\n");
+    if (torch) print_safe(stderr, " (reserved {:.1f} MiB, allocated {:.1f} MiB)", mib(m.torch_reserved), mib(m.torch_allocated));
+    print_safe(stderr, "\n");
 }
 
 void GpuEvents::on_agent_state(uint32_t pid, const gt_agent_ring& ring) {
     std::string message(ring.message, strnlen(ring.message, sizeof ring.message));
     if (ring.state == GT_AGENT_ACTIVE) {
         if (!s_.options.quiet)
-            fmt::print(stderr, "gtrace: GPU agent active in pid {} ({})\n", pid,
+            print_safe(stderr, "gtrace: GPU agent active in pid {} ({})\n", pid,
                        std::string(ring.cupti_path, strnlen(ring.cupti_path, sizeof ring.cupti_path)));
         if (!message.empty()) {
             warnings_[pid] = message;
-            if (!s_.options.quiet) fmt::print(stderr, "gtrace: pid {}: {}\n", pid, message);
+            if (!s_.options.quiet) print_safe(stderr, "gtrace: pid {}: {}\n", pid, message);
         }
     } else if (ring.state == GT_AGENT_FAILED) {
         warn_no_gpu(pid, message);
@@ -262,7 +266,7 @@ nlohmann::json GpuEvents::facts() const {
             {"unlinked", {{"before_first_call", u.before_first_call}, {"untraced_call", u.untraced_call},
                           {"after_last_call", u.after_last_call}, {"no_traced_call", u.no_traced_call}}},
             {"lost_ring_full", t.ring_dropped},
-            {"ring_records_corrupt", t.ring_corrupt},
+            {"ring_records_corrupt", t.ring_corrupt + memory_states_refused_},
             {"lost_by_cupti", t.cupti_dropped},
             {"cupti_buffers_refused", t.buffers_refused},
             {"ops_of_calls_in_flight_at_stop_left_out", t.trimmed_at_stop},
@@ -272,16 +276,16 @@ nlohmann::json GpuEvents::facts() const {
 
 void GpuEvents::print_summary() const {
     if (!s_.agents) {
-        fmt::print(stderr, "  GPU: off (--no-gpu)\n");
+        print_safe(stderr, "  GPU: off (--no-gpu)\n");
         return;
     }
     AgentTotals t = s_.agents->totals();
     const JoinStats& j = s_.join.stats();
-    fmt::print(stderr, "  GPU: {} agents ({} active, {} failed), {} kernels/copies/sets, {} linked to their CPU call\n",
+    print_safe(stderr, "  GPU: {} agents ({} active, {} failed), {} kernels/copies/sets, {} linked to their CPU call\n",
                t.agents, t.active, t.failed, j.gpu_ops, j.joined);
     if (j.joined < j.gpu_ops) {
         Unlinked u = s_.join.unlinked();
-        fmt::print(stderr, "  WARNING: {} GPU ops are not linked to a CPU call:", j.gpu_ops - j.joined);
+        print_safe(stderr, "  WARNING: {} GPU ops are not linked to a CPU call:", j.gpu_ops - j.joined);
         const std::pair<uint64_t, const char*> why[] = {
             {u.before_first_call, "issued before the first traced call (in flight at attach)"},
             {u.untraced_call, "issued by a call gtrace did not trace (an API it does not probe, or a lost call event)"},
@@ -290,13 +294,14 @@ void GpuEvents::print_summary() const {
         const char* sep = " ";
         for (const auto& [n, text] : why)
             if (n) {
-                fmt::print(stderr, "{}{} {}", sep, n, text);
+                print_safe(stderr, "{}{} {}", sep, n, text);
                 sep = "; ";
             }
-        fmt::print(stderr, " (otherData.gpu.unlinked)\n");
+        print_safe(stderr, " (otherData.gpu.unlinked)\n");
     }
-    if (t.ring_corrupt)
-        fmt::print(stderr, "  WARNING: {} positions or records in the agents' rings made no sense and were skipped\n", t.ring_corrupt);
+    if (t.ring_corrupt + memory_states_refused_)
+        print_safe(stderr, "  WARNING: {} positions or records in the agents' rings made no sense and were skipped\n",
+                   t.ring_corrupt + memory_states_refused_);
 }
 
 } // namespace gtrace

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,12 @@ private:
     std::map<uint32_t, std::chrono::steady_clock::time_point> injected_at_; // dlopen handed over, mailbox not yet seen
     std::map<uint32_t, std::string> warnings_;
     nlohmann::json memory_at_attach_ = nlohmann::json::object(); // pid -> the agent's figures per device
+    // An agent sends one memory state per device at its start: the process's own records in its
+    // ring could send any number. One per (process, device) below kMaxDevices is taken; the rest
+    // are counted with the rings' corrupt records.
+    static constexpr uint32_t kMaxDevices = 64;
+    std::set<std::pair<uint32_t, uint32_t>> memory_states_seen_;
+    uint64_t memory_states_refused_ = 0;
 };
 
 } // namespace gtrace

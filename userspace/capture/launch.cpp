@@ -1,3 +1,4 @@
+#include "foundation/printable.h"
 #include "capture/launch.h"
 
 #include <fcntl.h>
@@ -77,7 +78,7 @@ std::string describe(const std::string& name, int status) {
 // The capture is over: the command has exited (reaped here), or is stopped as --on-stop says.
 void finish_command(pid_t child, const std::string& name, OnStop on_stop, bool tree_exited, bool quiet) {
     auto say = [&](const std::string& line) {
-        if (!quiet) fmt::print(stderr, "gtrace: {}\n", line);
+        if (!quiet) print_safe(stderr, "gtrace: {}\n", line);
     };
     int status = 0;
     if (tree_exited || waitpid(child, &status, WNOHANG) == child) {
@@ -141,7 +142,7 @@ Result<CaptureResult> record_command(CaptureOptions options, const std::vector<s
         return make_error(ExitCode::CommandFailed,
                           fmt::format("cannot run {}: {}; check the command and its PATH", command[0], strerror(exec_errno)));
     }
-    if (!options.quiet) fmt::print(stderr, "gtrace: recording {} (pid {}); {}\n", command[0], child, output_description(options));
+    if (!options.quiet) print_safe(stderr, "gtrace: recording {} (pid {}); {}\n", command[0], child, output_description(options));
     auto result = (*capture)->run();
     if (!result) {
         kill(child, SIGTERM);
@@ -150,7 +151,7 @@ Result<CaptureResult> record_command(CaptureOptions options, const std::vector<s
     }
     if (!result->write_failure.empty()) {
         // The job is not gtrace's to stop: say so now, and wait for it as record always does.
-        fmt::print(stderr, "gtrace: error: {}; {} (pid {}) runs on untraced\n", result->write_failure, command[0], child);
+        print_safe(stderr, "gtrace: error: {}; {} (pid {}) runs on untraced\n", result->write_failure, command[0], child);
         result->write_failure_reported = true;
         wait_for(child);
         return result;

@@ -1,3 +1,4 @@
+#include "foundation/printable.h"
 #include "capture/nvtx_events.h"
 
 #include <fmt/format.h>
@@ -65,7 +66,7 @@ void NvtxEvents::on_record(uint32_t pid, const gt_gpu_header& h) {
 void NvtxEvents::note(Outcome o) {
     if (!noted_.insert({o.pid, o.module}).second) return;
     if (!s_.options.quiet && !o.captured)
-        fmt::print(stderr, "gtrace: pid {}: NVTX ranges of {} are not captured: {}\n", o.pid, o.module, o.why);
+        print_safe(stderr, "gtrace: pid {}: NVTX ranges of {} are not captured: {}\n", o.pid, o.module, o.why);
     outcomes_.push_back(std::move(o));
 }
 
@@ -84,11 +85,11 @@ nlohmann::json NvtxEvents::facts() const {
 
 void NvtxEvents::print_summary() const {
     if (!ranges_ && outcomes_.empty() && asked_.empty()) return;
-    fmt::print(stderr, "  NVTX: {} ranges\n", ranges_);
+    print_safe(stderr, "  NVTX: {} ranges\n", ranges_);
     for (const Outcome& o : outcomes_)
-        fmt::print(stderr, "  NVTX: pid {}: {}: {}{}\n", o.pid, o.module, o.captured ? "" : "not captured: ", o.why);
+        print_safe(stderr, "  NVTX: pid {}: {}: {}{}\n", o.pid, o.module, o.captured ? "" : "not captured: ", o.why);
     for (const auto& [key, module] : asked_)
-        fmt::print(stderr, "  NVTX: pid {}: {}: not captured: the GPU agent did not serve it\n", key.first, module);
+        print_safe(stderr, "  NVTX: pid {}: {}: not captured: the GPU agent did not serve it\n", key.first, module);
 }
 
 } // namespace gtrace

@@ -43,7 +43,7 @@ std::string ProcessEvents::not_ours(int pid) const {
 
 void ProcessEvents::skip(uint32_t pid, const std::string& reason) {
     if (skipped_.skip(pid, reason) && !s_.options.quiet)
-        fmt::print(stderr, "gtrace: warning: pid {} left out: {}; the capture goes on\n", pid, printable(reason));
+        print_safe(stderr, "gtrace: warning: pid {} left out: {}; the capture goes on\n", pid, printable(reason));
     s_.bpf->untrack(pid);
     if (const ProcessInfo* p = s_.model.find(pid); p && !p->exited) exited(pid, 0);
 }
@@ -60,7 +60,7 @@ Result<void> ProcessEvents::track_tree(uint64_t root_start_ticks) {
             if (!st || skipped_.skipped(static_cast<uint32_t>(pid))) continue;
             if (std::string why = not_ours(pid); !why.empty()) {
                 if (skipped_.skip(static_cast<uint32_t>(pid), why) && !s_.options.quiet)
-                    fmt::print(stderr, "gtrace: warning: pid {} left out: {}\n", pid, why);
+                    print_safe(stderr, "gtrace: warning: pid {} left out: {}\n", pid, why);
                 continue;
             }
             if (auto r = s_.bpf->track(static_cast<uint32_t>(pid)); !r) return r;
@@ -91,7 +91,7 @@ Result<void> ProcessEvents::track_tree(uint64_t root_start_ticks) {
     if (!s_.cuda_probes->any_mapped()) {
         waiting_for_cuda_ = true;
         if (!s_.options.quiet)
-            fmt::print(stderr,
+            print_safe(stderr,
                        "gtrace: waiting for CUDA: no process in the tree of PID {} has loaded libcudart or libcuda yet; "
                        "probes attach as soon as one does\n",
                        s_.options.pid);
@@ -122,7 +122,7 @@ Result<void> ProcessEvents::scan(int pid) {
     s_.addresses.set_maps(static_cast<uint32_t>(pid), std::move(maps));
     if (waiting_for_cuda_ && s_.cuda_probes->any_mapped()) {
         waiting_for_cuda_ = false;
-        if (!s_.options.quiet) fmt::print(stderr, "\ngtrace: CUDA loaded in pid {}; tracing its calls\n", pid);
+        if (!s_.options.quiet) print_safe(stderr, "\ngtrace: CUDA loaded in pid {}; tracing its calls\n", pid);
     }
     return {};
 }
@@ -138,7 +138,7 @@ void ProcessEvents::detect_python(int pid, const std::vector<Mapping>& maps) {
         calls_.set_python_layout(static_cast<uint32_t>(pid), *r);
         s_.python_frames.set_runtime(static_cast<uint32_t>(pid), *d.runtime);
     } else if (!d.unsupported.empty() && python_unsupported_.insert(static_cast<uint32_t>(pid)).second && !s_.options.quiet) {
-        fmt::print(stderr, "gtrace: warning: pid {}: {}; its CUDA calls are traced without Python frames\n", pid,
+        print_safe(stderr, "gtrace: warning: pid {}: {}; its CUDA calls are traced without Python frames\n", pid,
                    d.unsupported);
     }
 }

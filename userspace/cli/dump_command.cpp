@@ -1,3 +1,4 @@
+#include "foundation/printable.h"
 #include "cli/dump_command.h"
 
 #include <unistd.h>
@@ -65,7 +66,7 @@ Result<void> run_dump(int pid, bool system_wide, const std::atomic<int>& stop) {
     std::string heading = fmt::format("gtrace dump of PID {} and its children: {} processes, {} threads ({}){}", pid,
                                       model.processes().size(), threads.size(), stamp,
                                       stop.load() ? " — interrupted, partial" : "");
-    fmt::print("{}", format_dump(heading, threads));
+    print_safe(stdout, "{}", format_dump(heading, threads));
     return {};
 }
 

@@ -4,12 +4,13 @@
 
 #include <fmt/format.h>
 
+#include "foundation/printable.h"
 #include "cli/command_line.h"
 
 namespace gtrace {
 
 void fail(const Error& e) {
-    fmt::print(stderr, "gtrace: error: {}\n", e.message);
+    print_safe(stderr, "gtrace: error: {}\n", e.message);
     std::exit(to_int(e.code));
 }
 

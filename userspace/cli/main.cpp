@@ -12,6 +12,7 @@
 #include <boost/program_options.hpp>
 #include <fmt/format.h>
 
+#include "foundation/printable.h"
 #include "capture/capture.h"
 #include "foundation/test_hooks.h"
 #include "cli/capture_options.h"
@@ -119,7 +120,7 @@ void report_capture(const CaptureOptions& options, const CaptureResult& result) 
     if (ec) print = false;
     if (!ec && size > max_report_bytes) {
         std::string how = fmt::format("gtrace report {}{}", result.output, options.summary_json.empty() ? "" : " --json FILE");
-        if (print) fmt::print(stderr, "gtrace: for the step breakdown and verdict run: {}\n", how);
+        if (print) print_safe(stderr, "gtrace: for the step breakdown and verdict run: {}\n", how);
         if (options.summary_json.empty()) return;
         nlohmann::json summary = {{"traces", nlohmann::json::array({result.output})}, {"capture", result.facts},
                                   {"findings_left_out", fmt::format("the trace is {:.1f} MiB, over the {:.1f} MiB the end of a capture "
@@ -144,19 +145,19 @@ void report_capture(const CaptureOptions& options, const CaptureResult& result) 
     }
     if (auto r = run_report({result.output}, report); !r) {
         if (!options.summary_json.empty()) fail(r.error());
-        fmt::print(stderr, "gtrace: no verdict: {}\n", r.error().message);
+        print_safe(stderr, "gtrace: no verdict: {}\n", r.error().message);
     }
 }
 
 // The end of attach and record: the verdict, and exit code 12 when --steps fell short.
 int finish_capture(const CaptureOptions& options, const CaptureResult& result) {
     if (!result.write_failure.empty()) {
-        if (!result.write_failure_reported) fmt::print(stderr, "gtrace: error: {}\n", result.write_failure);
+        if (!result.write_failure_reported) print_safe(stderr, "gtrace: error: {}\n", result.write_failure);
         return to_int(ExitCode::WriteFailed);
     }
     report_capture(options, result);
     if (!result.script_incomplete.empty()) {
-        fmt::print(stderr, "gtrace: error: {}; the trace holds what was captured\n", result.script_incomplete);
+        print_safe(stderr, "gtrace: error: {}; the trace holds what was captured\n", result.script_incomplete);
         return to_int(ExitCode::ScriptIncomplete);
     }
     return 0;
@@ -207,7 +208,7 @@ int run_attach(const std::vector<std::string>& args) {
     install_signal_handlers(capture_signal(options));
     auto capture = or_fail(Capture::attach(options));
     if (!options.quiet)
-        fmt::print(stderr, "gtrace: attached to PID {} and its children; {}{}\n", options.pid, output_description(options),
+        print_safe(stderr, "gtrace: attached to PID {} and its children; {}{}\n", options.pid, output_description(options),
                    options.duration_s ? fmt::format(" for {:g} s", *options.duration_s) : " until Ctrl-C");
     return finish_capture(options, or_fail(capture->run()));
 }

@@ -1,3 +1,4 @@
+#include "foundation/printable.h"
 #include "cli/merge_command.h"
 
 #include <iostream>
@@ -80,11 +81,11 @@ int run_merge_command(const std::vector<std::string>& args) {
     std::vector<MergeInput> inputs;
     for (const auto& n : report.nodes) inputs.push_back({n.trace, n.name, n.clock.offset_ns()});
     auto summary = or_fail(merge_pftraces(inputs, output, force, merged_facts(report).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));
-    fmt::print(stderr, "gtrace: merged {} traces ({} ranks) into {}; times on {}'s clock\n", traces.size(), report.rank_count(), output,
+    print_safe(stderr, "gtrace: merged {} traces ({} ranks) into {}; times on {}'s clock\n", traces.size(), report.rank_count(), output,
                report.nodes[0].name);
     for (size_t i = 0; i < report.nodes.size(); ++i) {
         const JobNode& n = report.nodes[i];
-        fmt::print(stderr, "  node {} ({}): {}{}\n", n.name, n.trace, clock_alignment_text(n.clock),
+        print_safe(stderr, "  node {} ({}): {}{}\n", n.name, n.trace, clock_alignment_text(n.clock),
                    summary.pid_shift[i] ? fmt::format("; its PIDs raised by {} (they collide with another node's)", summary.pid_shift[i]) : "");
     }
     return 0;

@@ -62,11 +62,11 @@ void print_table(const std::vector<JobProcess>& jobs, bool redact) {
     constexpr const char* kRow = "{:<8} {:<8} {:<14} {:<15} {}\n";
     constexpr size_t kCommandColumn = 8 + 1 + 8 + 1 + 14 + 1 + 15 + 1;
     size_t width = command_width(kCommandColumn);
-    fmt::print(kRow, "PID", "PPID", "RANK", "WHAT", "COMMAND");
+    print_safe(stdout, kRow, "PID", "PPID", "RANK", "WHAT", "COMMAND");
     for (const auto& p : jobs)
-        fmt::print(kRow, p.pid, p.ppid, rank_text(p), what_text(p), truncate_chars(command_text(p, redact), width));
+        print_safe(stdout, kRow, p.pid, p.ppid, rank_text(p), what_text(p), truncate_chars(command_text(p, redact), width));
     const bool any_agent = std::any_of(jobs.begin(), jobs.end(), [](const JobProcess& p) { return p.role == JobRole::Agent; });
-    fmt::print("\nTrace a job with: gtrace attach --pid {} (the process and everything under it, "
+    print_safe(stdout, "\nTrace a job with: gtrace attach --pid {} (the process and everything under it, "
                "started later too)\n", any_agent ? "<the torchrun agent's PID>" : "<PID>");
 }
 
@@ -88,14 +88,14 @@ Result<void> run_ps(const PsOptions& options) {
     std::vector<JobProcess> jobs = find_jobs(getpid());
     const bool as_user = geteuid() != 0;
     if (as_user)
-        fmt::print(stderr, "gtrace: note: not root: other users' processes are shown only when their command line names "
+        print_safe(stderr, "gtrace: note: not root: other users' processes are shown only when their command line names "
                            "torchrun; run as root (or with sudo) to see their ranks and CUDA libraries\n");
     if (options.json) {
         std::cout << to_json(jobs, options.redact).dump(2) << "\n";
         return {};
     }
     if (jobs.empty()) {
-        fmt::print("no jobs found: no torchrun agent, no process with RANK in its environment, and no process with "
+        print_safe(stdout, "no jobs found: no torchrun agent, no process with RANK in its environment, and no process with "
                    "libcudart or libcuda loaded{}\n", as_user ? " among those gtrace could read" : "");
         return {};
     }

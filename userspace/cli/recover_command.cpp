@@ -21,6 +21,10 @@
 #include "analyze/trace_data.h"
 #include "foundation/input_file.h"
 #include "foundation/output_file.h"
+#include "foundation/printable.h"
+#include "foundation/privilege.h"
+#include "foundation/sigbus_guard.h"
+#include "analyze/trace_file.h"
 #include "output/capture_registry.h"
 #include "output/pftrace_writer.h"
 
@@ -30,8 +34,9 @@ namespace {
 // The whole file's bytes, read-only.
 class Mapped {
 public:
-    Mapped(int fd, size_t size) : size_(size) {
+    Mapped(int fd, size_t size, const std::string& path) : size_(size) {
         if (size) data_ = mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
+        if (data_ != MAP_FAILED) guard_ = SigbusGuard(data_, size, path); // truncated under us: exit 11
     }
     ~Mapped() {
         if (data_ != MAP_FAILED) munmap(data_, size_);
@@ -42,6 +47,7 @@ public:
 private:
     void* data_ = MAP_FAILED;
     size_t size_;
+    SigbusGuard guard_;
 };
 
 // What the registry knew of the killed capture that wrote `partial`; `forget`: drop its entry
@@ -116,6 +122,8 @@ PartialView find_end(std::string_view bytes) {
 
 Result<void> recover_file(const std::string& partial, const std::string& output, bool force) {
     if (auto ok = check_outputs({{"-o", output, false}}, {partial}, force); !ok) return ok.error();
+    AsInvoker as_invoker; // under sudo: a partial the user could complete themselves, completed as them
+    if (!as_invoker.ok()) return make_error(ExitCode::Privileges, "cannot take the file-system credentials of the user who ran sudo");
     // O_NOFOLLOW: the partial gtrace made is a file; a link planted in its place is refused. It
     // is looked at (O_PATH) before it is opened: a device's open alone may act (rewind, arm).
     int handle = open(partial.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC);
@@ -147,9 +155,14 @@ Result<void> recover_file(const std::string& partial, const std::string& output,
         return make_error(ExitCode::Usage, fmt::format("a running gtrace is still writing {}; it completes the trace itself when it stops", partial));
 
     size_t size = static_cast<size_t>(st.st_size);
+    if (size) {
+        auto in = InputFile::adopt(dup(fd), partial, ExitCode::BadTrace);
+        if (!in) return in.error();
+        if (auto shape = TraceFile::check_shape(*in, printable(partial)); !shape) return shape.error();
+    }
     PartialView view;
     {
-        Mapped m(fd, size);
+        Mapped m(fd, size, partial);
         if (!m.ok()) return make_error(ExitCode::Internal, fmt::format("cannot read {}: {}", partial, strerror(errno)));
         view = find_end(m.bytes());
     }
@@ -183,7 +196,7 @@ Result<void> recover_file(const std::string& partial, const std::string& output,
     }
     if (auto moved = move_into_place(fd, final_size, partial, output, force); !moved) return moved;
     registered_facts(partial, true);
-    fmt::print(stderr, "gtrace: recovered {} events from {} into {}{}\n", end->events, partial, output,
+    print_safe(stderr, "gtrace: recovered {} events from {} into {}{}\n", end->events, partial, output,
                end->cut < size ? fmt::format(" (the last {} bytes, an event cut short, dropped)", size - end->cut) : "");
     return {};
 }

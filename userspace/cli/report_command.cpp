@@ -1,3 +1,4 @@
+#include "foundation/printable.h"
 #include "cli/report_command.h"
 
 #include <cstdio>
@@ -15,11 +16,11 @@ namespace gtrace {
 Result<void> run_report(const std::vector<std::string>& traces, const ReportOptions& options) {
     auto report = analyze_job(traces, options.analysis);
     if (!report) return report.error();
-    for (const auto& note : report->notes) fmt::print(stderr, "gtrace: {}\n", note);
+    for (const auto& note : report->notes) print_safe(stderr, "gtrace: {}\n", note);
     if (report->processes.empty() && options.processes_required)
         return make_error(ExitCode::BadTrace, "no process with CUDA work in the trace(s): trace a job that uses the GPU "
                                               "(gtrace attach --pid PID, or gtrace record -- COMMAND)");
-    if (options.print && !report->processes.empty()) fmt::print("{}", format_report(*report));
+    if (options.print && !report->processes.empty()) print_safe(stdout, "{}", format_report(*report));
     if (options.json_path.empty() && options.html_path.empty()) return {};
     nlohmann::json summary = report_json(*report);
     if (!options.capture.is_null()) summary["capture"] = options.capture;

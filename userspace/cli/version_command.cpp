@@ -1,3 +1,4 @@
+#include "foundation/printable.h"
 #include "cli/version_command.h"
 
 #include <fmt/format.h>
@@ -8,12 +9,12 @@
 namespace gtrace {
 
 int run_version() {
-    fmt::print("gtrace {} (commit {})\n", kGtraceVersion, kGtraceGitCommit);
+    print_safe(stdout, "gtrace {} (commit {})\n", kGtraceVersion, kGtraceGitCommit);
     KernelFeatures k = probe_kernel_features();
-    fmt::print("kernel {}:\n", k.release.empty() ? "(unknown release)" : k.release);
+    print_safe(stdout, "kernel {}:\n", k.release.empty() ? "(unknown release)" : k.release);
     for (const KernelFeature* f : k.all()) {
         const char* answer = f->support == Support::Yes ? "yes" : f->support == Support::No ? "no" : "unknown";
-        fmt::print("  {:<36} {}{}\n", f->name + ":", answer, f->detail.empty() ? "" : " (" + f->detail + ")");
+        print_safe(stdout, "  {:<36} {}{}\n", f->name + ":", answer, f->detail.empty() ? "" : " (" + f->detail + ")");
     }
     return 0;
 }

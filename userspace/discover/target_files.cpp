@@ -45,13 +45,12 @@ bool same_file(const Mapping& m, const struct stat& st) {
     return static_cast<uint64_t>(st.st_dev) == m.dev && static_cast<uint64_t>(st.st_ino) == m.inode;
 }
 
-// In the worker: pid's root, then `run(root_fd)` with pid's credentials.
+// In the worker: pid's root (-1 once it is gone), then `run(root_fd)` with pid's credentials.
 template <typename T>
 std::optional<T> in_target(int pid, std::function<T(int root_fd)> run) {
     FsCredentials creds = credentials_of(pid);
     return bounded_call<T>([pid, creds, run = std::move(run)]() -> T {
         Fd root(::open(fmt::format("/proc/{}/root", pid).c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-        if (root.get() < 0) return T{};
         ScopedFsCredentials as(creds);
         if (!as.ok()) return T{};
         return run(root.get());
@@ -94,7 +93,10 @@ std::vector<OpenedMapping> TargetFiles::open_mapped(int pid, const std::vector<M
             const Mapping& m = asked[i];
             // The mapped file itself; map_files needs CAP_SYS_ADMIN (or CAP_CHECKPOINT_RESTORE).
             auto f = open_input_file(mapped_file_path(pid, m));
-            if (!f || !same_file(m, f->stat())) f = open_beneath_root(root_fd, m.path);
+            if ((!f || !same_file(m, f->stat())) && root_fd >= 0) f = open_beneath_root(root_fd, m.path);
+            // A process gone since (its samples and kernels are named after its exit): the path
+            // as gtrace sees it, kept only if it is the very file the process mapped.
+            if ((!f || !same_file(m, f->stat())) && root_fd < 0) f = open_input_file(m.path);
             if (!f || !same_file(m, f->stat())) continue; // not the file mapped (replaced, or a link elsewhere)
             out->emplace_back(i, Fd(dup(f->fd())));
         }
@@ -117,6 +119,7 @@ std::vector<std::pair<std::string, InputFile>> TargetFiles::open_in_root(int pid
     using Opened = std::vector<std::pair<size_t, Fd>>;
     auto fds = in_target<std::shared_ptr<Opened>>(pid, [paths](int root_fd) {
         auto out = std::make_shared<Opened>();
+        if (root_fd < 0) return out; // gone
         for (size_t i = 0; i < paths.size(); ++i)
             if (auto f = open_beneath_root(root_fd, paths[i])) out->emplace_back(i, Fd(dup(f->fd())));
         return out;
@@ -137,6 +140,7 @@ std::vector<std::string> TargetFiles::list_in_root(int pid, const std::vector<st
     std::vector<std::string> bounded(dirs.begin(), dirs.begin() + static_cast<long>(std::min(dirs.size(), kMaxDirectories)));
     auto names = in_target<std::shared_ptr<std::vector<std::string>>>(pid, [bounded, wanted](int root_fd) {
         auto out = std::make_shared<std::vector<std::string>>();
+        if (root_fd < 0) return out; // gone
         for (const std::string& dir : bounded) {
             int fd = openat2_in_root(root_fd, dir, O_RDONLY | O_DIRECTORY | O_NONBLOCK);
             if (fd < 0) continue;

@@ -92,6 +92,23 @@ std::optional<uint64_t> find_in_file(int fd, uint64_t offset, uint64_t size, std
     return std::nullopt;
 }
 
+uint64_t hole_bytes(const InputFile& file) {
+    constexpr int kMaxExtents = 4096;
+    uint64_t size = file.size(), data = 0, at = 0;
+    for (int n = 0; at < size && n < kMaxExtents; ++n) {
+        off_t begin = lseek(file.fd(), static_cast<off_t>(at), SEEK_DATA);
+        if (begin < 0) break; // ENXIO: only a hole from here on
+        off_t end = lseek(file.fd(), begin, SEEK_HOLE);
+        if (end < begin) end = static_cast<off_t>(size);
+        data += static_cast<uint64_t>(end - begin);
+        at = static_cast<uint64_t>(end);
+    }
+    if (at < size && at > 0 && data > 0) // stopped early: the rest as the part seen
+        data = static_cast<uint64_t>(static_cast<long double>(data) * size / at);
+    lseek(file.fd(), 0, SEEK_SET);
+    return size > data ? size - data : 0;
+}
+
 std::string read_input_file(const std::string& path, size_t max_bytes) {
     auto f = open_input_file(path);
     if (!f) return {};

@@ -50,6 +50,11 @@ std::string read_input_file(const std::string& path, size_t max_bytes);
 // (no buffer sized by what a file or a mapping claims): its file offset, or nullopt.
 std::optional<uint64_t> find_in_file(int fd, uint64_t offset, uint64_t size, std::string_view needle);
 
+// How many of the file's bytes are holes (never written: a sparse file reads them as zeros),
+// from the file system's SEEK_DATA/SEEK_HOLE map, looked at up to a bounded number of extents
+// (the rest judged by the part seen).
+uint64_t hole_bytes(const InputFile& file);
+
 // "a FIFO", "a character device", ... for messages.
 const char* file_type_name(mode_t mode);
 

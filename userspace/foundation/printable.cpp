@@ -26,20 +26,19 @@ bool must_escape(char32_t cp) {
     return cp < 0x20 || (cp >= 0x7F && cp <= 0x9F) || (cp >= 0x202A && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069);
 }
 
-} // namespace
-
-std::string printable(std::string_view text) {
+// `layout`: newlines and tabs kept, backslashes as they are (whole lines of text, not a value).
+std::string escaped(std::string_view text, bool layout) {
     std::string out;
     out.reserve(text.size());
     for (size_t i = 0; i < text.size();) {
         char32_t cp = 0;
         size_t len = utf8_sequence(text, i, cp);
         if (len == 0) len = 1; // an invalid byte: escaped alone
-        else if (cp == '\\') {
+        else if (cp == '\\' && !layout) {
             out += "\\\\";
             i += 1;
             continue;
-        } else if (!must_escape(cp)) {
+        } else if (!must_escape(cp) || (layout && (cp == '\n' || cp == '\t'))) {
             out.append(text.substr(i, len));
             i += len;
             continue;
@@ -48,6 +47,16 @@ std::string printable(std::string_view text) {
         i += len;
     }
     return out;
+}
+
+} // namespace
+
+std::string printable(std::string_view text) { return escaped(text, false); }
+std::string printable_text(std::string_view text) { return escaped(text, true); }
+
+void print_text(FILE* to, std::string_view text) {
+    std::string safe = printable_text(text);
+    std::fwrite(safe.data(), 1, safe.size(), to);
 }
 
 std::string truncate_chars(std::string_view text, size_t max_chars) {

@@ -1,3 +1,4 @@
+#include "foundation/printable.h"
 #include "output/stale_captures.h"
 
 #include <dirent.h>
@@ -76,7 +77,7 @@ void sweep_stale_captures(bool quiet) {
                 continue;
             }
             if (!quiet)
-                fmt::print(stderr, "gtrace: a capture killed earlier left {}; complete it with: gtrace recover {}\n", e.partial, e.partial);
+                print_safe(stderr, "gtrace: a capture killed earlier left {}; complete it with: gtrace recover {}\n", e.partial, e.partial);
         }
     }
     remove_dead_shm_dirs();
