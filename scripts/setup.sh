@@ -16,6 +16,7 @@ BUILD_PACKAGES=(
 )
 TEST_PACKAGES=(
   bpftrace linux-perf austin time util-linux
+  libcap2-bin # setcap: tests/runtime/security_attacks.py plays gtrace with file capabilities
   libclang-rt-dev # ASan, UBSan and libFuzzer runtimes: scripts/build_sanitized.sh, scripts/fuzz.sh
   protobuf-compiler python3-protobuf # tests decode .pftrace with the protobuf runtime, not gtrace's reader
   chromium

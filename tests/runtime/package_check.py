@@ -11,7 +11,7 @@
   install  cmake --install into a temp prefix: the same layout, --version and a capture from it.
   scripts  the checkout's scripts/gpu-check.sh and gpu-bench.sh, CPU smoke modes.
 
-Usage: package_check.py tarball|install|scripts --build BUILD --source SOURCE
+Usage: package_check.py tarball|install|scripts --build BUILD --release-build DIR --source SOURCE
 """
 import argparse
 import glob
@@ -170,6 +170,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("mode", choices=["tarball", "install", "scripts"])
     ap.add_argument("--build", required=True)
+    ap.add_argument("--release-build", required=True, help="scripts/package.sh's build directory (no test hooks)")
     ap.add_argument("--source", required=True)
     args = ap.parse_args()
     if os.geteuid() != 0 or not os.path.exists("/sys/kernel/btf/vmlinux"):
@@ -186,7 +187,7 @@ def main():
             check_gpu_bench_smoke(os.path.join(source, "scripts", "gpu-bench.sh"), env["GTRACE"], cwd, env)
             return
         if args.mode == "tarball":
-            rc, out = run(["bash", os.path.join(source, "scripts", "package.sh"), "--build", build,
+            rc, out = run(["bash", os.path.join(source, "scripts", "package.sh"), "--build", os.path.abspath(args.release_build),
                            "--out", os.path.join(tmp, "dist")], cwd=source, env=dict(os.environ), timeout=900)
             tarballs = glob.glob(os.path.join(tmp, "dist", "gtrace-*-linux-x86_64.tar.gz"))
             if rc != 0 or len(tarballs) != 1 or out.strip() != tarballs[0]:

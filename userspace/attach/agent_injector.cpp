@@ -129,11 +129,13 @@ uint64_t blocked_signals(int pid, int tid) {
 // libc's code: it is not an exported symbol.
 uint64_t sigreturn_trampoline(int pid, const std::vector<Mapping>& maps, TargetFiles& files) {
     static constexpr char kCode[] = {0x48, static_cast<char>(0xc7), static_cast<char>(0xc0), 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05};
-    // Searched a chunk at a time: a mapping's length is the process's to choose (1 TiB, say).
+    // Searched a chunk at a time, and no further than any libc's code reaches (glibc's is ~2 MiB):
+    // a mapping's length is the process's to choose (a sparse terabyte named libc.so.6, say).
+    constexpr uint64_t kMaxSearch = 64u << 20;
     for (auto& opened : files.open_mapped(pid, maps, [](const Mapping& m) { return m.executable && is_libc(m.path); })) {
         for (const Mapping& m : maps) {
             if (!m.executable || m.dev != opened.mapping.dev || m.inode != opened.mapping.inode) continue;
-            auto at = find_in_file(opened.file.fd(), m.offset, m.end - m.start, std::string_view(kCode, sizeof kCode));
+            auto at = find_in_file(opened.file.fd(), m.offset, std::min(m.end - m.start, kMaxSearch), std::string_view(kCode, sizeof kCode));
             if (at) return m.start + (*at - m.offset);
         }
     }

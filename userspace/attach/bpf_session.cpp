@@ -275,6 +275,11 @@ Result<gt_py_layout> BpfSession::set_python_layout(uint32_t pid, gt_py_layout la
 void BpfSession::clear_python_layout(uint32_t pid) { bpf_map__delete_elem(proc_->maps.py_layouts, &pid, sizeof(pid), 0); }
 
 Result<UprobeLink> BpfSession::attach_agent_probe(const std::string& path, uint64_t offset) {
+    if (cuda_->mode() != CudaProbeMode::PerProbe) {
+        int fd = create_uprobe_multi_link(bpf_program__fd(cuda_->announce()), path, {{offset, 0}}, false);
+        if (fd < 0) return bpf_error(("attaching a uprobe to the agent " + path).c_str(), errno);
+        return UprobeLink(fd);
+    }
     bpf_link* link = bpf_program__attach_uprobe(cuda_->announce(), false, -1, path.c_str(), offset);
     if (!link) return bpf_error(("attaching a uprobe to the agent " + path).c_str(), errno);
     return UprobeLink(link);

@@ -33,6 +33,9 @@ Result<std::unique_ptr<CudaObject>> CudaObject::load(const gtrace_proctree* proc
         o->session_->rodata->py_stack_every = py_stack_every;
         if (auto r = join_session(o->session_, proc); !r) return r.error();
         bpf_program__set_expected_attach_type(o->session_->progs.cuda_api_session, static_cast<bpf_attach_type>(kTraceUprobeSession));
+        // A multi-uprobe link for the agent's announce too: a perf uprobe needs CAP_SYS_ADMIN on
+        // recent kernels, a link only CAP_BPF and CAP_PERFMON (gtrace with file capabilities).
+        bpf_program__set_expected_attach_type(o->session_->progs.agent_announce, static_cast<bpf_attach_type>(kTraceUprobeMulti));
         if (int err = gtrace_cuda_api_session__load(o->session_))
             return bpf_error("loading the CUDA API BPF program (uprobe sessions)", err);
         o->mode_ = CudaProbeMode::Session;
@@ -43,7 +46,7 @@ Result<std::unique_ptr<CudaObject>> CudaObject::load(const gtrace_proctree* proc
     o->classic_->rodata->py_stack_every = py_stack_every;
     if (auto r = join_session(o->classic_, proc); !r) return r.error();
     if (multi)
-        for (bpf_program* p : {o->classic_->progs.cuda_api_enter, o->classic_->progs.cuda_api_exit})
+        for (bpf_program* p : {o->classic_->progs.cuda_api_enter, o->classic_->progs.cuda_api_exit, o->classic_->progs.agent_announce})
             bpf_program__set_expected_attach_type(p, static_cast<bpf_attach_type>(kTraceUprobeMulti));
     if (int err = gtrace_cuda_api__load(o->classic_)) return bpf_error("loading the CUDA API BPF programs", err);
     o->mode_ = multi ? CudaProbeMode::Multi : CudaProbeMode::PerProbe;

@@ -19,7 +19,7 @@ nlohmann::json Capture::other_data(const std::string& stop_reason, double elapse
         if (per_api[api.id]) calls[std::string(api.name)] = per_api[api.id];
     nlohmann::json objects = nlohmann::json::array();
     for (const auto& [key, obj] : s_.cuda_probes->objects())
-        objects.push_back({{"path", obj.path}, {"mapped", obj.mapped}, {"apis", obj.apis}});
+        objects.push_back({{"path", obj.path}, {"mapped", obj.mapped}, {"apis", obj.apis}, {"device", key.first}, {"inode", key.second}});
     ClockReading clocks = read_clocks();
     return {{"tool", "gtrace"},
             {"version", "0.1.0"},
@@ -47,6 +47,7 @@ nlohmann::json Capture::other_data(const std::string& stop_reason, double elapse
             {"bpf_stats", bpf_stats_facts()},
             {"api_capture", calls_.facts()},
             {"gpu", gpu_.facts()},
+            {"processes_skipped", processes_.skipped().facts()},
             {"nvtx", nvtx_.facts()}};
 }
 
@@ -72,6 +73,9 @@ void Capture::print_summary(const CaptureResult& r, double elapsed_s) const {
     for (const auto& [key, obj] : s_.cuda_probes->objects())
         if (obj.mapped) print_safe(stderr, "  probed: {} ({} functions)\n", obj.path, obj.apis.size());
     calls_.print_summary();
+    if (size_t skipped = processes_.skipped().count())
+        print_safe(stderr, "  processes left out: {} (otherData.processes_skipped says why: another user's, files that do not "
+                           "answer, or maps and libraries gtrace could not read); the rest was traced\n", skipped);
     print_safe(stderr, "  {}\n", lost_summary(s_.model));
     if (s_.options.sample_hz) print_safe(stderr, "  samples: {} at {} Hz{}\n", samples_.samples(), s_.options.sample_hz,
                                        s_.options.folded.empty() ? "" : fmt::format(", folded stacks in {}", s_.options.folded));

@@ -9,6 +9,7 @@
 
 #include "discover/proc_tree.h"
 #include "discover/python_runtime.h"
+#include "foundation/bounded_call.h"
 #include "foundation/printable.h"
 #include "foundation/privilege.h"
 
@@ -29,7 +30,13 @@ void ProcessEvents::guarded(int pid, const char* step, Step&& run) {
         run();
     } catch (const std::exception& e) {
         skip(static_cast<uint32_t>(pid), fmt::format("{}: {}", step, e.what()));
+        return;
     }
+    // Its files did not answer within the deadline (a file system that hangs): what it names
+    // is not looked at again, and the process is left out.
+    if (s_.target_files.hung(pid))
+        skip(static_cast<uint32_t>(pid), fmt::format("{}: its files did not answer within {} ms (a file system that hangs)", step,
+                                                     kTargetFsDeadline.count()));
 }
 
 std::string ProcessEvents::not_ours(int pid) const {
@@ -181,7 +188,8 @@ void ProcessEvents::forget_python(uint32_t pid) {
 void ProcessEvents::on_proc(const gt_proc_event& e) {
     switch (e.kind) {
     case GT_PROC_FORK:
-        skipped_.forget(e.pid); // a new process in a PID the list may hold from before
+        skipped_.forget(e.pid); // a new process in a PID the lists may hold from before
+        s_.target_files.forget(static_cast<int>(e.pid));
         s_.model.add_process(e.pid, e.ppid, false, e.ppid);
         s_.kernel_names.inherit(e.pid, e.ppid);
         s_.addresses.inherit(e.pid, e.ppid);

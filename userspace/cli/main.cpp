@@ -199,7 +199,9 @@ int run_attach(const std::vector<std::string>& args) {
     if (!vm.count("pid")) fail(make_error(ExitCode::Usage, "missing --pid: give the PID of the job to trace (e.g. torchrun's)"));
     CaptureOptions options;
     options.pid = or_fail(parse_pid(vm["pid"].as<std::string>()));
-    // Before anything reads gtrace's environment or the options' files: whose process it is.
+    // Before anything reads gtrace's environment or the options' files: whose process it is
+    // (once gtrace has the privileges to trace at all: without them, that is what to fix first).
+    or_fail(check_privileges());
     or_fail(check_target_owner(options.pid, vm.count("allow-other-users") > 0));
     read_capture_options(vm, options);
     read_output_options(vm, options.pid, options);
@@ -327,6 +329,7 @@ int run_dump_command(const std::vector<std::string>& args) {
     }
     if (!vm.count("pid")) fail(make_error(ExitCode::Usage, "missing --pid: give the PID of the job to dump (e.g. torchrun's)"));
     int pid = or_fail(parse_pid(vm["pid"].as<std::string>()));
+    or_fail(check_ptrace_privileges());
     or_fail(check_target_owner(pid, vm.count("allow-other-users") > 0));
     install_signal_handlers();
     or_fail(run_dump(pid, vm.count("system-wide") > 0, g_stop_signal));

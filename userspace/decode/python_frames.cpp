@@ -2,6 +2,10 @@
 
 #include <sys/uio.h>
 
+#include <algorithm>
+#include <climits>
+#include <cstdint>
+
 #include <fmt/format.h>
 
 #include "discover/process_memory.h"
@@ -30,21 +34,27 @@ bool read_bytes(uint32_t pid, uint64_t obj, std::string& out) {
     return size == 0 || read_process_memory(static_cast<pid_t>(pid), obj + 32, out.data(), out.size());
 }
 
-unsigned read_varint(const std::string& t, size_t& i) {
-    unsigned value = 0, shift = 0;
+// The table is the traced process's memory: a varint may run on for any number of bytes, and
+// its deltas may add up past any int. Bits past 32 are dropped, sums are kept in 64 bits, and a
+// line is clamped to what a line number can be.
+uint32_t read_varint(const std::string& t, size_t& i) {
+    uint64_t value = 0;
+    unsigned shift = 0;
     while (i < t.size()) {
         auto b = static_cast<unsigned char>(t[i++]);
-        value |= (b & 63u) << shift;
+        if (shift < 32) value |= static_cast<uint64_t>(b & 63u) << shift;
         shift += 6;
         if (!(b & 64)) break;
     }
-    return value;
+    return static_cast<uint32_t>(std::min<uint64_t>(value, UINT32_MAX));
 }
 
-int read_signed_varint(const std::string& t, size_t& i) {
-    unsigned v = read_varint(t, i);
-    return (v & 1) ? -static_cast<int>(v >> 1) : static_cast<int>(v >> 1);
+int64_t read_signed_varint(const std::string& t, size_t& i) {
+    uint32_t v = read_varint(t, i);
+    return (v & 1) ? -static_cast<int64_t>(v >> 1) : static_cast<int64_t>(v >> 1);
 }
+
+int clamp_line(int64_t line) { return static_cast<int>(std::clamp<int64_t>(line, 0, INT32_MAX)); }
 
 } // namespace
 
@@ -53,33 +63,33 @@ std::string PyFrame::text() const {
 }
 
 int line_from_lnotab(const std::string& t, int firstlineno, uint64_t offset) {
-    int line = firstlineno;
+    int64_t line = firstlineno;
     uint64_t addr = 0;
     for (size_t i = 0; i + 1 < t.size(); i += 2) {
         addr += static_cast<unsigned char>(t[i]);
         if (addr > offset) break;
         line += static_cast<signed char>(t[i + 1]);
     }
-    return line;
+    return clamp_line(line);
 }
 
 int line_from_linetable(const std::string& t, int firstlineno, uint64_t offset) {
-    int line = firstlineno;
+    int64_t line = firstlineno;
     uint64_t addr = 0;
     for (size_t i = 0; i + 1 < t.size(); i += 2) {
         auto sdelta = static_cast<unsigned char>(t[i]);
         auto ldelta = static_cast<signed char>(t[i + 1]);
         if (ldelta != -128) line += ldelta;
         uint64_t end = addr + sdelta;
-        if (offset >= addr && offset < end) return ldelta == -128 ? 0 : line;
+        if (offset >= addr && offset < end) return ldelta == -128 ? 0 : clamp_line(line);
         addr = end;
     }
-    return line;
+    return clamp_line(line);
 }
 
 int line_from_locations(const std::string& t, int firstlineno, uint64_t offset) {
     const uint64_t index = offset / 2; // code units
-    int line = firstlineno;
+    int64_t line = firstlineno;
     uint64_t unit = 0;
     size_t i = 0;
     while (i < t.size()) {
@@ -101,10 +111,10 @@ int line_from_locations(const std::string& t, int firstlineno, uint64_t offset) 
         } else {
             i += 1;
         }
-        if (index >= unit && index < unit + length) return has_line ? line : 0;
+        if (index >= unit && index < unit + length) return has_line ? clamp_line(line) : 0;
         unit += length;
     }
-    return line;
+    return clamp_line(line);
 }
 
 void PythonFrames::set_runtime(uint32_t pid, const PythonRuntime& rt) { processes_[pid] = Process{rt, {}}; }

@@ -95,15 +95,24 @@ std::optional<uint64_t> find_in_file(int fd, uint64_t offset, uint64_t size, std
 uint64_t hole_bytes(const InputFile& file) {
     constexpr int kMaxExtents = 4096;
     uint64_t size = file.size(), data = 0, at = 0;
-    for (int n = 0; at < size && n < kMaxExtents; ++n) {
+    bool capped = true;
+    for (int n = 0; n < kMaxExtents; ++n) {
+        if (at >= size) {
+            capped = false;
+            break;
+        }
         off_t begin = lseek(file.fd(), static_cast<off_t>(at), SEEK_DATA);
-        if (begin < 0) break; // ENXIO: only a hole from here on
+        if (begin < 0) { // ENXIO: only a hole from here on (or a file system without the map: all data)
+            if (errno == EINVAL) data = size;
+            capped = false;
+            break;
+        }
         off_t end = lseek(file.fd(), begin, SEEK_HOLE);
         if (end < begin) end = static_cast<off_t>(size);
         data += static_cast<uint64_t>(end - begin);
         at = static_cast<uint64_t>(end);
     }
-    if (at < size && at > 0 && data > 0) // stopped early: the rest as the part seen
+    if (capped && at > 0 && at < size) // more extents than looked at: the rest as the part seen
         data = static_cast<uint64_t>(static_cast<long double>(data) * size / at);
     lseek(file.fd(), 0, SEEK_SET);
     return size > data ? size - data : 0;
