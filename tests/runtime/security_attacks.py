@@ -177,7 +177,10 @@ class World:
 
 def run(cmd, env=None, timeout=120, cwd="/"):
     t0 = time.monotonic()
-    r = subprocess.run(cmd, env=env if env is not None else dict(os.environ), capture_output=True, timeout=timeout, cwd=cwd)
+    try:
+        r = subprocess.run(cmd, env=env if env is not None else dict(os.environ), capture_output=True, timeout=timeout, cwd=cwd)
+    except subprocess.TimeoutExpired:
+        fail(f"{' '.join(cmd)} did not end within {timeout} s")
     return r.returncode, r.stdout.decode(errors="replace"), r.stderr.decode(errors="replace"), time.monotonic() - t0, r
 
 
@@ -230,6 +233,19 @@ def loaded_libraries(w, args):
     rc, _, err, _, _ = run(as_user(w.user, [caps, "attach", "--pid", str(user_pid), "--cupti", evil, "-d", "1",
                                             "-o", os.path.join(out, "d.json")]))
     expect(rc == 2 and evil in err, "capabilities with --cupti: refused, exit 2", f"exit {rc}: {err}")
+    # sudo, --cupti naming root's own library in a directory the job's user cannot read: root's,
+    # but not one the job could load itself.
+    hidden_dir = os.path.join(w.opt, "hidden")
+    os.makedirs(hidden_dir, mode=0o700)
+    hidden = os.path.join(hidden_dir, "libcupti.so.13")
+    shutil.copy2(os.path.join(w.sim, "libcupti.so.13"), hidden)
+    rc, _, err, _, _ = run([w.gtrace, "attach", "--pid", str(user_pid), "--cupti", hidden, "-d", "1",
+                            "-o", os.path.join(out, "e.json")], env=sudo_env(w.user))
+    expect(rc == 2 and hidden in err and "could not load it itself" in err,
+           "sudo --cupti with root's library the job cannot read: refused, exit 2", f"exit {rc}: {err}")
+    rc, _, err, _, _ = run([w.gtrace, "attach", "--pid", str(user_pid), "--cupti", os.path.join(w.sim, "libcupti.so.13"), "-d", "2",
+                            "-o", os.path.join(out, "f.json")], env=sudo_env(w.user))
+    expect(rc == 0 and "GPU agent active" in err, "sudo --cupti with a library root owns and the job can load: used", err)
     expect(not os.path.exists(marker), "the user's library was never loaded", open(marker).read() if os.path.exists(marker) else "")
     maps = open(f"/proc/{root_pid}/maps").read() + open(f"/proc/{user_pid}/maps").read()
     expect(evil not in maps, "no process maps it")
@@ -286,7 +302,7 @@ def target_paths(w, args):
     expect(rc == 0, "sudo: the capture of a job naming a root-only directory runs", err)
     probed = trace_of(trace)["otherData"]["probed_objects"]
     secret_st = os.stat(os.path.join(secret, "libcudart.so.13"))
-    expect(not any(secret in o["path"] or (o["device"], o["inode"]) == (secret_st.st_dev, secret_st.st_ino) for o in probed),
+    expect(not any(secret in o["path"] or (o.get("device"), o.get("inode")) == (secret_st.st_dev, secret_st.st_ino) for o in probed),
            "nothing in the root-only directory was listed or probed", json.dumps(probed))
     # A user + mount namespace: its runtime is its own copy, bind-mounted where the host's is;
     # its library directory holds an absolute link to that path.
@@ -305,7 +321,7 @@ def target_paths(w, args):
     expect(rc == 0, "sudo: the capture of a job in its own user and mount namespace runs", err)
     data = trace_of(trace)
     probed = data["otherData"]["probed_objects"]
-    keys = {(o["device"], o["inode"]) for o in probed}
+    keys = {(o.get("device"), o.get("inode")) for o in probed}
     expect((host_st.st_dev, host_st.st_ino) not in keys, "the host's runtime, where the job's link points outside its root, is not probed",
            json.dumps(probed))
     expect((copy_st.st_dev, copy_st.st_ino) in keys, "the job's own runtime is", json.dumps(probed))

@@ -32,7 +32,44 @@ std::string agent_library() {
     return dir + "/libgtrace_agent.so";
 }
 
+std::vector<std::string> split_paths(const std::string& list) {
+    std::vector<std::string> out;
+    for (size_t p = 0; p <= list.size();) {
+        size_t colon = std::min(list.find(':', p), list.size());
+        if (colon > p) out.push_back(list.substr(p, colon - p));
+        p = colon + 1;
+    }
+    return out;
+}
+
 } // namespace
+
+std::pair<std::string, std::vector<std::string>> GpuEvents::cupti_for(int pid) {
+    const std::string& all = s_.options.cupti;
+    if (all.empty() || !Privilege::privileged()) return {all, {}};
+    // Privileged, a --cupti library goes only into a process that could load it itself: its
+    // path, resolved in the process's root with its credentials (launched: the invoker's, who
+    // the command runs as), must be the very file checked.
+    std::string kept;
+    std::vector<std::string> refused;
+    for (const std::string& path : split_paths(all)) {
+        struct stat host {};
+        bool same = false;
+        auto is_host = [&](const InputFile& f) { return f.stat().st_dev == host.st_dev && f.stat().st_ino == host.st_ino; };
+        if (stat(path.c_str(), &host) == 0) {
+            if (s_.options.launched) {
+                AsInvoker as_invoker;
+                auto f = open_input_file(path);
+                same = as_invoker.ok() && f && is_host(*f);
+            } else {
+                for (auto& [p, f] : s_.target_files.open_in_root(pid, {path})) same = is_host(f);
+            }
+        }
+        if (same) kept += (kept.empty() ? "" : ":") + path;
+        else refused.push_back(path);
+    }
+    return {kept, refused};
+}
 
 Result<void> GpuEvents::start() {
     if (!s_.options.gpu) return {};
@@ -53,6 +90,10 @@ Result<void> GpuEvents::start() {
     const ElfSymbol* announce = syms ? (*syms)->find(GT_AGENT_ANNOUNCE_SYMBOL) : nullptr;
     auto offset = announce ? (*syms)->vaddr_to_offset(announce->vaddr) : std::nullopt;
     if (!offset) return make_error(ExitCode::Internal, fmt::format("{} lacks {}; rebuild gtrace", agent_path_, GT_AGENT_ANNOUNCE_SYMBOL));
+    if (auto [kept, refused] = cupti_for(s_.options.pid); !refused.empty())
+        return make_error(ExitCode::Usage, fmt::format("--cupti {} refused: PID {} could not load it itself (its root names another file "
+                                                       "there, or its user may not read it); a privileged gtrace loads only what the "
+                                                       "process could ({})", printable(refused.front()), s_.options.pid, Privilege::reason()));
     auto link = s_.bpf->attach_agent_probe(agent_path_, *offset);
     if (!link) return link.error();
     agent_link_.emplace(std::move(*link));
@@ -67,7 +108,7 @@ Result<void> GpuEvents::start() {
 // older gtrace would refuse the key.
 std::string GpuEvents::agent_config() const {
     if (!s_.agents) return {};
-    return s_.agents->config(s_.options.cupti) + (s_.options.agent_calls ? ";await_calls=1" : "");
+    return s_.agents->config(s_.options.cupti) + (s_.options.agent_calls ? ";await_calls=1" : ""); // checked at start()
 }
 
 void GpuEvents::warn_no_gpu(uint32_t pid, const std::string& why) {
@@ -94,7 +135,11 @@ bool GpuEvents::inject_if_cuda(int pid, const std::vector<Mapping>& maps) {
     // CUDA in launch mode): ask it through its mailbox, or take what it offers us.
     if (uint64_t mailbox = agents->mailbox_address(maps)) {
         // Attach mode: the agent also serves the NVTX tables of the modules loaded now.
-        std::string config = agents->config(options.cupti) + (options.launched ? "" : nvtx_.tables_config(upid, maps));
+        auto [cupti, refused] = cupti_for(pid);
+        if (!refused.empty() && !options.quiet)
+            print_safe(stderr, "gtrace: warning: pid {} could not load --cupti {} itself; its agent uses the process's own libcupti\n",
+                       pid, refused.front());
+        std::string config = agents->config(cupti) + (options.launched ? "" : nvtx_.tables_config(upid, maps));
         auto asked = agents->ask(upid, mailbox, config, !options.launched);
         if (!asked) {
             tries = -1;

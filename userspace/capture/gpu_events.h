@@ -44,6 +44,8 @@ public:
     void print_summary() const;
 
 private:
+    // The --cupti paths the agent of pid may load, and those it may not (privileged mode).
+    std::pair<std::string, std::vector<std::string>> cupti_for(int pid);
     void warn_no_gpu(uint32_t pid, const std::string& why);
     void on_memory_state(uint32_t pid, const gt_gpu_memory_state& m);
 
