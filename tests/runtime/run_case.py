@@ -432,18 +432,30 @@ def main():
         if not found:
             print(f"SKIPPED: no interpreter matches {case['interpreter']} on this machine", flush=True)
             sys.exit(77)
+    # `torch = ["1.13", "2"]`: the whole case once per PyTorch, {python} the interpreter that
+    # has it: Debian's (torch 1.13) or the project's venv (pip torch 2.x, scripts/setup.sh).
     # `formats = [...]`: the whole case once per trace format, {format} and {ext} naming it.
-    for fmt in case.get("formats", [None]):
-        if fmt:
-            print(f"format: {fmt}", flush=True)
-        run_once(case, opts, found[-1] if "interpreter" in case else None, fmt)
+    for torch in case.get("torch", [None]):
+        if torch:
+            python = TORCH_PYTHONS[torch](opts.source)
+            if not os.path.exists(python):
+                print(f"cannot run: no {python} for torch {torch}; scripts/setup.sh makes it", flush=True)
+                sys.exit(77 if os.environ.get("GTRACE_ALLOW_SKIP") == "1" else 1)
+            print(f"torch: {torch} ({python})", flush=True)
+        for fmt in case.get("formats", [None]):
+            if fmt:
+                print(f"format: {fmt}", flush=True)
+            run_once(case, opts, found[-1] if "interpreter" in case else None, fmt, torch)
     print("PASS", flush=True)
+
+
+TORCH_PYTHONS = {"1.13": lambda source: "/usr/bin/python3", "2": lambda source: os.path.join(source, ".venv", "bin", "python")}
 
 
 FORMAT_EXTENSIONS = {"json": ".json", "pftrace": ".pftrace", "kineto": ".kineto"}
 
 
-def run_once(case, opts, interpreter, fmt):
+def run_once(case, opts, interpreter, fmt, torch=None):
     tmp = tempfile.mkdtemp(prefix="gtrace-case-")
     nobody = pwd.getpwnam("nobody")
     ctx = {"tmp": tmp, "programs": opts.programs, "stubs": opts.stubs, "source": opts.source,
@@ -453,6 +465,8 @@ def run_once(case, opts, interpreter, fmt):
         ctx["format"], ctx["ext"], ctx["partial"] = fmt, FORMAT_EXTENSIONS[fmt], "" if fmt == "kineto" else ".partial"
     if interpreter:
         ctx["interpreter"] = interpreter
+    if torch:  # {python} runs this PyTorch; {torch} names it ("1.13", "2")
+        ctx["python"], ctx["torch"] = TORCH_PYTHONS[torch](opts.source), torch
     for d in case.get("make_dirs", []):
         os.makedirs(substitute(d, ctx), exist_ok=True)
     for d, user in case.get("user_dirs", {}).items():  # a directory of that user's, reachable by them

@@ -1,7 +1,10 @@
 #include "foundation/printable.h"
 #include "capture/nvtx_events.h"
 
+#include <tuple>
+
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "decode/nvtx_range.h"
 
@@ -65,8 +68,11 @@ void NvtxEvents::on_record(uint32_t pid, const gt_gpu_header& h) {
 
 void NvtxEvents::note(Outcome o) {
     if (!noted_.insert({o.pid, o.module}).second) return;
-    if (!s_.options.quiet && !o.captured)
-        print_safe(stderr, "gtrace: pid {}: NVTX ranges of {} are not captured: {}\n", o.pid, o.module, o.why);
+    // Once per module and reason, whatever the number of processes that map it (every rank of
+    // a pip torch job maps the same dozen vendor libraries).
+    if (!s_.options.quiet && !o.captured && warned_.insert({o.module, o.why}).second)
+        print_safe(stderr, "gtrace: NVTX ranges of {} are not captured (pid {}, and any other process mapping it): {}\n", o.module,
+                   o.pid, o.why);
     outcomes_.push_back(std::move(o));
 }
 
@@ -86,10 +92,15 @@ nlohmann::json NvtxEvents::facts() const {
 void NvtxEvents::print_summary() const {
     if (!ranges_ && outcomes_.empty() && asked_.empty()) return;
     print_safe(stderr, "  NVTX: {} ranges\n", ranges_);
-    for (const Outcome& o : outcomes_)
-        print_safe(stderr, "  NVTX: pid {}: {}: {}{}\n", o.pid, o.module, o.captured ? "" : "not captured: ", o.why);
-    for (const auto& [key, module] : asked_)
-        print_safe(stderr, "  NVTX: pid {}: {}: not captured: the GPU agent did not serve it\n", key.first, module);
+    // One line per module and outcome, with the processes it holds for.
+    std::map<std::tuple<std::string, bool, std::string>, std::vector<uint32_t>> grouped;
+    for (const Outcome& o : outcomes_) grouped[{o.module, o.captured, o.why}].push_back(o.pid);
+    for (const auto& [key, module] : asked_) grouped[{module, false, "the GPU agent did not serve it"}].push_back(key.first);
+    for (const auto& [what, pids] : grouped) {
+        const auto& [module, captured, why] = what;
+        print_safe(stderr, "  NVTX: {}: {}{} ({} {})\n", module, captured ? "" : "not captured: ", why,
+                   pids.size() == 1 ? "pid" : "pids", fmt::join(pids, ", "));
+    }
 }
 
 } // namespace gtrace

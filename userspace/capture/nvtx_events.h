@@ -47,6 +47,7 @@ private:
     std::map<std::pair<uint32_t, uint64_t>, std::string> asked_; // (pid, table) → module, until the agent answers
     std::vector<Outcome> outcomes_;
     std::set<std::pair<uint32_t, std::string>> noted_; // (pid, module): one outcome each
+    std::set<std::pair<std::string, std::string>> warned_; // (module, why): warned once, live
     uint64_t ranges_ = 0, invalid_ = 0;
 };
 

@@ -253,8 +253,21 @@ int enable_work_callbacks(Session& s) {
 
 } // namespace
 
+// The CUDA driver, loaded: already (CUDA initialized; by its soname, whatever its file is called),
+// or now, as CUPTI would load it itself. False where the host has none.
+bool driver_available() {
+    void* h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+    if (!h) h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL); // kept: CUPTI needs it from now on
+    return h != nullptr;
+}
+
 std::string start_session(gt_agent_ring* ring, const SessionConfig& config) {
     Session& s = the_session();
+    // CUPTI needs the CUDA driver. The real libcupti (13.2), called on a host without a driver
+    // (a process that imported pip torch and never used CUDA: torchrun's agent process), recurses
+    // without end in its own error path and overflows the stack: SIGSEGV at the job's exit (seen
+    // with torch 2.15's wheels). Without a driver there is nothing to record anyway.
+    if (!driver_available()) return "no CUDA driver in this process or on this host (libcuda.so.1 cannot be loaded): nothing to record";
     if (!s.cupti.handle)
         if (std::string e = load_cupti(cupti_candidates(config.cupti_candidates)); !e.empty()) return e;
     Dl_info info{};
