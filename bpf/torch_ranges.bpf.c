@@ -205,10 +205,12 @@ static __always_inline void forward_op(struct pt_regs *ctx, __u32 tgid, __u32 ti
 	bpf_ringbuf_submit(e, gt_submit_flags());
 }
 
-static __always_inline void node_begun(struct pt_regs *ctx, __u32 tgid, __u32 tid, __u64 sp)
+static __always_inline void node_begun(struct pt_regs *ctx, __u32 tgid, __u32 tid, __u64 sp, __u64 offset)
 {
 	__u64 sequence_nr = 0;
-	if (bpf_probe_read_user(&sequence_nr, sizeof(sequence_nr), (void *)(PT_REGS_PARM3(ctx) + GT_TORCH_NODE_SEQUENCE_OFFSET)))
+	if (!offset)
+		offset = GT_TORCH_NODE_SEQUENCE_OFFSET;
+	if (bpf_probe_read_user(&sequence_nr, sizeof(sequence_nr), (void *)(PT_REGS_PARM3(ctx) + offset)))
 		return;
 	struct gt_torch_range_event *e = new_range_event(GT_RANGE_NODE_BEGUN, tgid, tid, sequence_nr, sp);
 	if (e)
@@ -224,7 +226,8 @@ int torch_range_probe(struct pt_regs *ctx)
 	if (!gt_is_tracked(tgid))
 		return 0;
 	__u32 tid = (__u32)pid_tgid;
-	__u64 site = bpf_get_attach_cookie(ctx), sp = PT_REGS_SP(ctx);
+	__u64 cookie = bpf_get_attach_cookie(ctx), sp = PT_REGS_SP(ctx);
+	__u64 site = cookie & GT_TORCH_SITE_MASK;
 	struct open_backward *b = NULL;
 	switch (site) {
 	case GT_TORCH_RANGE_NAME:
@@ -241,7 +244,7 @@ int torch_range_probe(struct pt_regs *ctx)
 		forward_op(ctx, tgid, tid);
 		return 0;
 	case GT_TORCH_NODE:
-		node_begun(ctx, tgid, tid, sp);
+		node_begun(ctx, tgid, tid, sp, cookie >> 32);
 		return 0;
 	case GT_TORCH_NODE_RET: {
 		struct gt_torch_range_event *e = new_range_event(GT_RANGE_NODE_ENDED, tgid, tid, 0, sp);

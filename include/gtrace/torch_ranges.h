@@ -33,10 +33,13 @@ enum gt_range_kind {
 	GT_RANGE_NODE_ENDED = 5, /* the node whose frame is `sp` returned on tid (end_ns) */
 };
 
-/* Where torch::autograd::Node keeps its sequence_nr_: after the vtable pointer and
- * enable_shared_from_this's weak_ptr, its first member (torch/csrc/autograd/function.h, torch 1.13
- * to 2.x; checked against Debian's 1.13). */
+/* Where torch::autograd::Node keeps its sequence_nr_. It moved between releases: 24 in Debian's
+ * 1.13 (after the vtable pointer and enable_shared_from_this's weak_ptr; checked with gdb), 16 in
+ * pip's 2.15. gtrace reads it from the install's own libtorch_python (the Python getter of a
+ * C++ node's sequence_nr loads it: attach/torch_probes.cpp) and passes it in the GT_TORCH_NODE
+ * site's cookie, above bit 32; this is the default where that getter does not exist (1.13). */
 #define GT_TORCH_NODE_SEQUENCE_OFFSET 24
+#define GT_TORCH_SITE_MASK 0xffffffffULL
 
 /* at::RecordScope::USER_SCOPE in torch 1.13 to 2.x (record_function.h): the scope of Python's
  * record_function and of RECORD_USER_SCOPE. */

@@ -9,6 +9,13 @@ import sys
 import tempfile
 import time
 
+from kernel_state import kill_tree
+
+# The interpreter of each PyTorch the tests run: Debian's (torch 1.13) and the project's venv (pip
+# torch 2.x, scripts/setup.sh), as tests/runtime/run_case.py's `torch = [...]` cases.
+def torch_python(torch, source):
+    return "/usr/bin/python3" if torch == "1.13" else os.path.join(os.path.abspath(source), ".venv", "bin", "python")
+
 
 def fail(msg):
     print(f"FAIL: {msg}", flush=True)
@@ -34,9 +41,9 @@ def train_command(build, source, scenario, train_args=()):
 
 
 @contextlib.contextmanager
-def demo_job(build, source, scenario, port, env_extra=None, settle_s=2.0, single=False, train_args=()):
+def demo_job(build, source, scenario, port, env_extra=None, settle_s=2.0, single=False, train_args=(), torch="1.13"):
     """Yields (torchrun pid, temp dir) once both ranks train; with single, (the pid of
-    `python3 demo/train.py` run alone, temp dir) once it trains."""
+    `python3 demo/train.py` run alone, temp dir) once it trains. `torch`: "1.13" or "2"."""
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
     env = dict(os.environ, **(env_extra or {}))
     for var in ("RANK", "LOCAL_RANK", "WORLD_SIZE"):
@@ -47,7 +54,7 @@ def demo_job(build, source, scenario, port, env_extra=None, settle_s=2.0, single
     with tempfile.TemporaryDirectory() as tmp:
         log_path = os.path.join(tmp, "job.log")
         with open(log_path, "w") as log:
-            job = subprocess.Popen(["/usr/bin/python3", *launcher, *train_command(build, source, scenario, train_args)],
+            job = subprocess.Popen([torch_python(torch, source), *launcher, *train_command(build, source, scenario, train_args)],
                                    stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
         try:
             deadline = time.time() + 120
@@ -58,5 +65,6 @@ def demo_job(build, source, scenario, port, env_extra=None, settle_s=2.0, single
             time.sleep(settle_s)
             yield job.pid, tmp
         finally:
+            kill_tree(job.pid)  # torch 2.x's ranks live in sessions of their own
             os.killpg(job.pid, signal.SIGKILL)
             job.wait()

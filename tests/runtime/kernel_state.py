@@ -25,6 +25,17 @@ def process_tree(root):
     return out
 
 
+def kill_tree(root):
+    """SIGKILL to a process and every descendant, whatever session or group each is in (torch 2.x's
+    torchrun starts its ranks in sessions of their own: a killpg of the agent's leaves them running)."""
+    import signal
+    for pid in reversed(process_tree(root)):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
 def bpf_holders():
     """("prog_id"|"map_id", id) -> pids of the live processes holding an fd to that program (a
     link's fd counts for its program) or map, from /proc/*/fdinfo. bpftool's own "pids" field

@@ -25,7 +25,7 @@ import gpu_checks
 import json_checks
 import nvtx_checks
 import trace_formats
-from kernel_state import leftover_bpf_objects, process_tree
+from kernel_state import kill_tree, leftover_bpf_objects, process_tree
 
 class Stream:
     """Collects a pipe's lines in the background and lets the caller wait for a pattern."""
@@ -317,7 +317,11 @@ def run_gtrace(gtrace, g, ctx, tmp):
 def stop_programs(programs):
     for p in programs:
         if p.poll() is None:
-            os.killpg(p.pid, signal.SIGKILL)
+            kill_tree(p.pid)
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
             p.wait()
 
 
@@ -561,6 +565,7 @@ def run_once(case, opts, interpreter, fmt, torch=None):
     finally:
         for p in programs:
             if p.poll() is None:
+                kill_tree(p.pid)
                 try:
                     os.killpg(p.pid, signal.SIGKILL)
                 except ProcessLookupError:

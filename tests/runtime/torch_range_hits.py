@@ -1,11 +1,11 @@
 #!/usr/bin/python3
-"""Torch range probes cost a trap only for user-scope ranges: on the demo job (torch 1.13, 2
-ranks, GPU simulator) gtrace attaches with --bpf-stats, and the kernel's count of runs of the
+"""Torch range probes cost a trap only for user-scope ranges: on the demo job (torch 1.13 or pip
+torch 2.x, 2 ranks, GPU simulator) gtrace attaches with --bpf-stats, and the kernel's count of runs of the
 range probe divided by the steps recorded must stay at or under 30 per step (probing the entry
 of RecordFunction's constructor, end() and destructor costs one trap per autograd node: 64 per
 step here, ~960 on GPT-2). Every rank must still have its ranges, named.
 
-Usage: torch_range_hits.py --build BUILD_DIR --source SOURCE_DIR"""
+Usage: torch_range_hits.py --build BUILD_DIR --source SOURCE_DIR [--torch 1.13|2]"""
 import argparse
 import collections
 import json
@@ -24,9 +24,10 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", required=True)
     ap.add_argument("--source", required=True)
+    ap.add_argument("--torch", choices=["1.13", "2"], default="1.13")
     a = ap.parse_args()
     require_root()
-    with demo_job(a.build, a.source, "balanced", 29651) as (job, tmp):
+    with demo_job(a.build, a.source, "balanced", 29651, torch=a.torch) as (job, tmp):
         out = os.path.join(tmp, "trace.json")
         r = subprocess.run([os.path.join(a.build, "gtrace"), "attach", "--pid", str(job), "-d", "4", "-q", "-o", out,
                             "--bpf-stats", "--sample-hz", "0"], capture_output=True, text=True, timeout=120)

@@ -24,7 +24,8 @@ struct Section {
     std::string name;
     uint64_t addr = 0, offset = 0, size = 0;
     bool exec = false;
-    const uint8_t* bytes = nullptr; // the file's bytes (nullptr for NOBITS)
+    bool in_file = false;           // not NOBITS, and inside the file
+    const uint8_t* bytes = nullptr; // the file's bytes, when read (ElfImage::open's `whole`)
 };
 
 class ElfImage {
@@ -33,7 +34,11 @@ public:
         if (elf_) elf_end(elf_);
         if (fd_ >= 0) close(fd_);
     }
-    Result<void> open(const std::string& path) {
+    // `whole`: the PLT sections, .eh_frame_hdr and the relocations read at once (what finding
+    // call sites needs besides the code); else the section headers only. Code is read a chunk or a
+    // function at a time (for_each_code_chunk, function_code): pip torch's libtorch_cpu holds
+    // 286 MB of it, which a whole read once held in gtrace's memory on the job's host.
+    Result<void> open(const std::string& path, bool whole = true) {
         if (elf_version(EV_CURRENT) == EV_NONE) return make_error(ExitCode::Internal, "libelf is unusable");
         fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
         struct stat st {};
@@ -56,8 +61,9 @@ public:
             s.exec = (sh.sh_flags & SHF_EXECINSTR) != 0;
             // Only what lies inside the file is read: a section header's size is the file's word.
             bool inside = sh.sh_type != SHT_NOBITS && sh.sh_offset <= size_ && sh.sh_size <= size_ - sh.sh_offset;
-            if (inside && (s.exec || s.name == ".eh_frame_hdr")) s.bytes = read_section(sh);
-            if (inside && sh.sh_type == SHT_RELA) relocations(scn, sh);
+            s.in_file = inside;
+            if (inside && whole && ((s.exec && s.name.starts_with(".plt")) || s.name == ".eh_frame_hdr")) s.bytes = read_section(sh);
+            if (inside && whole && sh.sh_type == SHT_RELA) relocations(scn, sh);
             sections_.push_back(std::move(s));
         }
         return {};
@@ -70,6 +76,47 @@ public:
     }
     // GOT slot → the dynamic symbol a PLT stub jumping through it calls.
     const std::unordered_map<uint64_t, std::string>& got_slots() const { return got_slots_; }
+
+    // Calls `visit(bytes, length, vaddr)` for each code section's bytes, a chunk at a time; a
+    // chunk repeats the last `overlap` bytes of the one before (a pattern may straddle two).
+    template <typename Visit>
+    void for_each_code_chunk(size_t overlap, Visit&& visit) const {
+        constexpr size_t kChunk = 4u << 20;
+        std::vector<uint8_t> buf(kChunk + overlap);
+        for (const auto& s : sections_) {
+            if (!s.exec || !s.in_file || s.name.starts_with(".plt")) continue;
+            size_t kept = 0;
+            for (uint64_t at = 0; at < s.size;) {
+                size_t want = static_cast<size_t>(std::min<uint64_t>(kChunk, s.size - at));
+                ssize_t n = pread(fd_, buf.data() + kept, want, static_cast<off_t>(s.offset + at));
+                if (n < 0 && errno == EINTR) continue;
+                if (n <= 0) break;
+                size_t have = kept + static_cast<size_t>(n);
+                visit(buf.data(), have, s.addr + at - kept);
+                kept = std::min(have, overlap);
+                std::memmove(buf.data(), buf.data() + have - kept, kept);
+                at += static_cast<uint64_t>(n);
+            }
+        }
+    }
+
+    // The code of [vaddr, vaddr + size) in the code section holding vaddr, cut at the section's
+    // end, read now (its file offset: `offset`). Empty when no code section of the file holds it.
+    std::vector<uint8_t> function_code(uint64_t vaddr, uint64_t size, uint64_t& offset) const {
+        for (const auto& s : sections_) {
+            if (!s.exec || !s.in_file || vaddr < s.addr || vaddr >= s.addr + s.size) continue;
+            std::vector<uint8_t> code(static_cast<size_t>(std::min(size, s.addr + s.size - vaddr)));
+            offset = s.offset + (vaddr - s.addr);
+            for (size_t done = 0; done < code.size();) {
+                ssize_t n = pread(fd_, code.data() + done, code.size() - done, static_cast<off_t>(offset + done));
+                if (n < 0 && errno == EINTR) continue;
+                if (n <= 0) return {};
+                done += static_cast<size_t>(n);
+            }
+            return code;
+        }
+        return {};
+    }
 
 private:
     // Code is read, not mapped: the kernel puts the breakpoints of every uprobe on this file (ours,
@@ -153,11 +200,6 @@ std::vector<uint64_t> function_starts(const ElfImage& img) {
     return starts;
 }
 
-const Section* section_of(const ElfImage& img, uint64_t addr) {
-    for (const auto& s : img.sections())
-        if (s.exec && s.bytes && addr >= s.addr && addr < s.addr + s.size) return &s;
-    return nullptr;
-}
 
 bool writes_second_arg(csh cs, const cs_insn* insn) {
     cs_regs read, written;
@@ -187,14 +229,16 @@ bool ends_straight_line(const cs_insn* insn) {
     return false;
 }
 
-// Disassembles [start, end) and confirms each candidate in it; appends the confirmed sites.
-void confirm_in_function(csh cs, const Section& sec, uint64_t start, uint64_t end, const std::vector<uint64_t>& candidates,
-                         std::vector<CallSite>& out) {
-    end = std::min(end, sec.addr + sec.size);
+// Disassembles the function [start, end) and confirms each candidate in it; appends the
+// confirmed sites (each with the rel32 destination it calls, for naming).
+void confirm_in_function(csh cs, const ElfImage& img, uint64_t start, uint64_t end, const std::vector<uint64_t>& candidates,
+                         std::vector<std::pair<CallSite, uint64_t>>& out) {
+    uint64_t file_offset = 0;
+    std::vector<uint8_t> bytes = img.function_code(start, end - start, file_offset);
     std::vector<cs_insn*> insns;
     std::set<uint64_t> branch_targets;
-    const uint8_t* code = sec.bytes + (start - sec.addr);
-    size_t size = end - start;
+    const uint8_t* code = bytes.data();
+    size_t size = bytes.size();
     uint64_t addr = start;
     cs_insn* insn = cs_malloc(cs);
     while (cs_disasm_iter(cs, &code, &size, &addr, insn)) {
@@ -212,7 +256,7 @@ void confirm_in_function(csh cs, const Section& sec, uint64_t start, uint64_t en
             continue; // not an instruction start
         CallSite c;
         c.vaddr = site;
-        c.offset = site - sec.addr + sec.offset;
+        c.offset = file_offset + (site - start);
         c.function = start;
         if (!branch_targets.contains(site)) {
             for (auto back = it; back != insns.begin();) {
@@ -225,7 +269,7 @@ void confirm_in_function(csh cs, const Section& sec, uint64_t start, uint64_t en
                 if (branch_targets.contains((*back)->address)) break; // reachable from elsewhere
             }
         }
-        out.push_back(c);
+        out.emplace_back(c, static_cast<uint64_t>((*it)->detail->x86.operands[0].imm));
     }
     for (cs_insn* i : insns) cs_free(i, 1);
 }
@@ -247,55 +291,77 @@ Result<std::map<std::string, std::vector<CallSite>>> find_call_sites(const std::
     std::vector<uint64_t> starts = function_starts(img);
     if (starts.empty()) return make_error(ExitCode::Internal, path + ": no usable .eh_frame_hdr to find functions by");
 
-    // Candidates: every E8 rel32 whose destination is a target, grouped by enclosing function.
+    // Candidates: every E8 rel32 whose destination is a target, grouped by enclosing function;
+    // the code is read a chunk at a time (4 bytes of each repeated: a call straddles two).
     std::map<uint64_t, std::vector<uint64_t>> by_function;
-    for (const auto& s : img.sections()) {
-        if (!s.exec || !s.bytes || s.name.starts_with(".plt")) continue;
-        for (const uint8_t* p = s.bytes; p + 5 <= s.bytes + s.size; ++p) {
-            if (*p != 0xe8 && *p != 0xe9) continue; // call rel32, or jmp rel32 (a tail call)
-            uint64_t at = s.addr + static_cast<uint64_t>(p - s.bytes);
-            if (targets.contains(at + 5 + static_cast<int64_t>(rel32(p + 1)))) {
-                auto fn = std::upper_bound(starts.begin(), starts.end(), at);
-                if (fn != starts.begin()) by_function[*std::prev(fn)].push_back(at);
-            }
+    std::set<uint64_t> seen; // a call in an overlap is met twice
+    img.for_each_code_chunk(4, [&](const uint8_t* bytes, size_t length, uint64_t vaddr) {
+        for (size_t i = 0; i + 5 <= length; ++i) {
+            if (bytes[i] != 0xe8 && bytes[i] != 0xe9) continue; // call rel32, or jmp rel32 (a tail call)
+            uint64_t at = vaddr + i;
+            if (!targets.contains(at + 5 + static_cast<int64_t>(rel32(bytes + i + 1))) || !seen.insert(at).second) continue;
+            auto fn = std::upper_bound(starts.begin(), starts.end(), at);
+            if (fn != starts.begin()) by_function[*std::prev(fn)].push_back(at);
         }
-    }
+    });
     csh cs;
     if (cs_open(CS_ARCH_X86, CS_MODE_64, &cs) != CS_ERR_OK) return make_error(ExitCode::Internal, "capstone is unusable");
     cs_option(cs, CS_OPT_DETAIL, CS_OPT_ON);
     std::map<std::string, std::vector<CallSite>> found;
     for (const auto& [start, sites] : by_function) {
-        const Section* sec = section_of(img, start);
-        if (!sec) continue;
         auto next = std::upper_bound(starts.begin(), starts.end(), start);
-        std::vector<CallSite> confirmed;
-        confirm_in_function(cs, *sec, start, next == starts.end() ? sec->addr + sec->size : *next, sites, confirmed);
-        for (const auto& c : confirmed) {
-            const uint8_t* p = sec->bytes + (c.vaddr - sec->addr);
-            found[targets.at(c.vaddr + 5 + static_cast<int64_t>(rel32(p + 1)))].push_back(c);
-        }
+        constexpr uint64_t kMaxFunction = 1u << 20; // the last function runs to its section's end (function_code cuts it)
+        uint64_t end = next == starts.end() ? start + kMaxFunction : std::min(*next, start + kMaxFunction);
+        std::vector<std::pair<CallSite, uint64_t>> confirmed;
+        confirm_in_function(cs, img, start, end, sites, confirmed);
+        for (const auto& [c, destination] : confirmed)
+            if (auto t = targets.find(destination); t != targets.end()) found[t->second].push_back(c);
     }
     cs_close(&cs);
     return found;
 }
 
+std::vector<int64_t> first_load_displacements(const std::string& path, uint64_t vaddr, uint64_t size) {
+    std::vector<int64_t> out;
+    ElfImage img;
+    uint64_t offset = 0;
+    csh cs;
+    if (!img.open(path, false) || cs_open(CS_ARCH_X86, CS_MODE_64, &cs) != CS_ERR_OK) return out;
+    cs_option(cs, CS_OPT_DETAIL, CS_OPT_ON);
+    std::vector<uint8_t> bytes = img.function_code(vaddr, size, offset);
+    const uint8_t* code = bytes.data();
+    size_t left = bytes.size();
+    uint64_t addr = vaddr;
+    cs_insn* insn = cs_malloc(cs);
+    while (cs_disasm_iter(cs, &code, &left, &addr, insn) && !ends_straight_line(insn)) {
+        const cs_x86& x = insn->detail->x86;
+        if (insn->id == X86_INS_MOV && x.op_count == 2 && x.operands[0].type == X86_OP_REG && x.operands[1].type == X86_OP_MEM &&
+            x.operands[1].mem.base != X86_REG_RIP && x.operands[1].mem.index == X86_REG_INVALID)
+            out.push_back(x.operands[1].mem.disp);
+    }
+    cs_free(insn, 1);
+    cs_close(&cs);
+    return out;
+}
+
 Result<std::map<uint64_t, std::vector<uint64_t>>> find_return_sites(const std::string& path,
                                                                     const std::vector<std::pair<uint64_t, uint64_t>>& functions) {
     ElfImage img;
-    if (auto r = img.open(path); !r) return r.error();
+    if (auto r = img.open(path, false); !r) return r.error();
     csh cs;
     if (cs_open(CS_ARCH_X86, CS_MODE_64, &cs) != CS_ERR_OK) return make_error(ExitCode::Internal, "capstone is unusable");
     std::map<uint64_t, std::vector<uint64_t>> found;
     cs_insn* insn = cs_malloc(cs);
     for (const auto& [start, size] : functions) {
-        const Section* sec = section_of(img, start);
-        if (!sec || !size) continue;
-        const uint8_t* code = sec->bytes + (start - sec->addr);
-        size_t left = static_cast<size_t>(std::min(start + size, sec->addr + sec->size) - start);
+        uint64_t offset = 0;
+        std::vector<uint8_t> bytes = size ? img.function_code(start, size, offset) : std::vector<uint8_t>{};
+        if (bytes.empty()) continue;
+        const uint8_t* code = bytes.data();
+        size_t left = bytes.size();
         uint64_t addr = start;
         std::vector<uint64_t>& rets = found[start];
         while (cs_disasm_iter(cs, &code, &left, &addr, insn))
-            if (insn->id == X86_INS_RET) rets.push_back(insn->address - sec->addr + sec->offset);
+            if (insn->id == X86_INS_RET) rets.push_back(offset + (insn->address - start));
     }
     cs_free(insn, 1);
     cs_close(&cs);

@@ -32,6 +32,11 @@ struct CallSite {
 Result<std::map<std::string, std::vector<CallSite>>> find_call_sites(const std::string& path,
                                                                      const std::vector<std::string>& functions);
 
+// The displacements of the memory loads (`mov REG, [BASE + DISP]`) of a function's first
+// straight-line code, in order, up to its first jump, call or ret: how a small accessor reaches a
+// field (a getter's `[rdi+0x10]` then `[rax+OFFSET]`). Empty when its code cannot be read.
+std::vector<int64_t> first_load_displacements(const std::string& path, uint64_t vaddr, uint64_t size);
+
 // The `ret` instructions of each function (start vaddr, size) in `path`, as file offsets, keyed by
 // the function's start: an entry probe there sees the function return without a return probe,
 // whose replaced return address breaks C++ exceptions thrown through the frame. Found by

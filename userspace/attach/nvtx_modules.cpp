@@ -88,9 +88,11 @@ NvtxModules NvtxModuleScan::find(int pid, const std::vector<Mapping>& maps, Targ
             if (f.uses_nvtx) found.unreachable.push_back(m.path);
             continue;
         }
-        // The table is initialized data: in the file, in one of the module's mappings.
+        // The table is initialized data: in the file, in the module's writable data mapping. Not
+        // the read-only one before it, whose last page can map the same file page (the data
+        // segment starts mid-page: pip torch 2.x's libraries) at another address.
         for (const Mapping& d : maps)
-            if (d.dev == m.dev && d.inode == m.inode && *f.table_offset >= d.offset &&
+            if (d.dev == m.dev && d.inode == m.inode && d.writable && *f.table_offset >= d.offset &&
                 *f.table_offset + 8 <= d.offset + (d.end - d.start)) {
                 found.tables.emplace_back(d.start + (*f.table_offset - d.offset), m.path);
                 break;

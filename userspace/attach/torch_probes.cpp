@@ -27,9 +27,13 @@ constexpr const char* kEnterNew[] = {
     "traitsIcESaIcEEERKSt8optionalIS7_E",
 };
 
-// Where Python's backward() and autograd.grad() enter the engine (libtorch_python, torch 1.13 and
-// 2.x: torch/csrc/autograd/python_engine.cpp), exported.
-constexpr const char* kRunBackward = "_Z22THPEngine_run_backwardP7_objectS0_S0_";
+// Where Python's backward() and autograd.grad() enter the engine (libtorch_python:
+// torch/csrc/autograd/python_engine.cpp): exported in torch 1.13 (_Z...), a static function in
+// .symtab in 2.x (_ZL..., checked on pip torch 2.15).
+constexpr const char* kRunBackwardNames[] = {"_Z22THPEngine_run_backwardP7_objectS0_S0_", "_ZL22THPEngine_run_backwardP7_objectS0_S0_"};
+// GCC moves a function's unlikely paths to NAME.cold (in .symtab): their rets end it too.
+constexpr const char* kRunBackwardColdNames[] = {"_Z22THPEngine_run_backwardP7_objectS0_S0_.cold",
+                                                 "_ZL22THPEngine_run_backwardP7_objectS0_S0_.cold"};
 
 // --autograd-links (libtorch_cpu, torch 1.13 and 2.x, exported): where a forward op's node gets
 // its sequence number (ATen/SequenceNumber.cpp), and where the engine runs a node (engine.cpp).
@@ -40,7 +44,9 @@ constexpr const char* kEvaluateFunction =
 
 const std::unordered_set<std::string_view>& site_symbols() {
     static const std::unordered_set<std::string_view> names = [] {
-        std::unordered_set<std::string_view> n = {kEnd, kRunBackward, kSequenceNumber, kEvaluateFunction};
+        std::unordered_set<std::string_view> n = {kEnd, kSequenceNumber, kEvaluateFunction};
+        for (auto* list : {&kRunBackwardNames, &kRunBackwardColdNames})
+            for (const char* name : *list) n.insert(name);
         for (auto* list : {&kCtor, &kDtor, &kEnterNew})
             for (const char* name : *list) n.insert(name);
         return n;
@@ -69,10 +75,10 @@ void add_entry(const ElfSymbols& syms, const char* name, gt_torch_site site, std
 // constructor's callers that may pass USER_SCOPE (BPF still checks the scope), and the callers of
 // end() other than the destructor (user ranges are ended explicitly; other guards end in their
 // destructor). When the code cannot be analysed, the entries are probed as before.
-TorchProbes::Plan TorchProbes::plan(const std::string& path, const ElfSymbols& syms, bool autograd_links) {
+TorchProbes::Plan TorchProbes::plan(const std::string& path, const ElfSymbols& syms, bool autograd_links, uint64_t node_offset) {
     Plan plan;
     plan_backward(path, syms, plan);
-    if (autograd_links) plan_autograd_links(path, syms, plan);
+    if (autograd_links) plan_autograd_links(path, syms, plan, node_offset);
     if (!syms.find(kCtor[0]) && !syms.find(kCtor[1])) return plan; // libtorch_python, or libtorch.so of split builds
     std::set<uint64_t> offsets;
     for (const char* name : kEnterNew) add_entry(syms, name, GT_TORCH_RANGE_NAME, plan.sites, offsets);
@@ -117,19 +123,27 @@ TorchProbes::Plan TorchProbes::plan(const std::string& path, const ElfSymbols& s
 // THPEngine_run_backward's entry and ret instructions; none when it has no ret (its end would
 // never be seen) or is not in the file.
 void TorchProbes::plan_backward(const std::string& path, const ElfSymbols& syms, Plan& plan) {
-    const ElfSymbol* run = syms.find(kRunBackward);
+    const ElfSymbol* run = nullptr;
+    const ElfSymbol* cold = nullptr;
+    for (size_t i = 0; i < std::size(kRunBackwardNames) && !run; ++i)
+        if ((run = syms.find(kRunBackwardNames[i]))) cold = syms.find(kRunBackwardColdNames[i]);
     auto entry = run ? syms.vaddr_to_offset(run->vaddr) : std::nullopt;
     if (!entry) return;
-    auto rets = find_return_sites(path, {{run->vaddr, run->size}});
+    std::vector<std::pair<uint64_t, uint64_t>> parts = {{run->vaddr, run->size}};
+    if (cold) parts.emplace_back(cold->vaddr, cold->size);
+    auto rets = find_return_sites(path, parts);
     if (!rets || (*rets)[run->vaddr].empty()) return;
     plan.sites.push_back({*entry, GT_TORCH_BACKWARD});
-    for (uint64_t r : (*rets)[run->vaddr]) plan.sites.push_back({r, GT_TORCH_BACKWARD_RET});
-    plan.backward_return_sites = (*rets)[run->vaddr].size();
+    for (const auto& part : parts)
+        for (uint64_t r : (*rets)[part.first]) {
+            plan.sites.push_back({r, GT_TORCH_BACKWARD_RET});
+            ++plan.backward_return_sites;
+        }
 }
 
 // The ret instructions of get_and_increment (the number in rax), and evaluate_function's entry
 // and rets; all or none (a node whose end is never seen would swallow the calls after it).
-void TorchProbes::plan_autograd_links(const std::string& path, const ElfSymbols& syms, Plan& plan) {
+void TorchProbes::plan_autograd_links(const std::string& path, const ElfSymbols& syms, Plan& plan, uint64_t node_offset) {
     const ElfSymbol* number = syms.find(kSequenceNumber);
     const ElfSymbol* evaluate = syms.find(kEvaluateFunction);
     if (!number || !evaluate) return;
@@ -137,16 +151,35 @@ void TorchProbes::plan_autograd_links(const std::string& path, const ElfSymbols&
     auto entry = syms.vaddr_to_offset(evaluate->vaddr);
     if (!rets || !entry || (*rets)[number->vaddr].empty() || (*rets)[evaluate->vaddr].empty()) return;
     for (uint64_t r : (*rets)[number->vaddr]) plan.sites.push_back({r, GT_TORCH_SEQUENCE_RET});
-    plan.sites.push_back({*entry, GT_TORCH_NODE});
+    plan.sites.push_back({*entry, GT_TORCH_NODE | (node_offset << 32)});
+    plan.node_sequence_offset = node_offset;
     for (uint64_t r : (*rets)[evaluate->vaddr]) plan.sites.push_back({r, GT_TORCH_NODE_RET});
     plan.autograd_link_sites = (*rets)[number->vaddr].size() + 1 + (*rets)[evaluate->vaddr].size();
 }
 
+// The Python getter of a C++ autograd node's sequence number (torch/csrc/autograd/python_cpp_function.cpp,
+// torch 2.x): `mov rax, [rdi+cdata]; mov rdi, [rax+OFFSET]; jmp PyLong_FromUnsignedLongLong`.
+constexpr const char* kCppSequenceGetter = "_ZN5torch8autograd26THPCppFunction_sequence_nrEP7_objectS2_";
+
+uint64_t TorchProbes::node_sequence_offset(int pid, const Mapping& libtorch) {
+    std::string sibling = libtorch.path.substr(0, libtorch.path.rfind('/') + 1) + "libtorch_python.so";
+    for (auto& [path, file] : files_.open_in_root(pid, {sibling})) {
+        std::unordered_set<std::string_view> only = {kCppSequenceGetter};
+        auto syms = ElfSymbols::load(file.fd_path(), &only);
+        const ElfSymbol* getter = syms ? (*syms)->find(kCppSequenceGetter) : nullptr;
+        if (!getter) return 0; // 1.13 has none: the default
+        auto loads = first_load_displacements(file.fd_path(), getter->vaddr, getter->size);
+        if (loads.size() >= 2 && loads[1] > 0 && loads[1] <= 256 && loads[1] % 8 == 0) return static_cast<uint64_t>(loads[1]);
+    }
+    return 0;
+}
+
 Result<int> TorchProbes::scan_maps(int pid, const std::vector<Mapping>& maps) {
-    return libraries_.scan(pid, maps, files_, is_torch_library, [this](const InputFile& file, const Mapping& m, LibraryScan::FileKey key) -> Result<bool> {
+    return libraries_.scan(pid, maps, files_, is_torch_library, [this, pid](const InputFile& file, const Mapping& m, LibraryScan::FileKey key) -> Result<bool> {
         auto syms = ElfSymbols::load(file.fd_path(), &site_symbols());
         if (!syms) return false;
-        Plan plan = this->plan(file.fd_path(), **syms, autograd_links_);
+        uint64_t node_offset = autograd_links_ && (*syms)->find(kEvaluateFunction) ? node_sequence_offset(pid, m) : 0;
+        Plan plan = this->plan(file.fd_path(), **syms, autograd_links_, node_offset);
         // libtorch.so of split builds: RecordFunction is in libtorch_cpu; the engine in libtorch_python.
         if ((!plan.begin_sites || !plan.end_sites) && !plan.backward_return_sites && !plan.autograd_link_sites) return false;
         if (!plan.begin_sites || !plan.end_sites) // the backward and autograd sites alone (planned only whole)
@@ -170,7 +203,11 @@ nlohmann::json TorchProbes::facts() const {
             if (!p.plan.at_call_sites) f["why_not_call_sites"] = p.plan.why_entries;
         }
         if (p.plan.backward_return_sites) f["backward_return_sites"] = p.plan.backward_return_sites;
-        if (p.plan.autograd_link_sites) f["autograd_link_sites"] = p.plan.autograd_link_sites;
+        if (p.plan.autograd_link_sites) {
+            f["autograd_link_sites"] = p.plan.autograd_link_sites;
+            f["node_sequence_offset"] = p.plan.node_sequence_offset ? p.plan.node_sequence_offset : GT_TORCH_NODE_SEQUENCE_OFFSET;
+            f["node_sequence_offset_from"] = p.plan.node_sequence_offset ? "libtorch_python's THPCppFunction_sequence_nr" : "the default (torch 1.13)";
+        }
         files.push_back(std::move(f));
     }
     return files;

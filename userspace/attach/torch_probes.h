@@ -40,14 +40,17 @@ private:
         std::string why_entries; // why the entries are probed instead of call sites
         size_t backward_return_sites = 0; // THPEngine_run_backward's rets (0: not in this file)
         size_t autograd_link_sites = 0;   // sequence number and node sites (0: none, or not asked)
+        uint64_t node_sequence_offset = 0; // read from libtorch_python (0: the default, GT_TORCH_NODE_SEQUENCE_OFFSET)
     };
     struct Probed {
         std::string path;
         Plan plan; // without its sites
     };
-    static Plan plan(const std::string& path, const ElfSymbols& syms, bool autograd_links);
+    // node_offset: where this install's autograd Node keeps sequence_nr_ (0: the default).
+    static Plan plan(const std::string& path, const ElfSymbols& syms, bool autograd_links, uint64_t node_offset);
     static void plan_backward(const std::string& path, const ElfSymbols& syms, Plan& plan);
-    static void plan_autograd_links(const std::string& path, const ElfSymbols& syms, Plan& plan);
+    static void plan_autograd_links(const std::string& path, const ElfSymbols& syms, Plan& plan, uint64_t node_offset);
+    uint64_t node_sequence_offset(int pid, const Mapping& libtorch);
 
     BpfSession& bpf_;
     TargetFiles& files_;

@@ -51,8 +51,11 @@ Result<void> run_dump(int pid, bool system_wide, const std::atomic<int>& stop) {
             t.thread_name = ts.name;
             t.is_rank_main = info.ranks.rank && !info.forked_from && ts.tid == p;
             t.error = ts.error;
-            if (ts.python)
-                for (const PyFrame& f : python_frames.symbolize(*ts.python)) t.python.push_back(f.text());
+            if (ts.python) {
+                std::vector<PyFrame> frames = python_frames.symbolize(*ts.python);
+                for (const PyFrame& f : frames) t.python.push_back(f.text());
+                if (const PyFrame* user = source_frame(frames)) t.caller = user->text();
+            }
             for (size_t i = 0; i < ts.native.size(); ++i) {
                 std::string name = addresses.name_at(p, i == 0 ? ts.native[i] : ts.native[i] - 1);
                 t.native.push_back(name.empty() ? fmt::format("{:#x}", ts.native[i]) : name);

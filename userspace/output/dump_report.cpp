@@ -31,7 +31,8 @@ std::string owners_label(const std::set<std::string>& owners) {
 std::string blocking_call(const DumpedThread& t) {
     if (!t.python.empty()) {
         std::string s = fmt::format("in {}", t.python.front());
-        if (t.python.size() > 1) s += fmt::format(", called from {}", t.python[1]);
+        if (!t.caller.empty() && t.caller != t.python.front()) s += fmt::format(", called from {}", t.caller);
+        else if (t.caller.empty() && t.python.size() > 1) s += fmt::format(", called from {}", t.python[1]);
         if (!t.native.empty()) s += fmt::format("; native: {}", t.native.front());
         return s;
     }
@@ -47,6 +48,7 @@ DumpedThread printable_thread(DumpedThread t) {
     for (auto* frames : {&t.python, &t.native})
         for (auto& f : *frames) f = printable(f);
     t.error = printable(t.error);
+    t.caller = printable(t.caller);
     return t;
 }
 

@@ -13,6 +13,9 @@ struct DumpedThread {
     uint32_t pid = 0, tid = 0;
     std::string thread_name;
     std::vector<std::string> python; // innermost first
+    // Where the user's code made the blocking call: the innermost frame outside torch and the
+    // other libraries (decorators such as torch 2.x's _exception_logger sit in between).
+    std::string caller;
     std::vector<std::string> native; // innermost first
     std::string error;
 };

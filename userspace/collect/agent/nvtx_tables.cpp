@@ -1,6 +1,7 @@
 #include "collect/agent/nvtx_tables.h"
 
 #include <dlfcn.h>
+#include <stdio.h>
 #include <unistd.h>
 
 #define NVTX_NO_IMPL
@@ -29,9 +30,29 @@ const void* object_of(const void* p) {
     return dladdr(p, &info) ? info.dli_fbase : nullptr;
 }
 
+// Whether [address, address + size) lies in one writable mapping of this process: gtrace named
+// the address from its own reading of the module, which a mistake (or a process that remapped
+// its data since) can make wrong; the agent must never fault the process on it.
+bool writable_here(uint64_t address, size_t size) {
+    FILE* f = fopen("/proc/self/maps", "re");
+    if (!f) return false;
+    bool found = false;
+    char line[512];
+    while (!found && fgets(line, sizeof line, f)) {
+        unsigned long long start = 0, end = 0;
+        char perms[5] = {};
+        if (sscanf(line, "%llx-%llx %4s", &start, &end, perms) == 3 && perms[0] == 'r' && perms[1] == 'w' && address >= start &&
+            address + size <= end)
+            found = true;
+    }
+    fclose(f);
+    return found;
+}
+
 uint32_t install(uint64_t address) {
     auto* head = reinterpret_cast<GlobalsHead*>(address);
-    const void* object = address % alignof(GlobalsHead) == 0 ? object_of(head) : nullptr;
+    if (address % alignof(GlobalsHead) != 0 || !writable_here(address, sizeof(GlobalsHead))) return GT_NVTX_TABLE_INVALID;
+    const void* object = object_of(head);
     if (!object || head->callbacks.struct_size != sizeof(NvtxExportTableCallbacks) ||
         head->version.struct_size != sizeof(NvtxExportTableVersionInfo) || head->version.version != 3 ||
         !head->callbacks.GetModuleFunctionTable ||
