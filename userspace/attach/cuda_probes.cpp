@@ -12,6 +12,7 @@
 #include "foundation/elf_symbols.h"
 #include "foundation/printable.h"
 #include "discover/proc_maps.h"
+#include "discover/library_version.h"
 #include "discover/loader_cache.h"
 #include "discover/proc_tree.h"
 
@@ -57,7 +58,7 @@ bool CudaProbes::any_mapped() const {
     return false;
 }
 
-Result<int> CudaProbes::probe_file(InputFile file, const std::string& shown_path, bool mapped) {
+Result<int> CudaProbes::probe_file(int pid, InputFile file, const std::string& shown_path, bool mapped) {
     Key key{static_cast<uint64_t>(file.stat().st_dev), static_cast<uint64_t>(file.stat().st_ino)};
     if (auto it = objects_.find(key); it != objects_.end()) {
         it->second.mapped |= mapped;
@@ -70,7 +71,7 @@ Result<int> CudaProbes::probe_file(InputFile file, const std::string& shown_path
         not_cuda_.insert(key);
         return 0;
     }
-    ProbedObject obj{shown_path, {}, mapped};
+    ProbedObject obj{shown_path, library_version(files_, pid, shown_path), {}, mapped};
     Sites s{std::move(file), shown_path, {}, {}};
     for (const auto& api : kApis) {
         const ElfSymbol* sym = (*syms)->find(api.name);
@@ -140,7 +141,7 @@ Result<int> CudaProbes::scan_maps(int pid, const std::vector<Mapping>& maps) {
     int added = 0;
     for (OpenedMapping& o : opened) {
         Key key{static_cast<uint64_t>(o.file.stat().st_dev), static_cast<uint64_t>(o.file.stat().st_ino)};
-        auto r = probe_file(std::move(o.file), o.mapping.path, true);
+        auto r = probe_file(pid, std::move(o.file), o.mapping.path, true);
         if (!r) return r.error();
         added += *r;
         if (objects_.contains(key)) cuda_pids_.insert(pid);
@@ -184,7 +185,7 @@ Result<int> CudaProbes::probe_candidates(int pid) {
         }
     int added = 0;
     for (auto& [path, file] : files_.open_in_root(pid, paths)) {
-        auto r = probe_file(std::move(file), path, false);
+        auto r = probe_file(pid, std::move(file), path, false);
         if (!r) return r.error();
         added += *r;
     }

@@ -20,6 +20,7 @@ namespace gtrace {
 
 struct ProbedObject {
     std::string path;
+    std::string version; // "nvidia-cuda-runtime 13.2.86", "12.4.127", "" (discover/library_version.h)
     std::vector<std::string> apis; // symbols probed in it
     bool mapped = false;           // seen mapped by a tracked process (not only a candidate)
 };
@@ -53,7 +54,7 @@ private:
         std::vector<ApiProbeSite> sites;
         std::vector<UprobeLink> links;
     };
-    Result<int> probe_file(InputFile file, const std::string& shown_path, bool mapped);
+    Result<int> probe_file(int pid, InputFile file, const std::string& shown_path, bool mapped);
     Result<bool> attach_sites(Sites& s);
 
     BpfSession& bpf_;

@@ -19,7 +19,8 @@ nlohmann::json Capture::other_data(const std::string& stop_reason, double elapse
         if (per_api[api.id]) calls[std::string(api.name)] = per_api[api.id];
     nlohmann::json objects = nlohmann::json::array();
     for (const auto& [key, obj] : s_.cuda_probes->objects())
-        objects.push_back({{"path", obj.path}, {"mapped", obj.mapped}, {"apis", obj.apis}, {"device", key.first}, {"inode", key.second}});
+        objects.push_back({{"path", obj.path}, {"version", obj.version}, {"mapped", obj.mapped}, {"apis", obj.apis}, {"device", key.first},
+                           {"inode", key.second}});
     ClockReading clocks = read_clocks();
     return {{"tool", "gtrace"},
             {"version", "0.1.0"},
@@ -71,7 +72,8 @@ void Capture::print_summary(const CaptureResult& r, double elapsed_s) const {
     for (const auto& api : kApis)
         if (per_api[api.id]) print_safe(stderr, "    {:<28} {}\n", api.name, per_api[api.id]);
     for (const auto& [key, obj] : s_.cuda_probes->objects())
-        if (obj.mapped) print_safe(stderr, "  probed: {} ({} functions)\n", obj.path, obj.apis.size());
+        if (obj.mapped)
+            print_safe(stderr, "  probed: {} ({}{} functions)\n", obj.path, obj.version.empty() ? "" : obj.version + "; ", obj.apis.size());
     calls_.print_summary();
     if (size_t skipped = processes_.skipped().count())
         print_safe(stderr, "  processes left out: {} (otherData.processes_skipped says why: another user's, files that do not "

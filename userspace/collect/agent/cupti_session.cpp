@@ -253,21 +253,32 @@ int enable_work_callbacks(Session& s) {
 
 } // namespace
 
-// The CUDA driver, loaded: already (CUDA initialized; by its soname, whatever its file is called),
-// or now, as CUPTI would load it itself. False where the host has none.
-bool driver_available() {
+// The CUDA driver, loaded — already (CUDA initialized; by its soname, whatever its file is
+// called) or now, as CUPTI would load it itself — and a working one: its version answered
+// (cuDriverGetVersion needs no cuInit). The toolkit's stub libcuda answers
+// CUDA_ERROR_STUB_LIBRARY. Empty when usable, else why not.
+std::string driver_unusable() {
     void* h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
     if (!h) h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL); // kept: CUPTI needs it from now on
-    return h != nullptr;
+    if (!h) return "no CUDA driver in this process or on this host (libcuda.so.1 cannot be loaded)";
+    using DriverGetVersion = int (*)(int*);
+    auto get_version = reinterpret_cast<DriverGetVersion>(dlsym(h, "cuDriverGetVersion"));
+    int version = 0, rc = get_version ? get_version(&version) : -1;
+    if (rc != 0 || version <= 0)
+        return rc == 34 ? "the CUDA driver in this process is the toolkit's stub (CUDA_ERROR_STUB_LIBRARY), not a driver"
+                        : "the CUDA driver does not answer cuDriverGetVersion (error " + std::to_string(rc) + ")";
+    return {};
 }
 
 std::string start_session(gt_agent_ring* ring, const SessionConfig& config) {
     Session& s = the_session();
-    // CUPTI needs the CUDA driver. The real libcupti (13.2), called on a host without a driver
-    // (a process that imported pip torch and never used CUDA: torchrun's agent process), recurses
-    // without end in its own error path and overflows the stack: SIGSEGV at the job's exit (seen
-    // with torch 2.15's wheels). Without a driver there is nothing to record anyway.
-    if (!driver_available()) return "no CUDA driver in this process or on this host (libcuda.so.1 cannot be loaded): nothing to record";
+    // CUPTI needs a working CUDA driver. The real libcupti (13.2, pip's nvidia-cuda-cupti), called
+    // where there is none — or only the toolkit's stub — recurses without end in its own error
+    // path and overflows the stack, on its first call whatever it is (cuptiGetVersion included):
+    // a SIGSEGV in the traced job (seen with torch 2.15's wheels: torchrun's agent process, which
+    // imports torch and never uses CUDA, died at its exit). Without a driver there is nothing to
+    // record anyway.
+    if (std::string why = driver_unusable(); !why.empty()) return why + ": nothing to record";
     if (!s.cupti.handle)
         if (std::string e = load_cupti(cupti_candidates(config.cupti_candidates)); !e.empty()) return e;
     Dl_info info{};
