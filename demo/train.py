@@ -7,7 +7,7 @@ run on modelled streams, and --scenario shapes the step like a real bottleneck:
   balanced      copies, kernels, data loading and CPU work in proportion
   slow_loader   the DataLoader's items take long to make (data-loading bound)
   big_h2d       a large host-to-device copy every step (PCIe/copy bound)
-  tiny_kernels  hundreds of tiny kernels per step (kernel-launch bound)
+  tiny_kernels  a thousand tiny kernels per step, each after a few µs of host work (launch-bound)
   long_kernels  long kernels and a synchronize each step (GPU bound)
   straggler     as balanced; the simulator makes one rank's kernels slower (GTSIM_SLOW_RANK)
 
@@ -54,14 +54,16 @@ def load_cuda(cudart_path, kernels_path):
 
 
 # Per scenario: bytes copied to the device per step, kernels per step, blocks per kernel (the
-# simulator's kernel time grows with the grid), and seconds the loader spends per item.
+# simulator's kernel time grows with the grid), seconds the loader spends per item, and Python
+# work before each launch (iterations of a sum: what PyTorch's op dispatch costs the host per
+# kernel, a few µs, against a tiny kernel's 2 µs — what makes a real job launch-bound).
 SCENARIOS = {
-    "balanced": dict(h2d_bytes=4 << 20, kernels=4, blocks=20000, loader_delay=0.0),
-    "slow_loader": dict(h2d_bytes=4 << 20, kernels=4, blocks=20000, loader_delay=0.002),
-    "big_h2d": dict(h2d_bytes=192 << 20, kernels=4, blocks=20000, loader_delay=0.0),
-    "tiny_kernels": dict(h2d_bytes=1 << 20, kernels=400, blocks=1, loader_delay=0.0),
-    "long_kernels": dict(h2d_bytes=4 << 20, kernels=4, blocks=1500000, loader_delay=0.0),
-    "straggler": dict(h2d_bytes=4 << 20, kernels=4, blocks=400000, loader_delay=0.0),
+    "balanced": dict(h2d_bytes=4 << 20, kernels=4, blocks=20000, loader_delay=0.0, dispatch=0),
+    "slow_loader": dict(h2d_bytes=4 << 20, kernels=4, blocks=20000, loader_delay=0.002, dispatch=0),
+    "big_h2d": dict(h2d_bytes=192 << 20, kernels=4, blocks=20000, loader_delay=0.0, dispatch=0),
+    "tiny_kernels": dict(h2d_bytes=1 << 20, kernels=1000, blocks=1, loader_delay=0.0, dispatch=600),
+    "long_kernels": dict(h2d_bytes=4 << 20, kernels=4, blocks=1500000, loader_delay=0.0, dispatch=0),
+    "straggler": dict(h2d_bytes=4 << 20, kernels=4, blocks=400000, loader_delay=0.0, dispatch=0),
 }
 
 
@@ -225,6 +227,8 @@ def train_scenario(args, sc):
         loader_end = time.monotonic_ns()
         rt.cudaMemcpy(device, host, sc["h2d_bytes"], 1)  # cudaMemcpyHostToDevice
         for k in range(sc["kernels"]):  # the simulator times a kernel by its grid
+            if sc["dispatch"]:
+                sum(range(sc["dispatch"]))  # the host's work per op before its launch
             rt.cudaLaunchKernel(kernels[k % 4], Dim3(sc["blocks"], 1, 1), Dim3(128, 1, 1), None, 0, None)
         loss = torch.nn.functional.cross_entropy(model(x), y)
         opt.zero_grad()

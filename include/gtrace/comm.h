@@ -6,7 +6,10 @@
 /* X(id, method, shown name, flags): the c10d backend methods probed (ProcessGroupGloo, NCCL, MPI,
  * UCC in torch 1.13; the same names on the Backend subclasses of torch 2.x: Backend.hpp), and the
  * name torch.distributed gives the operation. GT_COLL_RETURNS_VOID: the method returns nothing
- * (every other returns an intrusive_ptr<Work> through a hidden result pointer). */
+ * (every other returns an intrusive_ptr<Work> through a hidden result pointer).
+ * DDP_GRADIENTS is not a backend's: c10d::Reducer::finalize_backward, where DistributedDataParallel
+ * waits, at the end of backward, on the futures of its gradient buckets' all-reduces (issued from
+ * the autograd hooks) — the wait Work::wait never sees (torch 1.13 and 2.x export it). */
 #define GT_COLLECTIVE_LIST(X)                                                                  \
 	X(ALLREDUCE, "allreduce", "all_reduce", 0)                                             \
 	X(ALLREDUCE_COALESCED, "allreduce_coalesced", "all_reduce_coalesced", 0)               \
@@ -30,7 +33,8 @@
 	X(RECV, "recv", "recv", 0)                                                             \
 	X(RECV_ANYSOURCE, "recvAnysource", "recv", 0)                                          \
 	X(BARRIER, "barrier", "barrier", 0)                                                    \
-	X(MONITORED_BARRIER, "monitoredBarrier", "monitored_barrier", GT_COLL_RETURNS_VOID)
+	X(MONITORED_BARRIER, "monitoredBarrier", "monitored_barrier", GT_COLL_RETURNS_VOID)    \
+	X(DDP_GRADIENTS, "finalize_backward", "all_reduce (DDP gradients)", GT_COLL_RETURNS_VOID)
 
 #define GT_COLL_RETURNS_VOID 1
 

@@ -16,10 +16,26 @@ struct Candidate {
     std::vector<Category> parts;
 };
 
-bool data_loading_bound(const ProcessAnalysis& r) { return r.share[kDataLoader] >= 0.25; }
+using Shares = std::array<double, kCategoryCount>;
+
+// A rank's own time: its step less what it waits for the other ranks to arrive at a collective
+// (a DDP rank waiting in backward for a slower one). That wait is not this rank's to fix — the
+// job's verdict weighs it (stragglers) — so a rank is judged on the rest, as shares of the rest.
+// `waiting`: the share of the step left out.
+Shares own_shares(const ProcessAnalysis& r, double* waiting) {
+    Shares s = r.share;
+    double w = r.step_ms > 0 ? std::clamp(r.collective_wait_ms_per_step / r.step_ms, 0.0, s[kCommunication]) : 0;
+    if (w < 0.01 || w > 0.95) w = 0; // nothing to speak of; or nothing left to judge (the straggler rule speaks)
+    s[kCommunication] -= w;
+    for (double& x : s) x /= 1 - w;
+    *waiting = w;
+    return s;
+}
+
+bool data_loading_bound(const Shares& s) { return s[kDataLoader] >= 0.25; }
 
 // Many launches, and the GPU finishes most kernels before the CPU issues the next one.
-bool launch_bound(const ProcessAnalysis& r) {
+bool launch_bound(const ProcessAnalysis& r, const Shares&) {
     return r.launches_per_step >= 50 && r.kernels_shorter_than_launch >= 0.5 && r.gpu_utilization < 0.5;
 }
 
@@ -47,25 +63,24 @@ std::string collective_summary(const ProcessAnalysis& r) {
     return out;
 }
 
-Candidate candidate(const ProcessAnalysis& r) {
-    const auto& s = r.share;
+Candidate candidate(const ProcessAnalysis& r, const Shares& s) {
     std::string busy = fmt::format("GPU busy {} of the step", pct(r.gpu_utilization));
     if (s[kCommunication] >= 0.3)
         return {"communication",
                 fmt::format("in collectives {} of the step ({:.2f} ms per step){}", pct(s[kCommunication]),
-                            s[kCommunication] * r.step_ms, r.collectives.empty() ? "" : ": " + collective_summary(r)),
+                            r.share[kCommunication] * r.step_ms, r.collectives.empty() ? "" : ": " + collective_summary(r)),
                 {kCommunication}};
     if (s[kMemcpy] >= 0.3 && s[kMemcpy] >= s[kKernel])
         return {"copy",
-                fmt::format("Memcpy {} of the step ({:.2f} ms per step; {}); {}", pct(s[kMemcpy]), s[kMemcpy] * r.step_ms,
+                fmt::format("Memcpy {} of the step ({:.2f} ms per step; {}); {}", pct(s[kMemcpy]), r.share[kMemcpy] * r.step_ms,
                             bandwidths(r), busy),
                 {kMemcpy, kMemset}};
     if (s[kKernel] >= 0.5)
         return {"gpu", fmt::format("kernels {} of the step ({:.2f} ms per step); {}", pct(s[kKernel]), r.kernel_ms_per_step, busy), {kKernel}};
-    if (data_loading_bound(r) || launch_bound(r)) {
+    if (data_loading_bound(s) || launch_bound(r, s)) {
         // Both can hold (workers starved of CPU by a busy main thread): the larger time wins,
         // the wait for batches against the CPU time spent issuing work.
-        if (launch_bound(r) && (!data_loading_bound(r) || s[kRuntime] + s[kCpuExec] > s[kDataLoader]))
+        if (launch_bound(r, s) && (!data_loading_bound(s) || s[kRuntime] + s[kCpuExec] > s[kDataLoader]))
             return {"launch_overhead",
                     fmt::format("{:.0f} launches per step, {} of kernels shorter than the CPU's time from one launch to the "
                                 "next (median kernel {:.1f} µs, launch interval {:.1f} µs, launch call {:.1f} µs, launch to "
@@ -77,7 +92,7 @@ Candidate candidate(const ProcessAnalysis& r) {
                     {kRuntime, kCpuExec, kOther}};
         return {"data_loading",
                 fmt::format("waiting for the DataLoader {} of the step ({:.2f} ms per step); {}", pct(s[kDataLoader]),
-                            s[kDataLoader] * r.step_ms, busy),
+                            r.share[kDataLoader] * r.step_ms, busy),
                 {kDataLoader}};
     }
     if (s[kOther] >= 0.5 && r.gpu_utilization < 0.2)
@@ -87,7 +102,7 @@ Candidate candidate(const ProcessAnalysis& r) {
                 fmt::format("the main thread is blocked outside CUDA, collectives and DataLoader ranges for {} of the step "
                             "({:.2f} ms per step: no probe names what it waits in; in a training loop typically the DataLoader's "
                             "next batch); {}",
-                            pct(s[kOther]), s[kOther] * r.step_ms, busy),
+                            pct(s[kOther]), r.share[kOther] * r.step_ms, busy),
                 {kOther}};
     auto top = static_cast<Category>(std::max_element(s.begin(), s.begin() + kOther) - s.begin());
     std::string verdict = top == kKernel                      ? "gpu"
@@ -123,10 +138,14 @@ Judgment judge_figures(const ProcessAnalysis& r) {
     for (int c = 0; c < kCategoryCount; ++c)
         if (r.share[static_cast<size_t>(c)] > 0) j.causes.emplace_back(static_cast<Category>(c), r.share[static_cast<size_t>(c)]);
     std::stable_sort(j.causes.begin(), j.causes.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
-    Candidate c = candidate(r);
+    double waiting = 0;
+    Shares s = own_shares(r, &waiting);
+    Candidate c = candidate(r, s);
+    if (waiting > 0)
+        c.evidence += fmt::format(" (shares of the step less the {} it waits for other ranks in collectives)", pct(waiting));
     double own = 0, next = 0;
     for (int k = 0; k < kCategoryCount; ++k) {
-        double share = r.share[static_cast<size_t>(k)];
+        double share = s[static_cast<size_t>(k)];
         if (std::find(c.parts.begin(), c.parts.end(), k) != c.parts.end()) own += share;
         else next = std::max(next, share);
     }

@@ -34,8 +34,8 @@ public:
         if (elf_) elf_end(elf_);
         if (fd_ >= 0) close(fd_);
     }
-    // `whole`: the PLT sections, .eh_frame_hdr and the relocations read at once (what finding
-    // call sites needs besides the code); else the section headers only. Code is read a chunk or a
+    // `whole`: the PLT sections and the relocations read at once (what finding call sites needs
+    // besides the code); else the section headers and .eh_frame_hdr (the functions' starts) only. Code is read a chunk or a
     // function at a time (for_each_code_chunk, function_code): pip torch's libtorch_cpu holds
     // 286 MB of it, which a whole read once held in gtrace's memory on the job's host.
     Result<void> open(const std::string& path, bool whole = true) {
@@ -62,7 +62,7 @@ public:
             // Only what lies inside the file is read: a section header's size is the file's word.
             bool inside = sh.sh_type != SHT_NOBITS && sh.sh_offset <= size_ && sh.sh_size <= size_ - sh.sh_offset;
             s.in_file = inside;
-            if (inside && whole && ((s.exec && s.name.starts_with(".plt")) || s.name == ".eh_frame_hdr")) s.bytes = read_section(sh);
+            if (inside && ((whole && s.exec && s.name.starts_with(".plt")) || s.name == ".eh_frame_hdr")) s.bytes = read_section(sh);
             if (inside && whole && sh.sh_type == SHT_RELA) relocations(scn, sh);
             sections_.push_back(std::move(s));
         }
@@ -348,8 +348,18 @@ Result<std::map<uint64_t, std::vector<uint64_t>>> find_return_sites(const std::s
                                                                     const std::vector<std::pair<uint64_t, uint64_t>>& functions) {
     ElfImage img;
     if (auto r = img.open(path, false); !r) return r.error();
+    // A tail call ends the function as a ret does (its frame is gone: the callee returns to the
+    // caller): a `jmp` to another function's start or to a PLT stub. torch 1.13's
+    // Reducer::finalize_backward leaves that way whenever DDP samples its timings.
+    std::vector<uint64_t> starts = function_starts(img);
+    auto is_function = [&](uint64_t target) {
+        for (const auto& s : img.sections())
+            if (s.exec && s.name.starts_with(".plt") && target >= s.addr && target < s.addr + s.size) return true;
+        return std::binary_search(starts.begin(), starts.end(), target);
+    };
     csh cs;
     if (cs_open(CS_ARCH_X86, CS_MODE_64, &cs) != CS_ERR_OK) return make_error(ExitCode::Internal, "capstone is unusable");
+    cs_option(cs, CS_OPT_DETAIL, CS_OPT_ON);
     std::map<uint64_t, std::vector<uint64_t>> found;
     cs_insn* insn = cs_malloc(cs);
     for (const auto& [start, size] : functions) {
@@ -360,8 +370,14 @@ Result<std::map<uint64_t, std::vector<uint64_t>>> find_return_sites(const std::s
         size_t left = bytes.size();
         uint64_t addr = start;
         std::vector<uint64_t>& rets = found[start];
-        while (cs_disasm_iter(cs, &code, &left, &addr, insn))
-            if (insn->id == X86_INS_RET) rets.push_back(offset + (insn->address - start));
+        while (cs_disasm_iter(cs, &code, &left, &addr, insn)) {
+            bool leaves = insn->id == X86_INS_RET;
+            if (insn->id == X86_INS_JMP && insn->detail->x86.op_count == 1 && insn->detail->x86.operands[0].type == X86_OP_IMM) {
+                auto target = static_cast<uint64_t>(insn->detail->x86.operands[0].imm);
+                leaves = (target < start || target >= start + size) && is_function(target);
+            }
+            if (leaves) rets.push_back(offset + (insn->address - start));
+        }
     }
     cs_free(insn, 1);
     cs_close(&cs);

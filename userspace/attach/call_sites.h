@@ -37,7 +37,8 @@ Result<std::map<std::string, std::vector<CallSite>>> find_call_sites(const std::
 // field (a getter's `[rdi+0x10]` then `[rax+OFFSET]`). Empty when its code cannot be read.
 std::vector<int64_t> first_load_displacements(const std::string& path, uint64_t vaddr, uint64_t size);
 
-// The `ret` instructions of each function (start vaddr, size) in `path`, as file offsets, keyed by
+// The instructions by which each function (start vaddr, size) in `path` leaves — its `ret`s and
+// its tail calls (a `jmp` to another function's start or a PLT stub) — as file offsets, keyed by
 // the function's start: an entry probe there sees the function return without a return probe,
 // whose replaced return address breaks C++ exceptions thrown through the frame. Found by
 // disassembling the function from its start; a function whose code cannot be read has none.

@@ -48,10 +48,12 @@ CommSymbol classify_comm_symbol(std::string_view mangled) {
     // c10d::Work::wait (1.13, 2.x), c10d::ProcessGroup::Work::wait (before), WorkNCCL::wait, …
     if (parts.back() == "wait" && parts[parts.size() - 2].find("Work") != std::string_view::npos) return {CommSymbol::Wait, 0};
     if (parts.size() != 3) return {};
+    if (parts[1] == "Reducer" && parts[2] == collective_method(GT_COLL_DDP_GRADIENTS))
+        return {CommSymbol::Collective, uint64_t{GT_COLL_DDP_GRADIENTS} << 8 | uint64_t{GT_COLL_RETURNS_VOID} << 24};
     for (unsigned b = 1; b < GT_BACKEND_COUNT; ++b) {
         if (parts[1] != backend_class(b)) continue;
         for (unsigned op = 1; op < GT_COLL_COUNT; ++op)
-            if (parts[2] == collective_method(op)) {
+            if (op != GT_COLL_DDP_GRADIENTS && parts[2] == collective_method(op)) {
                 uint64_t flags = op == GT_COLL_MONITORED_BARRIER ? GT_COLL_RETURNS_VOID : 0;
                 return {CommSymbol::Collective, uint64_t{op} << 8 | uint64_t{b} << 16 | flags << 24};
             }

@@ -1,0 +1,78 @@
+"""A 2-rank DistributedDataParallel job (gloo, under torchrun) whose rank 1 is slow on the CPU: it
+spends --slow-ms of Python work before each backward. Rank 0 then waits, inside loss.backward(),
+where DDP's reducer waits on its gradient buckets' all-reduce futures (not in Work::wait).
+
+Each rank prints "ready rank N" and waits for --go-file. Rank 0 first measures its own backward
+without the all-reduce (DDP's no_sync(): the compute alone), then both train --steps steps; rank 0
+prints "GTRACE_DDP_TRUTH {json}": its median step (`step_ms`), its median time in backward
+(`backward_ms`) and, from the two, how long a step it waits for rank 1 (`wait_ms`)."""
+import argparse
+import os
+import statistics
+import json
+import time
+
+import torch
+import torch.distributed as dist
+
+
+def busy(ms):
+    """Python work on the CPU (not a sleep): what a slow rank's data preparation looks like."""
+    end = time.perf_counter() + ms / 1000
+    x = 0
+    while time.perf_counter() < end:
+        x += 1
+    return x
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--steps", type=int, default=40)
+    ap.add_argument("--slow-ms", type=float, default=40.0)
+    ap.add_argument("--go-file")
+    a = ap.parse_args()
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    torch.manual_seed(0)
+    torch.set_num_threads(1)
+    model = torch.nn.parallel.DistributedDataParallel(torch.nn.Sequential(
+        torch.nn.Linear(256, 256), torch.nn.ReLU(), torch.nn.Linear(256, 256)))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    x = torch.randn(32, 256)
+    print(f"ready rank {rank}", flush=True)
+    while a.go_file and not os.path.exists(a.go_file):
+        time.sleep(0.01)
+    # Rank 0's backward alone: no all-reduce, so no wait.
+    alone = []
+    for _ in range(10):
+        with model.no_sync():
+            loss = model(x).square().mean()
+            t0 = time.perf_counter()
+            loss.backward()
+            alone.append(time.perf_counter() - t0)
+        opt.zero_grad()
+    dist.barrier()
+    steps, backward = [], []
+    last = time.perf_counter()
+    for _ in range(a.steps):
+        loss = model(x).square().mean()
+        if rank == 1:
+            busy(a.slow_ms)
+        t0 = time.perf_counter()
+        loss.backward()  # BACKWARD
+        backward.append(time.perf_counter() - t0)
+        opt.step()
+        opt.zero_grad()
+        now = time.perf_counter()
+        steps.append(now - last)
+        last = now
+    if rank == 0:
+        truth = {"step_ms": statistics.median(steps[1:]) * 1e3, "backward_ms": statistics.median(backward) * 1e3,
+                 "compute_ms": statistics.median(alone) * 1e3}
+        truth["wait_ms"] = truth["backward_ms"] - truth["compute_ms"]
+        print("GTRACE_DDP_TRUTH " + json.dumps(truth), flush=True)
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+main()
