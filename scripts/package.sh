@@ -2,12 +2,15 @@
 # Builds the gtrace package: dist/gtrace-<version>-linux-<arch>.tar.gz, holding gtrace-<version>/
 # with bin/gtrace, lib/gtrace/libgtrace_agent.so, share/gtrace/scripts/ (gpu-check.sh,
 # gpu-bench.sh and their Python files) and share/doc/gtrace/README.md — the layout of
-# `cmake --install`. Both binaries need only glibc 2.34+ and libgcc_s (every other library is
+# `cmake --install` — and from the same files the wheel
+# dist/gtrace-<version>-py3-none-manylinux_2_34_<arch>.whl (`pip install` it; its `gtrace`
+# command runs the binary: scripts/make_wheel.py). Both binaries need only glibc 2.34+ and libgcc_s (every other library is
 # linked in), so the package runs from any directory on a GPU host that has none of the build
 # dependencies. A release build of its own (build-release/: no test hooks, GTRACE_TEST_HOOKS=OFF),
 # reused, and configured and built when needed.
 #
 #   scripts/package.sh [--build DIR] [--out DIR]      (defaults: build-release/, dist/)
+# Prints the tarball's path, then the wheel's.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=$ROOT/build-release
@@ -16,7 +19,7 @@ while [[ $# -gt 0 ]]; do
   case "$1" in
     --build) BUILD=$(realpath -m "${2:?}"); shift 2 ;;
     --out) OUT=$(realpath -m "${2:?}"); shift 2 ;;
-    -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "package: unknown argument $1; see scripts/package.sh --help" >&2; exit 2 ;;
   esac
 done
@@ -42,3 +45,6 @@ TARBALL=$OUT/$NAME-linux-$(uname -m).tar.gz
 tar -C "$STAGE" --owner=0 --group=0 -czf "$TARBALL.new" "$NAME"
 mv "$TARBALL.new" "$TARBALL"
 echo "$TARBALL"
+# The glibc floor the binaries are held to (userspace/foundation/glibc_compat.c; package_check.py
+# checks it): RHEL 9's 2.34.
+python3 "$ROOT/scripts/make_wheel.py" "$STAGE/$NAME" "$VERSION" "$OUT" 2.34

@@ -9,9 +9,12 @@
            program has no sources or torch ranges); the packaged gpu-check.sh and gpu-bench.sh
            run their CPU smoke modes (Debian's torch) with the packaged gtrace.
   install  cmake --install into a temp prefix: the same layout, --version and a capture from it.
+  wheel    the package's wheel (the release build's dist/) pip-installed into a fresh venv: its files
+           are the tarball's, `gtrace --version` from the venv's console command, and an attach
+           from it to the demo job (torchrun, GPU simulator) that links every GPU op.
   scripts  the checkout's scripts/gpu-check.sh and gpu-bench.sh, CPU smoke modes.
 
-Usage: package_check.py tarball|install|scripts --build BUILD --release-build DIR --source SOURCE
+Usage: package_check.py tarball|install|scripts|wheel --build BUILD --release-build DIR --source SOURCE
 """
 import argparse
 import glob
@@ -166,9 +169,44 @@ def check_gpu_bench_smoke(script, gtrace, cwd, env):
     ok(f"gpu-bench.sh --device cpu --tiny ran every phase of both workloads with {gtrace}")
 
 
+def check_wheel(release, build, source, tmp):
+    (wheel,) = glob.glob(os.path.join(release, "dist", "gtrace-*-py3-none-manylinux_2_34_x86_64.whl"))
+    (tarball,) = glob.glob(os.path.join(release, "dist", "gtrace-*-linux-x86_64.tar.gz"))
+    venv = os.path.join(tmp, "venv")
+    rc, out = run(["/usr/bin/python3", "-m", "venv", venv], cwd=tmp)
+    if rc != 0:
+        fail(f"python3 -m venv: {out}")
+    rc, out = run([os.path.join(venv, "bin", "pip"), "install", "--no-index", "--disable-pip-version-check", wheel], cwd=tmp,
+                  env=dict(CLEAN_ENV, HOME=tmp))
+    if rc != 0:
+        fail(f"pip install {os.path.basename(wheel)}: exit {rc}:\n{out}")
+    ok(f"pip installed {os.path.basename(wheel)} into a fresh venv")
+    site = glob.glob(os.path.join(venv, "lib", "python3*", "site-packages", "gtrace"))[0]
+    with tarfile.open(tarball) as t:
+        for rel in ("bin/gtrace", "lib/gtrace/libgtrace_agent.so"):
+            member = next(m for m in t.getmembers() if m.name.endswith("/" + rel))
+            if t.extractfile(member).read() != open(os.path.join(site, rel), "rb").read():
+                fail(f"the wheel's {rel} is not the tarball's")
+            if not os.access(os.path.join(site, rel), os.X_OK):
+                fail(f"{rel} lost its executable bit in the install")
+    ok("the wheel's bin/gtrace and agent are the tarball's files, executable")
+    gtrace = os.path.join(venv, "bin", "gtrace")
+    check_version(gtrace, tmp, source)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from demo_job import demo_job  # the demo job, as a user would attach to it
+    with demo_job(build, source, "balanced", 29661) as (job, jobtmp):
+        trace = os.path.join(jobtmp, "trace.json")
+        rc, out = run([gtrace, "attach", "--pid", str(job), "-d", "4", "-o", trace, "--sample-hz", "0"], cwd=tmp,
+                      env=dict(CLEAN_ENV, HOME=tmp), timeout=180)
+        if rc != 0 or not re.search(r"GPU: 2 agents \(2 active, 0 failed\), (\d+) kernels/copies/sets, \1 linked", out):
+            fail(f"attach from the wheel's gtrace: exit {rc}, not every GPU op linked by both ranks' agents:\n{out}")
+        ok("attach from the venv's gtrace to the demo job: " + next(l for l in out.splitlines() if "GPU:" in l).strip())
+    check_no_leftover_bpf()
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("mode", choices=["tarball", "install", "scripts"])
+    ap.add_argument("mode", choices=["tarball", "install", "scripts", "wheel"])
     ap.add_argument("--build", required=True)
     ap.add_argument("--release-build", required=True, help="scripts/package.sh's build directory (no test hooks)")
     ap.add_argument("--source", required=True)
@@ -181,6 +219,9 @@ def main():
     try:
         cwd = os.path.join(tmp, "cwd")
         os.makedirs(cwd)
+        if args.mode == "wheel":
+            check_wheel(os.path.abspath(args.release_build), build, source, tmp)
+            return
         if args.mode == "scripts":
             env = dict(CLEAN_ENV, GTRACE=os.path.join(build, "gtrace"))
             check_gpu_check_smoke(os.path.join(source, "scripts", "gpu-check.sh"), env["GTRACE"], cwd, env)
@@ -190,8 +231,9 @@ def main():
             rc, out = run(["bash", os.path.join(source, "scripts", "package.sh"), "--build", os.path.abspath(args.release_build),
                            "--out", os.path.join(tmp, "dist")], cwd=source, env=dict(os.environ), timeout=900)
             tarballs = glob.glob(os.path.join(tmp, "dist", "gtrace-*-linux-x86_64.tar.gz"))
-            if rc != 0 or len(tarballs) != 1 or out.strip() != tarballs[0]:
-                fail(f"package.sh: exit {rc}, made {tarballs}:\n{out}")
+            wheels = glob.glob(os.path.join(tmp, "dist", "gtrace-*-py3-none-manylinux_2_34_x86_64.whl"))
+            if rc != 0 or len(tarballs) != 1 or len(wheels) != 1 or out.split() != [tarballs[0], wheels[0]]:
+                fail(f"package.sh: exit {rc}, made {tarballs} and {wheels}:\n{out}")
             with tarfile.open(tarballs[0]) as t:
                 t.extractall(os.path.join(tmp, "unpacked"))
             (prefix,) = glob.glob(os.path.join(tmp, "unpacked", "gtrace-*"))
