@@ -1,22 +1,26 @@
 #!/usr/bin/env bash
 # Sets everything up, starts the bundled demo training job (torchrun, 2 ranks, CPU torch whose
 # steps also run CUDA work on gtrace's GPU simulator), attaches gtrace to the running job for
-# 10 seconds — no restart, no code change — and writes demo-out/trace.json with CPU calls,
-# Python stacks, GPU kernels and copies per stream, and launch→kernel arrows. Open it in
-# Perfetto UI (ui.perfetto.dev) or chrome://tracing. Needs root (BPF); builds only what it uses
-# (into GTRACE_BUILD_DIR, default build/; the outputs go to GTRACE_DEMO_OUT, default demo-out/).
+# 10 seconds — no restart, no code change — and writes demo-out/trace.pftrace with CPU calls,
+# Python stacks, GPU kernels and copies per stream, and launch→kernel arrows (open it in
+# Perfetto UI, ui.perfetto.dev), the report (report.html) and the verdict. --json writes the
+# trace as Chrome JSON instead (demo-out/trace.json, also for chrome://tracing; ~10x larger).
+# Needs root (BPF); builds only what it uses (into GTRACE_BUILD_DIR, default build/; the
+# outputs go to GTRACE_DEMO_OUT, default demo-out/).
 #
-#   scripts/demo.sh [--scenario balanced|slow_loader|big_h2d|tiny_kernels|long_kernels|straggler]
+#   scripts/demo.sh [--scenario balanced|slow_loader|big_h2d|tiny_kernels|long_kernels|straggler] [--json]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 BUILD=$(realpath -m "${GTRACE_BUILD_DIR:-build}")
 SCENARIO=balanced
+TRACE_NAME=trace.pftrace
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --scenario) SCENARIO=${2:-}; shift 2 ;;
     --scenario=*) SCENARIO=${1#*=}; shift ;;
-    -h|--help) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --json) TRACE_NAME=trace.json; shift ;;
+    -h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "demo: unknown argument $1; see scripts/demo.sh --help" >&2; exit 2 ;;
   esac
 done
@@ -35,6 +39,7 @@ fi
 GTRACE_BUILD_DIR=$BUILD bash scripts/build.sh gtrace gtrace_agent gpusim_cudart gpusim_cuda gpusim_cupti demo_kernels >/dev/null
 OUT=$(realpath -m "${GTRACE_DEMO_OUT:-$ROOT/demo-out}")
 mkdir -p "$OUT"
+TRACE=$OUT/$TRACE_NAME
 
 echo "demo: starting the training job (torchrun, 2 ranks, scenario $SCENARIO, GPU simulator)…"
 # Python 3.11 needs --redirects/--tee with torch 1.13's torchrun (an enum bug otherwise).
@@ -53,15 +58,20 @@ sleep 2 # let it train a little: gtrace attaches to a job already running
 echo "demo: job running; gtrace ps lists it:"
 "$BUILD/gtrace" ps | sed 's/^/  /'
 echo "demo: attaching gtrace to the torchrun agent (pid $JOB) for 10 s, no restart, no code change"
-"$BUILD/gtrace" attach --pid "$JOB" --duration 10 -o "$OUT/trace.json" --force \
+"$BUILD/gtrace" attach --pid "$JOB" --duration 10 -o "$TRACE" --force \
   --summary-json "$OUT/summary.json"
 kill -TERM -- -"$JOB" 2>/dev/null || true # the job is no longer needed: free the CPUs for the report
-"$BUILD/gtrace" report "$OUT/trace.json" --html "$OUT/report.html" --force >/dev/null
+# The report read from the trace (also where the end of the capture left it to `gtrace report`).
+"$BUILD/gtrace" report "$TRACE" --html "$OUT/report.html" --json "$OUT/report.json" --force >/dev/null
 echo
-echo "demo: trace:    $OUT/trace.json — open it in Perfetto UI (ui.perfetto.dev) or chrome://tracing"
+if [[ $TRACE_NAME == trace.json ]]; then
+  echo "demo: trace:    $TRACE — open it in Perfetto UI (ui.perfetto.dev) or chrome://tracing"
+else
+  echo "demo: trace:    $TRACE — open it in Perfetto UI (ui.perfetto.dev); --json for chrome://tracing"
+fi
 echo "demo: report:   $OUT/report.html (charts; open it in any browser)"
-echo "demo: findings: $OUT/summary.json"
-/usr/bin/python3 - "$OUT/summary.json" <<'PY'
+echo "demo: findings: $OUT/report.json (the capture's facts: $OUT/summary.json)"
+/usr/bin/python3 - "$OUT/report.json" <<'PY'
 import json, sys
 s = json.load(open(sys.argv[1]))
 v = s["verdict"]
@@ -74,8 +84,8 @@ PY
 cat <<EOF
 
 Next:
-  - open $OUT/trace.json in https://ui.perfetto.dev, and $OUT/report.html in a browser
+  - open $TRACE in https://ui.perfetto.dev, and $OUT/report.html in a browser
   - another bottleneck: $0 --scenario straggler   (or slow_loader, big_h2d, tiny_kernels, long_kernels)
-  - your own job: $BUILD/gtrace ps, then $BUILD/gtrace attach --pid <its torchrun agent's PID> --duration 30 -o trace.json
+  - your own job: $BUILD/gtrace ps, then $BUILD/gtrace attach --pid <its torchrun agent's PID> --duration 30 -o trace.pftrace
   - a hung job's stacks: $BUILD/gtrace dump --pid <PID>; every command: $BUILD/gtrace --help
 EOF
