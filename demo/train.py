@@ -25,6 +25,7 @@ the CUDA calls it made and "GTRACE_SOURCES {json}" with the loop line each was m
 """
 import argparse
 import collections
+import contextlib
 import ctypes
 import json
 import os
@@ -116,6 +117,8 @@ def main():
                    help="make step N (from 0) slow on purpose: sleep SECONDS in it, before its optimizer step")
     p.add_argument("--epoch-steps", type=int, default=0,
                    help="scenarios: a new epoch every N steps (the DataLoader's worker exits and a fresh one is forked)")
+    p.add_argument("--gpu-range", metavar="NAME",
+                   help="wrap each step's copy and launches in torch's record_function(NAME)")
     p.add_argument("--eval-every", type=int, default=0,
                    help="scenarios: every N steps a 20-step run of this script in a child process (a CUDA process that comes and goes)")
     args = p.parse_args()
@@ -225,11 +228,12 @@ def train_scenario(args, sc):
         loader_start = time.monotonic_ns()
         x, y = next(batches)
         loader_end = time.monotonic_ns()
-        rt.cudaMemcpy(device, host, sc["h2d_bytes"], 1)  # cudaMemcpyHostToDevice
-        for k in range(sc["kernels"]):  # the simulator times a kernel by its grid
-            if sc["dispatch"]:
-                sum(range(sc["dispatch"]))  # the host's work per op before its launch
-            rt.cudaLaunchKernel(kernels[k % 4], Dim3(sc["blocks"], 1, 1), Dim3(128, 1, 1), None, 0, None)
+        with torch.autograd.profiler.record_function(args.gpu_range) if args.gpu_range else contextlib.nullcontext():
+            rt.cudaMemcpy(device, host, sc["h2d_bytes"], 1)  # cudaMemcpyHostToDevice
+            for k in range(sc["kernels"]):  # the simulator times a kernel by its grid
+                if sc["dispatch"]:
+                    sum(range(sc["dispatch"]))  # the host's work per op before its launch
+                rt.cudaLaunchKernel(kernels[k % 4], Dim3(sc["blocks"], 1, 1), Dim3(128, 1, 1), None, 0, None)
         loss = torch.nn.functional.cross_entropy(model(x), y)
         opt.zero_grad()
         loss.backward()

@@ -326,6 +326,10 @@ def check_pftrace(path):
 
 KINETO_CATEGORIES = {"cuda_runtime": "cuda_api", "cuda_driver": "cuda_api", "user_annotation": "torch_range",
                      "python_function": "sample"}
+# Rows the Kineto writer adds for Holistic Trace Analysis (docs/trace_readers.md), not events of
+# the JSON writer: the GPU spans of ranges, CUPTI's synchronization records, CPU collectives' lanes.
+KINETO_FOR_HTA_ONLY = {"gpu_user_annotation", "cuda_sync", "cpu_collective"}
+COLLECTIVE_LANE_BASE = 1_000_000_000  # a lane's tid: this + its host thread's
 
 
 def load_kineto(directory):
@@ -343,6 +347,13 @@ def load_kineto(directory):
         hosts = {e["pid"] for e in t["traceEvents"] if e.get("ph") == "M" and e.get("name") == "process_labels"}
         host = hosts.pop() if len(hosts) == 1 else None
         for e in t["traceEvents"]:
+            cat = e.get("cat")
+            if cat in KINETO_FOR_HTA_ONLY or (cat == "cpu_op" and "phase" not in e.get("args", {})) or \
+                    (e.get("ph") == "M" and e.get("tid", 0) >= COLLECTIVE_LANE_BASE):
+                continue  # the rows HTA needs that the JSON writer has no twin of (a torch range's cpu_op twin)
+            if cat == "cpu_op":
+                e["kineto_cat"], e["cat"] = cat, "collective"
+                e["args"].pop("correlation", None)  # its lane's, for HTA
             if e.get("cat") in KINETO_CATEGORIES and not e["name"].startswith("ProfilerStep#"):
                 e["kineto_cat"], e["cat"] = e["cat"], KINETO_CATEGORIES[e["cat"]]
             if e.get("cat") == "cuda_api":

@@ -218,6 +218,13 @@ private:
     }
 
     static uint32_t u32(std::string_view n) { return static_cast<uint32_t>(to_u64(n)); }
+    // "GPU memory (device N)": N (0 for the API-based "GPU memory (cudaMalloc)").
+    static uint32_t device_in_name(std::string_view name) {
+        size_t at = name.rfind("(device ");
+        if (at == std::string_view::npos) return 0;
+        std::string_view digits = name.substr(at + 8);
+        return u32(digits.substr(0, digits.find(')')));
+    }
 
     // Linux PIDs stop at 2^22 (PID_MAX_LIMIT): an event claiming another is no gtrace event, and
     // is not let grow the map of processes. Only kept events make a process.
@@ -230,8 +237,11 @@ private:
             return;
         }
         if (is(e.ph, "C")) {
-            if (is(e.cat, "gpu_memory") && !e.ts.empty() && !e.allocated.empty())
-                process(u32(e.pid)).memory.push_back({us_to_ns(e.ts), u32(e.device), to_u64(e.allocated), e.at_attach});
+            // The curve's first point: "gpu_memory,at_attach" (earlier traces: an at_attach argument).
+            bool first_point = is(e.cat, "gpu_memory,at_attach");
+            if ((is(e.cat, "gpu_memory") || first_point) && !e.ts.empty() && !e.allocated.empty())
+                process(u32(e.pid)).memory.push_back({us_to_ns(e.ts), e.device.empty() ? device_in_name(e.name) : u32(e.device),
+                                                      to_u64(e.allocated), e.at_attach || first_point});
             return;
         }
         if (!is(e.ph, "X") || e.ts.empty() || e.dur.empty()) return;
@@ -239,7 +249,10 @@ private:
                     is(e.cat, "sample") || is(e.cat, "torch_range") || is(e.cat, "nvtx") || // gtrace's JSON; Kineto's names:
                     is(e.cat, "cuda_runtime") || is(e.cat, "cuda_driver") || is(e.cat, "python_function") ||
                     is(e.cat, "user_annotation") || is(e.cat, "collective");
-        if (!kept) return;
+        // gtrace's Kineto writes a collective as a cpu_op with its phase (a torch range's cpu_op
+        // twin, and torch.profiler's own ops, are not read).
+        bool collective = is(e.cat, "collective") || (is(e.cat, "cpu_op") && !e.phase.empty());
+        if (!kept && !collective) return;
         uint32_t pid = u32(e.pid), tid = u32(e.tid);
         ProcessData& p = process(pid);
         uint64_t start = us_to_ns(e.ts), end = start + us_to_ns(e.dur);
@@ -260,7 +273,7 @@ private:
             CallSpan s;
             s.start_ns = start, s.end_ns = end, s.name = intern_(e.name), s.tid = pid;
             p.main_samples.push_back(s);
-        } else if (is(e.cat, "collective")) {
+        } else if (collective) {
             CollectiveSpan c;
             c.start_ns = start, c.end_ns = end, c.name = intern_(e.name), c.tid = tid;
             c.wait = is(e.phase, "wait"), c.issued_ns = e.issued.empty() ? 0 : us_to_ns(e.issued);

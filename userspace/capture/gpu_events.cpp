@@ -205,7 +205,11 @@ void GpuEvents::on_gpu_record(uint32_t pid, const gt_gpu_header& h, int64_t cloc
         return;
     }
     auto op = decode_gpu_op(pid, h, clock_offset_ns);
-    if (!op || op->kind == GpuOpKind::Sync) return; // waits are CPU-side facts: the API slices show them
+    if (!op) return;
+    if (op->kind == GpuOpKind::Sync) { // a wait, not GPU work: only the Kineto writer keeps it (cuda_sync)
+        s_.writer.gpu_op(*op);
+        return;
+    }
     s_.join.add_op(*op); // its flow first, when its call is known: a writer may put the link on the op itself
     s_.writer.gpu_op(*op);
 }

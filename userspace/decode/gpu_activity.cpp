@@ -79,6 +79,7 @@ std::optional<GpuOp> decode_gpu_op(uint32_t pid, const gt_gpu_header& h, int64_t
         const auto& s = reinterpret_cast<const gt_gpu_sync&>(h);
         fill_op(op, pid, s.op, offset);
         op.kind = GpuOpKind::Sync;
+        op.sync_type = s.sync_type;
         op.name = "Synchronize";
         return op;
     }

@@ -23,6 +23,7 @@ struct GpuOp {
     bool graph = false;
     uint64_t bytes = 0;
     std::string copy_kind; // "HtoD", "DtoH", "DtoD", …
+    uint32_t sync_type = 0; // Sync: CUpti_ActivitySynchronizationType (stream: 0xffffffff for a context sync)
     double bandwidth_gbps() const;
 };
 

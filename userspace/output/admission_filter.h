@@ -39,7 +39,11 @@ public:
         if (admit(range.start_ns)) writer_->torch_range(range);
     }
     void gpu_op(const GpuOp& op) override {
-        if (admit(op.start_ns)) writer_->gpu_op(op);
+        if (op.kind == GpuOpKind::Sync) { // not an event of every format: not counted
+            if (in_window(op.start_ns) && !full()) writer_->gpu_op(op);
+        } else if (admit(op.start_ns)) {
+            writer_->gpu_op(op);
+        }
     }
     void flow(const CallRef& call, const GpuOp& op) override;
     void memory(const MemorySample& sample) override {

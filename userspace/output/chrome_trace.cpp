@@ -103,6 +103,7 @@ void ChromeTraceWriter::collective(const Collective& c) {
 }
 
 void ChromeTraceWriter::gpu_op(const GpuOp& op) {
+    if (op.kind == GpuOpKind::Sync) return; // the synchronizing call's slice shows the wait
     uint32_t tid = gpu_track_tid(op.device, op.stream);
     auto key = std::make_pair(op.pid, tid);
     if (!track_names_.contains(key)) track_names_[key] = fmt::format("GPU {} · stream {}", op.device, op.stream);
@@ -130,10 +131,12 @@ void ChromeTraceWriter::flow(const CallRef& call, const GpuOp& op) {
     uint64_t id = next_flow_++;
     buf_.clear();
     auto out = std::back_inserter(buf_);
-    // The start binds to the call's slice (its midpoint lies inside it), the end to the GPU slice.
+    // At the call's start, as Kineto has it: Perfetto binds flows in timestamp order, so the start
+    // must come before the GPU op's (a synchronous copy runs inside its call), and a slice sorts
+    // before a flow event of the same timestamp: the start binds to the call (flow_rules.md).
     fmt::format_to(out, "{{\"name\":\"{}\",\"cat\":\"ac2g\",\"ph\":\"s\",\"id\":{},\"pid\":{},\"tid\":{},\"ts\":",
                    api_name(call.api), id, call.pid, call.tid);
-    append_us(buf_, call.start_ns + (call.end_ns - call.start_ns) / 2);
+    append_us(buf_, call.start_ns);
     buf_ += "}";
     file_.emit(buf_);
     buf_.clear();

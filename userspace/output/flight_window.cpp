@@ -72,7 +72,7 @@ void copy_fixed_fields(To& to, const From& from) {
     std::copy(from.block, from.block + 3, to.block);
     to.registers = from.registers, to.static_shared = from.static_shared;
     to.dynamic_shared = from.dynamic_shared;
-    to.graph = from.graph, to.bytes = from.bytes;
+    to.graph = from.graph, to.bytes = from.bytes, to.sync_type = from.sync_type;
 }
 
 } // namespace

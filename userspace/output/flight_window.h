@@ -70,6 +70,7 @@ struct StoredOp {
     uint32_t registers = 0, static_shared = 0, dynamic_shared = 0;
     bool graph = false;
     uint64_t bytes = 0;
+    uint32_t sync_type = 0;
     SharedText name, copy_kind;
     uint64_t key() const { return end_ns; }
 };

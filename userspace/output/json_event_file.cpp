@@ -38,16 +38,16 @@ void append_collective_args(std::string& out, const Collective& c) {
     out += '}';
 }
 
+// Counters carry their value only (Perfetto makes a track of every argument, and fails on one
+// that is not a number): the device is in the name, the curve's first point says so in its category.
 const char* memory_counter_category(const MemorySample& m) {
-    return m.counter == MemoryCounter::Allocated ? "gpu_memory" : "gpu_memory_at_attach";
+    if (m.counter != MemoryCounter::Allocated) return "gpu_memory_at_attach";
+    return m.at_attach ? "gpu_memory,at_attach" : "gpu_memory";
 }
 
 void append_memory_args(std::string& out, const MemorySample& m) {
-    auto to = std::back_inserter(out);
-    fmt::format_to(to, "{{\"{}\":{}", m.counter == MemoryCounter::Allocated ? "allocated_bytes" : "bytes", m.allocated_bytes);
-    if (m.device >= 0) fmt::format_to(to, ",\"device\":{}", m.device); // API-based samples know no device
-    if (m.at_attach && m.counter == MemoryCounter::Allocated) out += ",\"at_attach\":true";
-    out += '}';
+    fmt::format_to(std::back_inserter(out), "{{\"{}\":{}}}", m.counter == MemoryCounter::Allocated ? "allocated_bytes" : "bytes",
+                   m.allocated_bytes);
 }
 
 void append_nvtx_args(std::string& out, const NvtxRangeInfo& n, uint32_t tid) {

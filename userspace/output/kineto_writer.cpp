@@ -6,25 +6,20 @@
 
 #include <fmt/format.h>
 
+#include <cstring>
+
 #include "decode/api_table.h"
 #include "foundation/output_file.h"
 #include "output/chrome_trace.h"
 
 namespace gtrace {
+using kineto::begin_x;
+using kineto::meta;
+
 namespace {
 
 // Kineto's categories of CUDA calls: the runtime API (cuda*) and the driver API (cu*).
 const char* call_category(std::string_view api) { return api.starts_with("cuda") ? "cuda_runtime" : "cuda_driver"; }
-
-void begin_x(std::string& out, std::string_view cat, std::string_view name, uint32_t pid, uint32_t tid, uint64_t start,
-             uint64_t end) {
-    fmt::format_to(std::back_inserter(out), "{{\"ph\":\"X\",\"cat\":\"{}\",\"name\":", cat);
-    append_json_string(out, name);
-    fmt::format_to(std::back_inserter(out), ",\"pid\":{},\"tid\":{},\"ts\":", pid, tid);
-    append_us(out, start);
-    out += ",\"dur\":";
-    append_us(out, end > start ? end - start : 0);
-}
 
 std::string header(std::optional<int> rank, std::optional<int> world_size) {
     std::string h(kKinetoHeaderStart);
@@ -39,16 +34,30 @@ std::string header(std::optional<int> rank, std::optional<int> world_size) {
     return h;
 }
 
+} // namespace
+
+namespace kineto {
+
+void begin_x(std::string& out, std::string_view cat, std::string_view name, uint32_t pid, uint32_t tid, uint64_t start,
+             uint64_t end) {
+    fmt::format_to(std::back_inserter(out), "{{\"ph\":\"X\",\"cat\":\"{}\",\"name\":", cat);
+    append_json_string(out, name);
+    fmt::format_to(std::back_inserter(out), ",\"pid\":{},\"tid\":{},\"ts\":", pid, tid);
+    append_us(out, start);
+    out += ",\"dur\":";
+    append_us(out, end > start ? end - start : 0);
+}
+
 std::string meta(const char* name, uint32_t pid, uint32_t tid, const nlohmann::json& args) {
     nlohmann::json ev = {{"name", name}, {"ph", "M"}, {"pid", pid}, {"tid", tid}, {"args", args}};
     return ev.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-} // namespace
+} // namespace kineto
 
 KinetoWriter::KinetoWriter(std::string dir, int dir_fd, const TraceModel& model, const std::string& step_marker)
     : dir_(std::move(dir)), dir_fd_(dir_fd), model_(model), step_regex_(step_marker, std::regex::ECMAScript | std::regex::optimize),
-      clocks_(read_clocks()) {}
+      clocks_(read_clocks()), gpu_ranges_([this](const GpuRangeSpan& s) { gpu_range(s); }) {}
 
 KinetoWriter::~KinetoWriter() {
     if (dir_fd_ >= 0) close(dir_fd_);
@@ -124,47 +133,69 @@ void KinetoWriter::call(const ApiCall& c) {
     emit(*f, buf_);
 }
 
-void KinetoWriter::collective(const Collective& c) {
-    File* f = file_of(c.pid);
-    if (!f) return;
-    buf_.clear();
-    begin_x(buf_, "collective", c.name, c.pid, c.tid, c.start_ns, c.end_ns);
-    append_collective_args(buf_, c);
-    buf_ += '}';
-    emit(*f, buf_);
-}
-
+// A user_annotation row, as torch.profiler writes a record_function, and a cpu_op row of the same
+// span: HTA's critical path takes only cpu_op rows (and CUDA calls) as CPU work.
 void KinetoWriter::torch_range(const TorchRange& r) {
     File* f = file_of(r.pid);
     if (!f) return;
-    buf_.clear();
-    begin_x(buf_, "user_annotation", r.name, r.pid, r.tid, r.start_ns, r.end_ns);
-    if (r.stack || r.nvtx) {
-        buf_ += ",\"args\":{";
-        size_t open = buf_.size();
-        append_py_stack_args(buf_, r.stack, true);
-        if (r.nvtx) append_nvtx_args(buf_, *r.nvtx, r.tid);
-        buf_.erase(open, 1); // the first argument's comma
+    for (const char* cat : {"user_annotation", "cpu_op"}) {
+        buf_.clear();
+        begin_x(buf_, cat, r.name, r.pid, r.tid, r.start_ns, r.end_ns);
+        if (r.stack || r.nvtx) {
+            buf_ += ",\"args\":{";
+            size_t open = buf_.size();
+            append_py_stack_args(buf_, r.stack, true);
+            if (r.nvtx) append_nvtx_args(buf_, *r.nvtx, r.tid);
+            buf_.erase(open, 1); // the first argument's comma
+            buf_ += '}';
+        }
         buf_ += '}';
+        emit(*f, buf_);
     }
-    buf_ += '}';
-    emit(*f, buf_);
+    gpu_ranges_.range(r);
     if (!std::regex_search(r.name, step_regex_)) return;
     // A step runs from one step marker's end to the next's, as ProfilerStep#N does in Kineto.
     Steps& s = steps_[r.pid];
     if (s.last_end && r.end_ns > s.last_end) {
-        buf_.clear();
-        begin_x(buf_, "user_annotation", fmt::format("ProfilerStep#{}", s.next++), r.pid, r.tid, s.last_end, r.end_ns);
-        buf_ += '}';
-        emit(*f, buf_);
+        s.pending.push_back({s.next++, r.tid, s.last_end, r.end_ns});
+        if (s.pending.size() > kMaxPendingSteps) s.pending.pop_front(), ++steps_not_covered_;
+        write_covered_steps(r.pid, s, false);
     }
     s.last_end = r.end_ns;
 }
 
+// Only steps the GPU records cover are written (from the process's first GPU op to its last seen):
+// HTA analyses ProfilerSteps as GPU work, and a step before the agent's first record looks idle.
+void KinetoWriter::write_covered_steps(uint32_t pid, Steps& s, bool at_end) {
+    auto span = gpu_span_.find(pid);
+    File* f = file_of(pid);
+    while (!s.pending.empty() && f) {
+        const PendingStep& step = s.pending.front();
+        bool has_gpu = span != gpu_span_.end();
+        if (has_gpu && step.start_ns >= span->second.first && step.end_ns <= span->second.second) {
+            buf_.clear();
+            begin_x(buf_, "user_annotation", fmt::format("ProfilerStep#{}", step.number), pid, step.tid, step.start_ns, step.end_ns);
+            buf_ += '}';
+            emit(*f, buf_);
+        } else if (!at_end && (!has_gpu || step.start_ns >= span->second.first)) {
+            break; // its GPU work may still come
+        } else {
+            ++steps_not_covered_;
+        }
+        s.pending.pop_front();
+    }
+}
+
 void KinetoWriter::gpu_op(const GpuOp& op) {
+    if (op.kind == GpuOpKind::Sync) return gpu_sync(op);
     File* f = file_of(op.pid);
     if (!f) return;
     f->devices.insert(op.device);
+    auto [span, fresh] = gpu_span_.try_emplace(op.pid, op.start_ns, op.end_ns);
+    if (!fresh) span->second = {std::min(span->second.first, op.start_ns), std::max(span->second.second, op.end_ns)};
+    if (devices_of_pid_.try_emplace(op.pid, op.device).second) write_lanes(op.pid);
+    device_of_context_[{op.pid, op.context}] = op.device;
+    if (auto s = steps_.find(op.pid); s != steps_.end() && !s->second.pending.empty()) write_covered_steps(op.pid, s->second, false);
     buf_.clear();
     auto out = std::back_inserter(buf_);
     begin_x(buf_, gpu_op_category(op.kind), op.name, op.device, op.stream, op.start_ns, op.end_ns);
@@ -187,10 +218,10 @@ void KinetoWriter::flow(const CallRef& call, const GpuOp& op) {
     if (!f) return;
     buf_.clear();
     auto out = std::back_inserter(buf_);
-    // At the call's midpoint, as the other writers: a flow start binds to the slice around it, and
-    // at the call's start that may be the call before it, ending at the same microsecond.
+    // At the call's start, as Kineto writes it: Perfetto binds flows in timestamp order, and a
+    // slice sorts before a flow event of its timestamp (docs/trace_readers.md).
     fmt::format_to(out, "{{\"ph\":\"s\",\"id\":{},\"pid\":{},\"tid\":{},\"ts\":", op.correlation, call.pid, call.tid);
-    append_us(buf_, call.start_ns + (call.end_ns - call.start_ns) / 2);
+    append_us(buf_, call.start_ns);
     buf_ += ",\"cat\":\"ac2g\",\"name\":\"ac2g\"}";
     emit(*f, buf_);
     buf_.clear();
@@ -198,6 +229,7 @@ void KinetoWriter::flow(const CallRef& call, const GpuOp& op) {
     append_us(buf_, op.start_ns);
     buf_ += ",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"bp\":\"e\"}";
     emit(*f, buf_);
+    gpu_ranges_.op(call, op);
 }
 
 void KinetoWriter::memory(const MemorySample& m) {
@@ -276,7 +308,18 @@ void KinetoWriter::flush() {
         if (f.out) f.out->flush();
 }
 
-Result<std::optional<TraceCut>> KinetoWriter::finish(const TraceModel&, const nlohmann::json& facts) {
+void KinetoWriter::forget_process(uint32_t pid) {
+    gpu_ranges_.forget_process(pid);
+    if (auto s = steps_.find(pid); s != steps_.end()) write_covered_steps(pid, s->second, true), steps_.erase(s);
+    gpu_span_.erase(pid), devices_of_pid_.erase(pid), backend_of_pid_.erase(pid), pending_lanes_.erase(pid);
+    std::erase_if(device_of_context_, [&](const auto& kv) { return kv.first.first == pid; });
+}
+
+Result<std::optional<TraceCut>> KinetoWriter::finish(const TraceModel&, const nlohmann::json& facts_in) {
+    gpu_ranges_.flush_all();
+    for (auto& [pid, s] : steps_) write_covered_steps(pid, s, true);
+    nlohmann::json facts = facts_in;
+    facts["kineto"] = {{"steps_not_covered_by_gpu_records", steps_not_covered_}};
     std::optional<TraceCut> total;
     std::optional<Error> failure;
     for (auto& entry : files_) {

@@ -272,6 +272,7 @@ void PftraceWriter::collective(const Collective& c) {
 }
 
 void PftraceWriter::gpu_op(const GpuOp& op) {
+    if (op.kind == GpuOpKind::Sync) return; // the synchronizing call's slice shows the wait
     Track& t = track(Kind::Gpu, op.pid, op.device, op.stream);
     auto& e = begin_event(t, op.start_ns, kSliceBegin);
     e.varint(kCategoryIids, t.interning.category(gpu_op_category(op.kind)));

@@ -70,6 +70,7 @@ public:
     // A c10d collective's call or its Work::wait, on the thread that made it (category
     // "collective"; arguments phase, op, backend, and a wait's issued_us in the JSON formats).
     virtual void collective(const Collective& c) = 0;
+    // GPU work; also CUPTI's synchronization records (kind Sync), which only Kineto writes.
     virtual void gpu_op(const GpuOp& op) = 0;
     // `call` issued `op`. Comes before gpu_op(op) when the call was known first (the usual
     // order: the capture joins an op before writing it), after it otherwise.
