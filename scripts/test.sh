@@ -34,7 +34,14 @@ fi
 # Three at a time: a runtime case mostly waits (its job's pace, gtrace's duration, the kernel
 # taking probes off), about a quarter of a core each; cases that must run alone say so
 # (`serial = "why"`), and so do the other suites. GTRACE_TEST_JOBS=1 runs one at a time.
-(cd "$BUILD" && ctest --output-on-failure -j "${GTRACE_TEST_JOBS:-3}" "$@")
+# Every process the suite starts carries GTRACE_SUITE_ID: one still running afterwards is a
+# test's leftover (tests/runtime/leftovers.py), which would have taken the CPU from the tests
+# after it; it is named, killed, and fails the run.
+export GTRACE_SUITE_ID="$$-$(date +%s%N)"
+status=0
+(cd "$BUILD" && ctest --output-on-failure -j "${GTRACE_TEST_JOBS:-3}" "$@") || status=$?
+/usr/bin/python3 tests/runtime/leftovers.py check "$GTRACE_SUITE_ID" ${sanitized_build:+--spare "$sanitized_build"} || status=1
+((status == 0)) || exit "$status"
 
 if ((sanitized)); then
   if ! wait "$sanitized_build"; then

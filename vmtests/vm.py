@@ -19,6 +19,9 @@ import tomllib
 
 import kernel_fetch
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "runtime"))
+import leftovers  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.path.dirname(HERE)
 GUEST_TMPFS = ("/tmp", "/var/tmp", "/run", "/root", "/dev/shm")  # guest/init: the host's files there are hidden
@@ -49,8 +52,9 @@ def parse_args():
                     "leaves out")
     ap.add_argument("--smp", type=int, default=2)
     ap.add_argument("--mem", default="4G")
-    ap.add_argument("--timeout", type=int, default=1800, help="seconds per kernel boot (default 1800)")
-    ap.add_argument("--case-timeout", type=int, default=600, help="seconds per case inside the guest")
+    ap.add_argument("--timeout", type=int, help="seconds per kernel boot (default 1800; --ci: 600, so that "
+                    "a hang is reported, with its case, within ctest's 900)")
+    ap.add_argument("--case-timeout", type=int, help="seconds per case inside the guest (default 600; --ci: 240)")
     ap.add_argument("--cache", default=f"{HERE}/.cache", help="downloads, kernels and logs (default vmtests/.cache)")
     ap.add_argument("--offline", action="store_true", help="use the cached kernels; do not ask the archive")
     return ap.parse_args()
@@ -138,12 +142,18 @@ def boot(spec, image, cfg_path, run_dir, args, accel):
            "-virtfs", "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap"]
     cmd += ["-accel", "kvm", "-cpu", "host"] if accel == "kvm" else ["-accel", "tcg,thread=multi", "-cpu", "max"]
     start = time.time()
-    with open(f"{run_dir}/qemu.log", "w") as log:
-        q = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    progress = Progress(run_dir, spec["name"], log)
+    with open(f"{run_dir}/qemu.log", "w") as qlog:
+        q = subprocess.Popen(cmd, stdout=qlog, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         try:
-            rc = q.wait(timeout=args.timeout)
-        except subprocess.TimeoutExpired:
-            raise TimeoutError(f"the guest did not finish within {args.timeout} s")
+            while (rc := q.poll()) is None:  # each case's end logged as it comes: a hang shows where
+                if time.time() - start > args.timeout:
+                    raise TimeoutError(f"the guest did not finish within {args.timeout} s; "
+                                       f"running then: {progress.running or 'no case'}; console.log ends:\n"
+                                       + progress.console_tail())
+                time.sleep(2)
+                progress.poll()
+            progress.poll()
         finally:  # also when this script is stopped (SIGTERM from ctest's timeout)
             if q.poll() is None:
                 q.kill()
@@ -151,6 +161,44 @@ def boot(spec, image, cfg_path, run_dir, args, accel):
     if rc != 0:
         raise RuntimeError(f"qemu exited {rc}: {open(f'{run_dir}/qemu.log').read().strip()[-300:]}")
     return time.time() - start
+
+
+class Progress:
+    """Follows a running guest's results and console: logs each case as it starts and ends."""
+
+    def __init__(self, run_dir, kernel, log):
+        self.run_dir, self.kernel, self.log = run_dir, kernel, log
+        self.seen_results, self.seen_console, self.running, self.finished = 0, 0, None, set()
+
+    def poll(self):
+        records = read_results(f"{self.run_dir}/results.jsonl")
+        for r in records[self.seen_results:]:
+            if r.get("type") == "case":
+                self.log(f"kernel {self.kernel}: case {r['case']}: {r['status']} ({r.get('seconds', 0):.0f} s)"
+                         + (f": {r['reason'][:200]}" if r["status"] != "pass" and r.get("reason") else ""))
+                self.running = None
+                self.finished.add(r["case"])
+        self.seen_results = len(records)
+        try:
+            with open(f"{self.run_dir}/console.log", "rb") as f:
+                f.seek(self.seen_console)
+                data = f.read()
+        except FileNotFoundError:
+            return
+        complete = data[:data.rfind(b"\n") + 1]
+        self.seen_console += len(complete)
+        complete = complete.decode(errors="replace")
+        for line in complete.splitlines():
+            name = line.removeprefix("=== vmtests case ").strip()
+            if line.startswith("=== vmtests case ") and name not in self.finished:
+                self.running = name
+
+    def console_tail(self, lines=30):
+        try:
+            with open(f"{self.run_dir}/console.log", errors="replace") as f:
+                return "\n".join(f.read().replace("\r", "").splitlines()[-lines:])
+        except FileNotFoundError:
+            return "(none)"
 
 
 def read_results(path):
@@ -214,6 +262,9 @@ def run_kernel(spec, config, args, gtrace, accel, log):
     for why, names in by_reason.items():
         log(f"kernel {spec['name']}: left out {', '.join(names)}: {why}")
     log(f"kernel {spec['name']}: booting {image.package} {image.version} ({accel}, {len(cases)} cases)")
+    if accel == "tcg":  # emulation is slowed most by what else runs: say so beside a timeout
+        for share, pid, cmd in leftovers.busy():
+            log(f"kernel {spec['name']}: the host is busy beside it: pid {pid} at {share * 100:.0f}% CPU: {cmd[:120]}")
     row = {"kernel": spec["name"], "release": image.release, "left_out": len(left_out), "log": f"{run_dir}/console.log"}
     try:
         row["seconds"] = boot(spec, image, f"{run_dir}/config.json", run_dir, args, accel)
@@ -278,6 +329,8 @@ def main():
         print(f"vmtests: unknown kernel {sorted(unknown)}; kernels.toml has {[s['name'] for s in specs]}", file=sys.stderr)
         return 2
     args.ci = args.ci or not (args.all or args.kernel)
+    args.timeout = args.timeout or (600 if args.ci else 1800)
+    args.case_timeout = args.case_timeout or (240 if args.ci else 600)
     chosen = [s for s in specs if args.all or s["name"] in args.kernel or (args.ci and s["name"] in config["ci"]["kernels"])]
     log = lambda msg: print(f"vmtests: {msg}", flush=True)
     try:
