@@ -15,7 +15,7 @@
 #define GTRACE_AGENT_H
 
 #define GT_AGENT_MAGIC 0x32524147u /* "GAR2" */
-#define GT_AGENT_VERSION 4u
+#define GT_AGENT_VERSION 5u
 #define GT_AGENT_DATA_OFFSET 4096u           /* records start one page after the header */
 #define GT_AGENT_DEFAULT_RING (8u << 20)     /* bytes of records, a power of two */
 #define GT_AGENT_MIN_RING (64u << 10)
@@ -261,6 +261,8 @@ struct gt_gpu_call {
 	uint16_t api;      /* enum gt_cuda_api */
 	uint8_t py_status; /* enum gt_py_status */
 	uint8_t pad;
+	int32_t ret;       /* the call's cudaError_t or CUresult */
+	uint32_t pad2;
 };
 
 struct gt_gpu_pystack {

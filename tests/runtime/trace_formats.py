@@ -22,7 +22,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 PROTO = os.path.join(HERE, "..", "..", "userspace", "output", "pftrace.proto")
 SAMPLE_TID_OFFSET = 1 << 30
 GPU_TRACK_BASE = 1_000_000_000
-CLOCK_MONOTONIC, CLOCK_INCREMENTAL = 3, 64
+CLOCK_MONOTONIC = 3
+INCREMENTAL_CLOCKS = range(64, 72)  # gtrace's per-sequence delta clocks (an event takes the one just below it)
 TRUNCATED = re.compile(r"^\[truncated: ")
 
 _pb2 = None
@@ -82,8 +83,8 @@ class Sequence:
         self.tables = collections.defaultdict(dict)
         self.track = None
         self.clock = None
-        self.incremental = None
-        self.offset = 0
+        self.incremental = {}  # incremental clock id -> its value
+        self.offset = {}       # ... -> CLOCK_MONOTONIC less that value
 
 
 def decode_pftrace(path, problems=None):
@@ -153,11 +154,13 @@ def decode_pftrace(path, problems=None):
             seq.track = d.track_event_defaults.track_uuid if d.HasField("track_event_defaults") else None
         if p.HasField("clock_snapshot"):
             clocks = {c.clock_id: c for c in p.clock_snapshot.clocks}
-            if CLOCK_INCREMENTAL in clocks:
-                if CLOCK_MONOTONIC not in clocks or not clocks[CLOCK_INCREMENTAL].is_incremental:
-                    problem(f"sequence {sid}: the incremental clock is not tied to CLOCK_MONOTONIC")
-                seq.incremental = clocks[CLOCK_INCREMENTAL].timestamp  # the clock's value then ...
-                seq.offset = clocks[CLOCK_MONOTONIC].timestamp - seq.incremental  # ... and CLOCK_MONOTONIC's
+            for cid in INCREMENTAL_CLOCKS:
+                if cid not in clocks:
+                    continue
+                if CLOCK_MONOTONIC not in clocks or not clocks[cid].is_incremental:
+                    problem(f"sequence {sid}: incremental clock {cid} is not tied to CLOCK_MONOTONIC")
+                seq.incremental[cid] = clocks[cid].timestamp  # the clock's value then ...
+                seq.offset[cid] = clocks[CLOCK_MONOTONIC].timestamp - clocks[cid].timestamp  # ... and MONOTONIC's
         if p.HasField("interned_data"):
             for kind in interned_kinds:
                 for entry in getattr(p.interned_data, kind):
@@ -170,12 +173,12 @@ def decode_pftrace(path, problems=None):
         ts = None
         if p.HasField("timestamp"):
             clock = p.timestamp_clock_id if p.HasField("timestamp_clock_id") else seq.clock
-            if clock == CLOCK_INCREMENTAL:
-                if seq.incremental is None:
-                    problem(f"sequence {sid}: an incremental timestamp before its clock snapshot")
-                    seq.incremental = 0
-                seq.incremental += p.timestamp
-                ts = seq.incremental + seq.offset
+            if clock in INCREMENTAL_CLOCKS:
+                if clock not in seq.incremental:
+                    problem(f"sequence {sid}: a timestamp on incremental clock {clock} before its clock snapshot")
+                    seq.incremental[clock], seq.offset[clock] = 0, 0
+                seq.incremental[clock] += p.timestamp
+                ts = seq.incremental[clock] + seq.offset[clock]
             elif clock == CLOCK_MONOTONIC:
                 ts = p.timestamp
             else:
@@ -217,8 +220,10 @@ def decode_pftrace(path, problems=None):
                 problem(f"track {uuid}: a slice ends before it begins")
             continue
         cat = interned_str(seq, "event_categories", te.category_iids[0]) if te.category_iids else ""
-        name = interned_str(seq, "event_names", te.name_iid) if te.HasField("name_iid") else te.name
         args = {}
+        if cat == "cuda_api,agent":  # the agent recorded the call (the JSON writer's recorded_by)
+            cat, args["recorded_by"] = "cuda_api", "agent"
+        name = interned_str(seq, "event_names", te.name_iid) if te.HasField("name_iid") else te.name
         for a in te.debug_annotations:
             key = interned_str(seq, "debug_annotation_names", a.name_iid)
             if a.HasField("string_value_iid"):
@@ -309,6 +314,9 @@ def decode_pftrace(path, problems=None):
         other = json.loads(attributes["other_data"])
     elif not path.endswith(".partial"):
         problem("no trace_attributes packet holds the capture's facts (other_data)")
+    if not path.endswith(".partial") and not ({"cut", "recovered"} & set(other)):
+        for fid in sorted(set(flow_starts) - set(flow_ends))[:20]:  # a whole trace ends each flow it starts
+            problem(f"flow {fid} starts but never ends")
     return {"traceEvents": events, "otherData": other, "attributes": attributes,
             "dangling_flows": len(set(flow_starts) - set(flow_ends))}
 

@@ -159,7 +159,7 @@ TEST_CASE("GPU join and flows: a call waits a minute of newer calls for its GPU 
     auto call = [&](uint32_t corr, uint64_t at_s) {
         c.correlation = corr, c.start_ns = at_s * 1'000'000'000, c.end_ns = c.start_ns + 1000;
         join.add_call(c);
-        flows.call_written(c.pid, c.tid, c.start_ns, corr);
+        flows.call_written(c.pid, c.tid, c.start_ns, c.end_ns, corr);
     };
     call(5, 0);  // never gets its op: let go once a minute of newer calls came
     call(6, 30);

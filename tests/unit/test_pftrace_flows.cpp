@@ -134,21 +134,52 @@ TEST_CASE("every .pftrace flow starts once and ends once, in the call its op was
         CHECK(n == 1);
         CHECK(starts.contains(id));
     }
+    for (auto [id, n] : starts) {
+        INFO(id);
+        CHECK(ends.contains(id)); // no flow is left open: Perfetto would draw it to nowhere
+    }
     REQUIRE(slice_flows.size() == 4); // twin_a, twin_b, graph, late
-    REQUIRE(ended.size() == 5);       // op7, op8a, op8b, op9, op10
+    // Ended, in file order: twin_b's slice flow (its id's entry is twin_a's), op7, op8a, op8b, op9,
+    // op10, and twin_a's slice flow, which no op ended, closed at the finish.
+    REQUIRE(ended.size() == 7);
+    // twin_b's slice flow has nothing to end it: an instant in twin_b does, right after it.
+    CHECK(ended[0] == slice_flows[1]);
+    CHECK(started_by[ended[0]] == 1);
     // op7 was joined to twin_b, whose slice starts no flow of twin_a's id: an instant in twin_b does.
-    CHECK(ended[0] != slice_flows[0]);
-    CHECK(started_by[ended[0]] == 3);
-    CHECK((ended[0] & 0xFFFFFFFF) == 7);
+    CHECK(ended[1] != slice_flows[0]);
+    CHECK(started_by[ended[1]] == 3);
+    CHECK((ended[1] & 0xFFFFFFFF) == 7);
     // The graph's first kernel ends the call slice's flow, the second a flow of its own.
-    CHECK(ended[1] == slice_flows[2]);
-    CHECK(started_by[ended[2]] == 3);
-    CHECK((ended[2] & 0xFFFFFFFF) == 8);
+    CHECK(ended[2] == slice_flows[2]);
+    CHECK(started_by[ended[3]] == 3);
+    CHECK((ended[3] & 0xFFFFFFFF) == 8);
     // The op written first: its flow from the late call's slice ends at an instant.
-    CHECK(ended[3] == slice_flows[3]);
+    CHECK(ended[4] == slice_flows[3]);
     // The API record's id: an instant in the call starts it.
-    CHECK(started_by[ended[4]] == 3);
-    CHECK((ended[4] & 0xFFFFFFFF) == 10);
+    CHECK(started_by[ended[5]] == 3);
+    CHECK((ended[5] & 0xFFFFFFFF) == 10);
+    // twin_a's flow, given up at the finish.
+    CHECK(ended[6] == slice_flows[0]);
+}
+
+TEST_CASE("a .pftrace call starts a flow only where GPU work follows it") {
+    TempDir dir("unit-flows-none");
+    TraceModel model;
+    model.add_process(kFlowPid, 1, false, std::nullopt);
+    auto w = create_trace_writer({TraceFormat::Pftrace, dir.at("t.pftrace")}, false, model);
+    REQUIRE(w);
+    uint64_t ts = 5'000'000'000'000;
+    ApiCall sync = launch(ts, 1), failed = launch(ts + 10'000, 2), kept = launch(ts + 20'000, 3);
+    sync.api = GT_API_CUDA_DEVICE_SYNCHRONIZE; // no GPU op ever carries its id
+    failed.ret = 1;                            // cudaErrorInvalidValue: nothing was launched
+    for (const ApiCall* c : {&sync, &failed, &kept}) (**w).call(*c);
+    REQUIRE((**w).finish(model, {{"tool", "gtrace"}}));
+    std::vector<FlowEvent> events = flow_events(read_file(dir.at("t.pftrace")));
+    // The launch's flow: started on its slice, and (no kernel came) ended at the finish.
+    REQUIRE(events.size() == 2);
+    CHECK((events[0].flow & 0xFFFFFFFF) == 3);
+    CHECK(events[1].ends == events[0].flow);
+    CHECK(events[1].type == 3);
 }
 
 TEST_CASE("the .pftrace interning lets go of the stacks of processes gone, and keeps the others") {

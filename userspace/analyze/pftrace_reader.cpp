@@ -21,7 +21,6 @@ using pftrace_in::Ann;
 using pftrace_in::Cat;
 using pftrace_in::Sequence;
 using pftrace_in::get;
-using pftrace_in::kClockIncremental;
 using pftrace_in::kClockMonotonic;
 
 constexpr uint32_t kSliceBegin = 1, kSliceEnd = 2, kCounter = 4;
@@ -113,15 +112,9 @@ private:
         if (!p.attributes.empty() && !attributes(p.attributes)) return false;
         if (!p.descriptor.empty() && !descriptor(p.descriptor)) return false;
         if (p.event.empty()) return true;
-        uint64_t ts = p.timestamp;
-        uint32_t clock = p.has_clock ? p.clock : s.clock;
-        if (clock == kClockIncremental) {
-            if (!s.incremental_known) return true; // no snapshot defines it: the event cannot be placed
-            s.incremental += p.timestamp;
-            ts = s.incremental + static_cast<uint64_t>(s.offset);
-        } else if (clock != kClockMonotonic) {
-            return true; // gtrace writes CLOCK_MONOTONIC only
-        }
+        auto time = s.time_of(p.has_clock ? p.clock : s.clock, p.timestamp);
+        if (!time) return true;
+        uint64_t ts = *time;
         last_ts_ = std::max(last_ts_, ts);
         return event(s, p.event, ts);
     }

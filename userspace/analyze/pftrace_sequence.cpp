@@ -12,7 +12,7 @@ using proto::WireReader;
 constexpr uint64_t kMaxIid = 1 << 22; // interned ids gtrace hands out count from 1; more is not gtrace's
 
 Cat category_of(std::string_view s) {
-    if (s == "cuda_api") return Cat::Call;
+    if (s == "cuda_api" || s == "cuda_api,agent") return Cat::Call; // ",agent": the agent recorded it
     if (s == "torch_range" || s == "nvtx") return Cat::Range; // NVTX ranges are ranges like torch's
     if (s == "kernel") return Cat::Kernel;
     if (s == "gpu_memcpy") return Cat::Memcpy;
@@ -92,17 +92,23 @@ std::optional<int64_t> realtime_offset(std::string_view snapshot) {
 }
 
 bool Sequence::read_clock_snapshot(std::string_view bytes) {
-    std::optional<uint64_t> mono, inc;
+    std::optional<uint64_t> mono, inc[kMaxIncrementalClocks];
     bool ok = for_each_clock(bytes, [&](uint32_t id, uint64_t ts) {
         if (id == kClockMonotonic) mono = ts;
-        if (id == kClockIncremental) inc = ts;
+        if (id >= kClockIncremental && id < kClockIncremental + kMaxIncrementalClocks) inc[id - kClockIncremental] = ts;
     });
-    if (ok && mono && inc) {
-        incremental_known = true;
-        incremental = *inc;
-        offset = static_cast<int64_t>(*mono - *inc);
-    }
+    for (uint32_t i = 0; i < kMaxIncrementalClocks; ++i)
+        if (ok && mono && inc[i]) incremental[i] = {true, *inc[i], static_cast<int64_t>(*mono - *inc[i])};
     return ok;
+}
+
+std::optional<uint64_t> Sequence::time_of(uint32_t clock, uint64_t timestamp) {
+    if (clock == kClockMonotonic) return timestamp;
+    if (clock < kClockIncremental || clock >= kClockIncremental + kMaxIncrementalClocks) return std::nullopt; // gtrace writes no other
+    Incremental& inc = incremental[clock - kClockIncremental];
+    if (!inc.known) return std::nullopt; // no snapshot defines it: the event cannot be placed
+    inc.value += timestamp;
+    return inc.value + static_cast<uint64_t>(inc.offset);
 }
 
 // {iid = 1, name or str = 2} entries; SourceLocation {iid 1, file 2, function 3, line 4}.

@@ -15,6 +15,9 @@ namespace gtrace::pftrace_in {
 // Perfetto's builtin clock ids (BuiltinClock in clock_snapshot.proto): gtrace writes
 // CLOCK_MONOTONIC, and an incremental clock of its own above 63 (sequence-scoped ids).
 constexpr uint32_t kClockRealtime = 1, kClockMonotonic = 3, kClockIncremental = 64;
+// gtrace writes up to this many incremental clocks per sequence, kClockIncremental and up (a
+// sequence's events written out of order each take the one just below their time).
+constexpr uint32_t kMaxIncrementalClocks = 8;
 
 // A ClockSnapshot's CLOCK_REALTIME minus its CLOCK_MONOTONIC; none when it lacks either.
 std::optional<int64_t> realtime_offset(std::string_view snapshot);
@@ -33,10 +36,16 @@ struct Sequence {
     std::vector<Ann> annotations;
     uint64_t track = 0;
     uint32_t clock = 0;
-    bool incremental_known = false;
-    uint64_t incremental = 0; // the incremental clock's value
-    int64_t offset = 0;       // CLOCK_MONOTONIC minus it
+    struct Incremental {
+        bool known = false;
+        uint64_t value = 0; // the incremental clock's value
+        int64_t offset = 0; // CLOCK_MONOTONIC minus it
+    };
+    Incremental incremental[kMaxIncrementalClocks]; // clocks kClockIncremental and up
     void clear() { *this = Sequence(); }
+    // A packet's time on `clock` (its timestamp a delta on an incremental clock); nullopt: not a
+    // clock gtrace writes, or an incremental one no snapshot defined.
+    std::optional<uint64_t> time_of(uint32_t clock, uint64_t timestamp);
 
     // TracePacketDefaults, ClockSnapshot and InternedData; false: malformed. Strings kept go
     // into `pool` (the trace data's).

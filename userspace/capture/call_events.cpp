@@ -159,6 +159,7 @@ void CallEvents::on_agent_call(uint32_t pid, const gt_gpu_header& h) {
     call.start_ns = c.start;
     call.end_ns = c.end;
     call.correlation = h.correlation;
+    call.ret = c.ret;
     call.by_agent = true;
     call.stack = s_.stacks.find(pid, c.py_stack);
     ++agent_calls_;

@@ -23,4 +23,11 @@ inline constexpr std::array<ApiInfo, GT_API_COUNT> kApis = {{
 inline std::string_view api_name(unsigned id) { return id < kApis.size() ? kApis[id].name : "unknown"; }
 inline gt_api_decode api_decode(unsigned id) { return id < kApis.size() ? kApis[id].decode : GT_DEC_NONE; }
 
+// Whether a successful call puts work on the GPU (a kernel, copy, set or graph), by its family:
+// synchronizations, allocations and lookups make none.
+inline bool api_issues_gpu_work(unsigned id) {
+    gt_api_decode d = api_decode(id);
+    return (d >= GT_DEC_LAUNCH_RT && d <= GT_DEC_SET_OTHER) || d == GT_DEC_GRAPH;
+}
+
 } // namespace gtrace

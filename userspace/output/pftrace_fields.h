@@ -39,6 +39,10 @@ enum : uint32_t {
 enum : uint32_t { kSliceBegin = 1, kSliceEnd = 2, kInstant = 3, kCounter = 4 };
 enum : uint32_t { kSeqIncrementalStateCleared = 1, kSeqNeedsIncrementalState = 2 };
 enum : uint32_t { kClockRealtime = 1, kClockMonotonic = 3, kClockBoottime = 6, kClockIncremental = 64 };
+// Delta clocks per sequence, ids kClockIncremental and up: an event takes the one just below its
+// time, so that events written out of order (a range written when it ends, begun before the
+// calls already written; the agent's calls behind the uprobes' ranges) stay deltas.
+constexpr uint32_t kIncrementalClocks = 4;
 constexpr uint32_t kMetadataSequence = 1;
 constexpr uint32_t kClosingSequence = 0x7FFFFFFF; // a cut trace's slice ends; tracks' sequences count up from 2
 constexpr uint64_t kClockSnapshotEveryNs = 10'000'000'000ull;

@@ -16,18 +16,42 @@ uint64_t PftraceFlows::next_id(uint32_t correlation) {
     return (uint64_t{serial_} << 32) | correlation;
 }
 
-uint64_t PftraceFlows::call_written(uint32_t pid, uint32_t tid, uint64_t start_ns, uint32_t correlation) {
+uint64_t PftraceFlows::call_written(uint32_t pid, uint32_t tid, uint64_t start_ns, uint64_t end_ns, uint32_t correlation) {
     uint64_t id = next_id(correlation), k = key(pid, correlation);
-    // A second call with the same id keeps the first's entry: GpuJoin joins ops to the first one.
-    if (started_.try_emplace(k, Started{tid, start_ns, id}).second) {
-        started_order_.push_back({k, id, start_ns});
-        while (started_order_.size() > kMaxStarted || started_order_.front().start_ns + kMaxStartedAgeNs < start_ns) {
-            auto old = started_order_.front();
-            started_order_.pop_front();
-            if (auto it = started_.find(old.key); it != started_.end() && it->second.id == old.id) started_.erase(it);
+    // A second call with the same id keeps the first's entry (GpuJoin joins ops to the first
+    // one): its own flow has nothing to end it.
+    if (!started_.try_emplace(k, Started{tid, start_ns, end_ns, id}).second) {
+        given_up_.push_back(dangling(k, Started{tid, start_ns, end_ns, id}));
+        return id;
+    }
+    started_order_.push_back({k, id, start_ns});
+    while (started_order_.size() > kMaxStarted || started_order_.front().start_ns + kMaxStartedAgeNs < start_ns) {
+        auto old = started_order_.front();
+        started_order_.pop_front();
+        if (auto it = started_.find(old.key); it != started_.end() && it->second.id == old.id) {
+            given_up_.push_back(dangling(it->first, it->second));
+            started_.erase(it);
         }
     }
     return id;
+}
+
+std::vector<PftraceFlows::Dangling> PftraceFlows::take_process(uint32_t pid) {
+    std::vector<Dangling> out;
+    std::erase_if(started_, [&](const auto& kv) {
+        bool of_pid = kv.first >> 32 == pid;
+        if (of_pid) out.push_back(dangling(kv.first, kv.second));
+        return of_pid;
+    });
+    return out; // their started_order_ entries are skipped when they come up
+}
+
+std::vector<PftraceFlows::Dangling> PftraceFlows::take_all() {
+    std::vector<Dangling> out = std::exchange(given_up_, {});
+    for (const auto& [k, s] : started_) out.push_back(dangling(k, s));
+    started_.clear();
+    started_order_.clear();
+    return out;
 }
 
 PftraceFlows::Join PftraceFlows::join(const CallRef& call, const GpuOp& op) {

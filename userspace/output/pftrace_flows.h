@@ -13,6 +13,8 @@
 #include <set>
 #include <tuple>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "decode/gpu_activity.h"
 #include "model/gpu_join.h"
@@ -26,7 +28,17 @@ public:
     static OpKey op_key(const GpuOp& op) { return {key(op.pid, op.correlation), op.stream, op.start_ns}; }
 
     // The flow id on the slice of a call with this correlation id.
-    uint64_t call_written(uint32_t pid, uint32_t tid, uint64_t start_ns, uint32_t correlation);
+    uint64_t call_written(uint32_t pid, uint32_t tid, uint64_t start_ns, uint64_t end_ns, uint32_t correlation);
+
+    // Flows started on a call that no GPU op ended: given up on (after a minute, or past the
+    // number kept), those of a process gone, all at the end. The writer ends each.
+    struct Dangling {
+        uint32_t pid = 0, tid = 0;
+        uint64_t start_ns = 0, end_ns = 0, id = 0;
+    };
+    std::vector<Dangling> take_given_up() { return std::exchange(given_up_, {}); }
+    std::vector<Dangling> take_process(uint32_t pid);
+    std::vector<Dangling> take_all();
 
     struct Join {
         uint64_t id = 0;
@@ -45,8 +57,12 @@ private:
 
     struct Started {
         uint32_t tid = 0;
-        uint64_t start_ns = 0, id = 0;
+        uint64_t start_ns = 0, end_ns = 0, id = 0;
     };
+    static Dangling dangling(uint64_t key, const Started& s) {
+        return {static_cast<uint32_t>(key >> 32), s.tid, s.start_ns, s.end_ns, s.id};
+    }
+    std::vector<Dangling> given_up_;
     uint32_t serial_ = 0;
     std::unordered_map<uint64_t, Started> started_; // (pid, correlation) -> the call slice's flow, not ended yet
     struct Order {

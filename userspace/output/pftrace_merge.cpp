@@ -121,7 +121,7 @@ public:
         if (flags & kSeqIncrementalStateCleared) s = Sequence();
         if (!defaults.empty() && !read_defaults(defaults, s)) return false;
         if (!interned.empty() && !read_interned(interned, s)) return false;
-        const bool incremental = clock.value_or(s.clock) == kClockIncremental;
+        const bool incremental = clock.value_or(s.clock) >= 64; // sequence-scoped: deltas, unshifted
 
         std::string body;
         WireReader w(bytes);

@@ -130,17 +130,21 @@ proto::Encoder& PftraceWriter::begin_event(Track& t, uint64_t ts, uint32_t type)
         enc_.end();
         enc_.begin(kClockSnapshot);
         clock(enc_, kClockMonotonic, ts);
-        clock(enc_, kClockIncremental, ts, true);
+        for (uint32_t i = 0; i < kIncrementalClocks; ++i) clock(enc_, kClockIncremental + i, ts, true);
         enc_.end();
         enc_.end();
         t.started = true;
-        t.last_ts = ts;
+        t.clock_ts.fill(ts);
     }
     enc_.begin(kTracePacket);
-    if (ts >= t.last_ts) {
-        enc_.varint(kTimestamp, ts - t.last_ts);
-        t.last_ts = ts;
-    } else {
+    uint32_t nearest = kIncrementalClocks; // the clock with the latest value not after ts
+    for (uint32_t i = 0; i < kIncrementalClocks; ++i)
+        if (t.clock_ts[i] <= ts && (nearest == kIncrementalClocks || t.clock_ts[i] > t.clock_ts[nearest])) nearest = i;
+    if (nearest < kIncrementalClocks) {
+        enc_.varint(kTimestamp, ts - t.clock_ts[nearest]);
+        if (nearest != 0) enc_.varint(kTimestampClockId, kClockIncremental + nearest);
+        t.clock_ts[nearest] = ts;
+    } else { // before every clock's value: absolute
         enc_.varint(kTimestamp, ts);
         enc_.varint(kTimestampClockId, kClockMonotonic);
     }
@@ -195,14 +199,18 @@ void PftraceWriter::annotation_double(Track& t, std::string_view name, double va
 void PftraceWriter::call(const ApiCall& c) {
     Track& t = track(Kind::Thread, c.pid, c.tid);
     auto& e = begin_event(t, c.start_ns, kSliceBegin);
-    e.varint(kCategoryIids, t.interning.category("cuda_api"));
+    // Which calls the agent recorded: in the category (an annotation per call cost 6 bytes).
+    e.varint(kCategoryIids, t.interning.category(c.by_agent ? "cuda_api,agent" : "cuda_api"));
     e.varint(kNameIid, t.interning.event_name(api_name(c.api)));
-    if (c.correlation) e.fixed64(kFlowIds, flows_.call_written(c.pid, c.tid, c.start_ns, c.correlation));
+    // A flow only where GPU work follows: a synchronization, allocation or failed call makes none.
+    const bool flow = c.correlation && c.ret == 0 && api_issues_gpu_work(c.api);
+    if (flow) e.fixed64(kFlowIds, flows_.call_written(c.pid, c.tid, c.start_ns, c.end_ns, c.correlation));
     if (c.stack) {
         e.varint(kCallstackIid, t.interning.callstack(c.stack));
         if (const PyFrame* src = c.stack->source_frame()) e.varint(kSourceLocationIid, t.interning.source_location(*src));
     }
-    if (c.by_agent) annotation_string(t, "recorded_by", "agent");
+    // The correlation id: in the flow id where there is one; a failed call launched nothing to join.
+    if (c.correlation && !flow && c.ret == 0) annotation_uint(t, "correlation", c.correlation);
     if (c.stack_thread) annotation_uint(t, "stack_of_thread", c.stack_thread);
     if (c.sequence_nr) annotation_uint(t, "sequence_nr", *c.sequence_nr);
     if (c.forward_stack) annotation_string(t, "forward_source", c.forward_stack->source);
@@ -231,7 +239,19 @@ void PftraceWriter::call(const ApiCall& c) {
     end_event(t);
     begin_event(t, std::max(c.end_ns, c.start_ns), kSliceEnd);
     end_event(t);
+    end_flows(flows_.take_given_up());
     commit_with_metadata();
+}
+
+void PftraceWriter::end_flows(const std::vector<PftraceFlows::Dangling>& flows) {
+    for (const auto& d : flows) {
+        Track& t = track(Kind::Thread, d.pid, d.tid);
+        auto& e = begin_event(t, d.start_ns + (d.end_ns - d.start_ns) / 2, kInstant);
+        e.varint(kCategoryIids, t.interning.category("ac2g"));
+        e.varint(kNameIid, t.interning.event_name("GPU work not recorded"));
+        e.fixed64(kTerminatingFlowIds, d.id);
+        end_event(t);
+    }
 }
 
 void PftraceWriter::torch_range(const TorchRange& r) {
@@ -358,6 +378,8 @@ void PftraceWriter::sample_frame_end(uint32_t pid, uint32_t tid, size_t, uint64_
 }
 
 void PftraceWriter::forget_process(uint32_t pid) {
+    end_flows(flows_.take_process(pid)); // its GPU work would have come by now
+    commit_with_metadata();
     // Its tracks' descriptors are in the file already; each track's sequence (and its interned
     // names and stacks) is dropped, and no longer described again at every metadata pass.
     for (auto it = tracks_.begin(); it != tracks_.end();) {
@@ -393,6 +415,7 @@ std::string PftraceWriter::slice_ends_before(uint64_t offset) const {
 }
 
 Result<std::optional<TraceCut>> PftraceWriter::finish(const TraceModel&, const nlohmann::json& facts) {
+    end_flows(flows_.take_all());
     commit_with_metadata();
     const uint64_t units = sink_.units();
     auto closing = [&](const SinkCut* sink_cut) {

@@ -10,14 +10,19 @@
 //  - every track's events are a sequence of their own: its first packet clears the incremental
 //    state and sets the track and an incremental clock (deltas on CLOCK_MONOTONIC) as defaults, so
 //    an event packet holds little more than its type, delta timestamp and interned ids. An event
-//    earlier than the sequence's last (a torch range, written when it ends) has an absolute
-//    MONOTONIC timestamp.
-//  - slices are SLICE_BEGIN/SLICE_END pairs: CUDA calls (category cuda_api) with their interned
-//    Python callstack, source location and arguments; torch ranges (torch_range); GPU work
-//    (kernel, gpu_memcpy, gpu_memset) on its stream's track; sampled frames (sample) on a child
-//    track of their thread. Flows go from a call to its GPU work, each id started and ended once
-//    (output/pftrace_flows.h). GPU memory is a counter track per process and device.
+//    earlier than the sequence's last (a torch range or collective, written when it ends; the
+//    agent's calls, which come in batches behind the ranges) is a delta on another of the
+//    sequence's incremental clocks, the one just below it; one earlier than all is absolute.
+//  - slices are SLICE_BEGIN/SLICE_END pairs: CUDA calls (category cuda_api; "cuda_api,agent" when
+//    the agent recorded it) with their interned Python callstack, source location and arguments;
+//    torch ranges (torch_range); GPU work (kernel, gpu_memcpy, gpu_memset) on its stream's track;
+//    sampled frames (sample) on a child track of their thread. Flows go from a call to its GPU
+//    work, each id started and ended once (output/pftrace_flows.h): only a call that issues GPU
+//    work and succeeded starts one on its slice; one whose GPU work never came (lost, or cut at
+//    the stop) ends at an instant "GPU work not recorded" in the call, when given up on.
+//    GPU memory is a counter track per process and device.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -28,6 +33,7 @@
 #include "analyze/pftrace_reader.h"
 #include "output/clocks.h"
 #include "output/launch_texts.h"
+#include "output/pftrace_fields.h"
 #include "output/pftrace_flows.h"
 #include "output/pftrace_interning.h"
 #include "output/pftrace_packets.h"
@@ -69,7 +75,7 @@ private:
         uint32_t sequence = 0;
         uint64_t parent = 0;   // a process's or thread's track
         std::string name;      // as last described ("" for thread tracks: the model names them)
-        uint64_t last_ts = 0;  // the incremental clock's value
+        std::array<uint64_t, pftrace_out::kIncrementalClocks> clock_ts{}; // the incremental clocks' values
         bool started = false;  // the sequence's first packet is written
         bool bytes_counter = false; // a GPU memory counter: its unit is bytes
         PftraceInterning interning;
@@ -87,6 +93,8 @@ private:
     void annotation_uint(Track& t, std::string_view name, uint64_t value);
     void annotation_double(Track& t, std::string_view name, double value);
     void commit_with_metadata(); // new descriptors first, then the packets buffered
+    // Flows started on calls whose GPU work did not come: each ends at an instant in its call.
+    void end_flows(const std::vector<PftraceFlows::Dangling>& flows);
     // The slice ends that close the partial file's first `offset` bytes ("" if unreadable).
     std::string slice_ends_before(uint64_t offset) const;
 

@@ -114,7 +114,8 @@ void write_record(gt_agent_ring* ring, const CUpti_Activity* a, const StopTrim& 
             int64_t offset = __atomic_load_n(&ring->clock_offset_ns, __ATOMIC_ACQUIRE);
             call_from_record(ring, {table_api, driver, api.correlationId, api.threadId,
                                     static_cast<uint64_t>(static_cast<int64_t>(api.start) - offset),
-                                    static_cast<uint64_t>(static_cast<int64_t>(api.end) - offset)});
+                                    static_cast<uint64_t>(static_cast<int64_t>(api.end) - offset),
+                                    static_cast<int32_t>(api.returnValue)});
             return;
         }
         auto* r = agent_ring_reserve_record<gt_gpu_api>(ring, sizeof(gt_gpu_api), GT_GPU_API, api.correlationId, &pos);

@@ -170,9 +170,12 @@ void call_entered(gt_agent_ring* const& session_ring, std::mutex& ring_mutex, in
     t_call.start = monotonic_ns(); // after the walk: the call's own time, not gtrace's
 }
 
-void call_exited(gt_agent_ring* const& session_ring, std::mutex& ring_mutex, uint32_t correlation, uint32_t tid) {
+void call_exited(gt_agent_ring* const& session_ring, std::mutex& ring_mutex, uint32_t correlation, uint32_t tid,
+                 const void* return_value) {
     if (t_call.api < 0 || t_call.session != g_session.load(std::memory_order_relaxed)) return;
-    ApiRecord call{t_call.api, false, correlation, tid, t_call.start, monotonic_ns()};
+    // cudaError_t and CUresult are both enums the size of an int.
+    int32_t ret = return_value ? *static_cast<const int32_t*>(return_value) : 0;
+    ApiRecord call{t_call.api, false, correlation, tid, t_call.start, monotonic_ns(), ret};
     t_call.api = -1;
     std::lock_guard lock(ring_mutex);
     // The session's ring as it is now, under its lock: a session that stopped while this call

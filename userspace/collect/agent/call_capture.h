@@ -26,7 +26,9 @@ void begin_call_capture(gt_agent_ring* ring, bool from_records);
 // At the entry and exit of a thread's outermost call to an API of the table (api >= 0) that
 // the agent records. `ring_mutex` guards the ring.
 void call_entered(gt_agent_ring* const& session_ring, std::mutex& ring_mutex, int api, uint32_t correlation);
-void call_exited(gt_agent_ring* const& session_ring, std::mutex& ring_mutex, uint32_t correlation, uint32_t tid);
+// `return_value`: CUPTI's pointer to the call's cudaError_t/CUresult (null: not known).
+void call_exited(gt_agent_ring* const& session_ring, std::mutex& ring_mutex, uint32_t correlation, uint32_t tid,
+                 const void* return_value);
 // A new session: forget which stacks went out and the thread's call in progress.
 void reset_call_capture();
 

@@ -74,6 +74,7 @@ void write_call_record(gt_agent_ring* ring, const ApiRecord& c, CallStack stack)
     r->tid = c.tid;
     r->api = static_cast<uint16_t>(c.api);
     r->py_status = stack.py_status;
+    r->ret = c.ret;
     agent_ring_commit(ring, pos, r->h.size);
 }
 

@@ -32,6 +32,7 @@ struct ApiRecord {
     bool driver = false;
     uint32_t correlation = 0, tid = 0;
     uint64_t start = 0, end = 0;
+    int32_t ret = 0; // cudaError_t or CUresult
 };
 void call_from_record(gt_agent_ring* ring, const ApiRecord& record);
 // One GT_GPU_CALL record (the ring's lock held): from an API record, or timed by the callbacks.

@@ -124,7 +124,7 @@ void CUPTIAPI on_api_callback(void*, CUpti_CallbackDomain domain, CUpti_Callback
     if (!t_calls.agent_records || !ring) return;
     // s.ring itself, not `ring`: read again under the ring's lock (the session may stop meanwhile).
     if (in_call) call_entered(s.ring, s.ring_mutex, api, cb->correlationId);
-    else call_exited(s.ring, s.ring_mutex, cb->correlationId, tid);
+    else call_exited(s.ring, s.ring_mutex, cb->correlationId, tid, cb->functionReturnValue);
 }
 
 void CUPTIAPI on_buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
