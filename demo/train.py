@@ -31,6 +31,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 
 import torch
@@ -65,7 +66,38 @@ SCENARIOS = {
     "tiny_kernels": dict(h2d_bytes=1 << 20, kernels=1000, blocks=1, loader_delay=0.0, dispatch=600),
     "long_kernels": dict(h2d_bytes=4 << 20, kernels=4, blocks=1500000, loader_delay=0.0, dispatch=0),
     "straggler": dict(h2d_bytes=4 << 20, kernels=4, blocks=400000, loader_delay=0.0, dispatch=0),
+    # Each step ends in a record_function("metrics.flush") that takes a lock a metrics thread
+    # holds for lock_hold seconds: the main thread is asleep there, not computing (Blocked).
+    "blocked_lock": dict(h2d_bytes=4 << 20, kernels=4, blocks=20000, loader_delay=0.0, dispatch=0, lock_hold=0.03),
 }
+
+
+class MetricsThread:
+    """Holds `lock` for `hold` seconds each time the step asks (go), as a metrics or checkpoint
+    writer that shares a lock with the training loop would."""
+
+    def __init__(self, hold):
+        self.lock, self.go, self.held, self.hold = threading.Lock(), threading.Event(), threading.Event(), hold
+        threading.Thread(target=self.run, daemon=True).start()
+
+    def run(self):
+        while True:
+            self.go.wait()
+            self.go.clear()
+            with self.lock:
+                self.held.set()
+                time.sleep(self.hold)
+
+    def flush(self):
+        """The step's part: waits for the lock the thread holds. Returns [start, end] of the wait."""
+        self.held.clear()
+        self.go.set()
+        self.held.wait()
+        with torch.autograd.profiler.record_function("metrics.flush"):
+            start = time.monotonic_ns()
+            with self.lock:
+                pass
+            return [start, time.monotonic_ns()]
 
 
 class Epochs:
@@ -220,6 +252,8 @@ def train_scenario(args, sc):
     suffix = rank if distributed else f"pid{os.getpid()}"
     truth = open(f"{os.environ['GTRACE_TRUTH_LOG']}.{suffix}", "w", buffering=1) if "GTRACE_TRUTH_LOG" in os.environ else None
     evaluation = None
+    metrics = MetricsThread(sc["lock_hold"]) if sc.get("lock_hold") else None
+    blocked = None
     for step in range(args.steps):
         if args.epoch_steps and step and step % args.epoch_steps == 0:
             batches = Epochs(loader)  # the old iterator's worker exits; the new epoch's is forked
@@ -245,8 +279,11 @@ def train_scenario(args, sc):
         elif step % 10 == 5:
             rt.cudaFree(scratch)
         if truth:
-            truth.write(json.dumps({"loader": [loader_start, loader_end], "optimizer_end": time.monotonic_ns()}) + "\n")
+            truth.write(json.dumps({"loader": [loader_start, loader_end], "optimizer_end": time.monotonic_ns(),
+                                    **({"blocked": blocked} if blocked else {})}) + "\n")
         rt.cudaDeviceSynchronize()
+        if metrics:
+            blocked = metrics.flush()  # in the next step's span: steps end where the optimizer's do
         if args.step_sleep:
             time.sleep(args.step_sleep)
     del batches

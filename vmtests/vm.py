@@ -130,7 +130,7 @@ def kept_dirs(paths):
     return sorted(keep)
 
 
-def boot(spec, image, cfg_path, run_dir, args, accel):
+def boot(spec, image, cfg_path, run_dir, args, accel, log):
     """Runs the guest to its end; returns its wall time, or raises on a timeout."""
     cmd = ["qemu-system-x86_64", "-machine", "q35", "-smp", str(args.smp), "-m", args.mem,
            "-display", "none", "-monitor", "none", "-no-reboot", "-nic", "none",
@@ -267,7 +267,7 @@ def run_kernel(spec, config, args, gtrace, accel, log):
             log(f"kernel {spec['name']}: the host is busy beside it: pid {pid} at {share * 100:.0f}% CPU: {cmd[:120]}")
     row = {"kernel": spec["name"], "release": image.release, "left_out": len(left_out), "log": f"{run_dir}/console.log"}
     try:
-        row["seconds"] = boot(spec, image, f"{run_dir}/config.json", run_dir, args, accel)
+        row["seconds"] = boot(spec, image, f"{run_dir}/config.json", run_dir, args, accel, log)
     except (TimeoutError, RuntimeError) as e:
         row["seconds"] = None
         row["problems"] = [str(e)]

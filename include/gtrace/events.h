@@ -20,7 +20,8 @@ enum gt_event_class {
 	GT_EV_SAMPLE = 6,    /* a timer sample of an on-CPU thread (gtrace/sampling.h) */
 	GT_EV_TORCH_RANGE = 7, /* a PyTorch record_function range (gtrace/torch_ranges.h) */
 	GT_EV_COLLECTIVE = 8,  /* a c10d collective call or a wait on its Work (gtrace/comm.h) */
-	GT_EV_CLASS_COUNT = 9,
+	GT_EV_OFFCPU = 9,      /* a main thread's time asleep, off the CPU (gtrace/offcpu.h) */
+	GT_EV_CLASS_COUNT = 10,
 };
 
 /* Other counters kept beside the per-class losses (index into the same array). */
@@ -30,6 +31,8 @@ enum gt_counter {
 	GT_CNT_TRACKED_FULL,                         /* a new process could not be added to the tree */
 	GT_CNT_RANGES_OPEN_FULL,                     /* a torch range's beginning could not be remembered */
 	GT_CNT_COLLECTIVES_OPEN_FULL,                /* a collective's Work could not be remembered for its wait */
+	GT_CNT_OFFCPU_SHORT,                         /* off-CPU intervals shorter than the recorded minimum ... */
+	GT_CNT_OFFCPU_SHORT_NS,                      /* ... and their time */
 	GT_CNT_COUNT,
 };
 

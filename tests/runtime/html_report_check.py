@@ -40,7 +40,7 @@ from decimal import ROUND_HALF_UP, Decimal
 from html.parser import HTMLParser
 
 SECTIONS = ["verdict", "breakdown", "steptime", "gpu", "memory", "kernels", "ranks"]
-CATS = ["Kernel", "Memcpy", "Memset", "Communication", "Runtime", "DataLoader", "CPU Exec", "Other"]
+CATS = ["Kernel", "Memcpy", "Memset", "Communication", "Runtime", "DataLoader", "Blocked", "CPU Exec", "Other"]
 LOCAL_SCHEMES = ("file:", "data:", "about:", "blob:")
 VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
 

@@ -28,7 +28,7 @@ from breakdown_truth import compare  # noqa: E402
 from demo_job import demo_job, fail, require_root, train_command  # noqa: E402
 
 EXPECTED = {"slow_loader": "data_loading", "big_h2d": "copy", "tiny_kernels": "launch_overhead",
-            "long_kernels": "gpu", "straggler": "straggler", "balanced": "mixed"}
+            "long_kernels": "gpu", "straggler": "straggler", "balanced": "mixed", "blocked_lock": "blocked"}
 PORTS = {name: 29600 + i for i, name in enumerate(sorted(EXPECTED))}
 
 
@@ -127,6 +127,13 @@ def main():
             fail(f"{r.get('name', 'the job')}: the causes are not ranked by share: {r['causes']}")
         if (r.get("verdict", r.get("job")) == "mixed") != bool(r.get("leading")):
             fail(f"{r.get('name', 'the job')}: a mixed verdict, and only it, names its leading cause: {r.get('leading')!r}")
+    if a.scenario == "blocked_lock":  # asleep in metrics.flush's lock: named, and where
+        for r in s["ranks"]:
+            top = (r.get("blocked") or [{}])[0]
+            if top.get("kind") != "a lock" or "train.py" not in top.get("where", ""):
+                fail(f"{r['name']}: Blocked's largest part {top}, expected a lock under demo/train.py")
+            if "a lock" not in r["evidence"]:
+                fail(f"{r['name']}: the evidence does not name the lock: {r['evidence']}")
     check_times(s)
     for rank in s["ranks"]:
         if rank["steps"] < 3:

@@ -189,14 +189,21 @@ TEST_CASE("NCCL's kernels on the GPU are Communication, per collective") {
     CHECK(ps[0].collectives[0].ms == Approx(24));
 }
 
-TEST_CASE("the main thread's waits are named: collectives, the DataLoader, CUDA syncs, and the rest") {
+TEST_CASE("the main thread's waits are named: collectives, the DataLoader, CUDA syncs, asleep elsewhere, and the rest") {
     TraceData t;
     add_job(t, 30);
     ProcessData& r0 = t.processes[100];
     std::string_view sync = t.strings.intern("cudaStreamSynchronize");
+    std::string_view lock = t.strings.intern("blocked: a lock"), future = t.strings.intern("blocked: a future");
+    std::string_view in_sync = t.strings.intern("blocked: a CUDA sync"), line = t.strings.intern("step (/job/train.py:12)");
     for (int i = 1; i <= 6; ++i) { // 2 ms in a sync, right after each all_reduce
         uint64_t at = kJobStart + static_cast<uint64_t>(i) * 40 * kMs + 32 * kMs;
         r0.calls.push_back({{at, at + 2 * kMs}, sync, {}, {}, 0, r0.pid, 0});
+        // Asleep: 1 ms inside the sync (Runtime's: a named wait already), 4 ms in a lock after
+        // it (Other until now), 0.4 ms inside the optimizer's range (CPU Exec until now).
+        r0.off_cpu.push_back({{at + kMs / 2, at + 3 * kMs / 2}, in_sync, r0.pid, line});
+        r0.off_cpu.push_back({{at + 2 * kMs, at + 6 * kMs}, lock, r0.pid, line});
+        r0.off_cpu.push_back({{at + 7 * kMs + kMs / 5, at + 7 * kMs + 3 * kMs / 5}, future, r0.pid, {}});
     }
     auto ps = analyze_processes(t);
     match_collectives(ps);
@@ -204,10 +211,20 @@ TEST_CASE("the main thread's waits are named: collectives, the DataLoader, CUDA 
     CHECK(ps[0].waits.collective == Approx(31));
     CHECK(ps[0].waits.cuda_sync == Approx(2));
     CHECK(ps[0].waits.dataloader == 0);
-    CHECK(ps[0].waits.other == Approx(40 - 31 - 2 - 1)); // the optimizer's range is CPU Exec
+    CHECK(ps[0].waits.blocked == Approx(4.4));
+    CHECK(ps[0].waits.other == Approx(40 - 31 - 2 - 1 - 4)); // the optimizer's range is CPU Exec
+    CHECK(ps[0].share[kCpuExec] * ps[0].step_ms == Approx(0.6)); // on the CPU only
+    REQUIRE(ps[0].blocked.size() == 2); // the sync's sleep is Runtime's
+    CHECK(ps[0].blocked[0].kind == "a lock");
+    CHECK(ps[0].blocked[0].where == "step (/job/train.py:12)");
+    CHECK(ps[0].blocked[0].ms_per_step == Approx(4));
+    CHECK(ps[0].blocked[1].kind == "a future");
+    CHECK(ps[0].blocked[1].ms_per_step == Approx(0.4));
     JobReport r;
     r.processes = ps;
     CHECK(format_report(r).find("main thread waits per step: in collectives 31.00 ms, for the DataLoader 0.00 ms, in CUDA syncs "
-                                "2.00 ms, blocked elsewhere (not named) 6.00 ms") != std::string::npos);
+                                "2.00 ms, asleep elsewhere (Blocked) 4.40 ms, not named 2.00 ms") != std::string::npos);
+    CHECK(format_report(r).find("blocked in a lock: 4.00 ms per step, under step (/job/train.py:12)") != std::string::npos);
     CHECK(report_json(r)["ranks"][0]["main_thread_waits_ms_per_step"]["cuda_sync"].get<double>() == Approx(2));
+    CHECK(report_json(r)["ranks"][0]["blocked"][0]["kind"] == "a lock");
 }

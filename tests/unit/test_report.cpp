@@ -204,7 +204,7 @@ TEST_CASE("the rank that waits least bounds the job; a slow rank makes the job a
         CHECK(r.processes[0].verdict == "mixed");
         CHECK(r.processes[1].verdict == "data_loading");
         CHECK(r.verdict.verdict == "data_loading");
-        CHECK(r.verdict.evidence.starts_with("rank 1 waits least for the others (10% of its step in Other and Communication)"));
+        CHECK(r.verdict.evidence.starts_with("rank 1 waits least for the others (10% of its step in Other, Blocked and Communication)"));
         CHECK(r.verdict.causes == r.processes[1].causes);
     }
     SECTION("and when that rank has no dominant cause, neither has the job") {

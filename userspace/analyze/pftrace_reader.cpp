@@ -303,6 +303,12 @@ private:
             p.ranges.push_back(rg);
             break;
         }
+        case Cat::OffCpu: {
+            RangeSpan rg;
+            rg.start_ns = o.start, rg.end_ns = end, rg.name = o.name, rg.source = o.source, rg.tid = tr.tid;
+            p.off_cpu.push_back(rg);
+            break;
+        }
         default: break;
         }
     }

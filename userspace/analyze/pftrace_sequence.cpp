@@ -19,6 +19,7 @@ Cat category_of(std::string_view s) {
     if (s == "gpu_memset") return Cat::Memset;
     if (s == "sample") return Cat::Sample;
     if (s == "collective") return Cat::Collective;
+    if (s == "off_cpu") return Cat::OffCpu;
     return Cat::Other;
 }
 

@@ -22,7 +22,7 @@ constexpr uint32_t kMaxIncrementalClocks = 8;
 // A ClockSnapshot's CLOCK_REALTIME minus its CLOCK_MONOTONIC; none when it lacks either.
 std::optional<int64_t> realtime_offset(std::string_view snapshot);
 
-enum class Cat : uint8_t { Other, Call, Range, Kernel, Memcpy, Memset, Sample, Collective };
+enum class Cat : uint8_t { Other, Call, Range, Kernel, Memcpy, Memset, Sample, Collective, OffCpu };
 enum class Ann : uint8_t { Other, Bytes, Kind, Correlation, Phase, IssuedNs, AtAttach };
 
 template <typename T>

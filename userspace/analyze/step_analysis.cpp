@@ -10,6 +10,7 @@
 
 #include "analyze/collectives.h"
 #include "analyze/memory_curve.h"
+#include "decode/off_cpu.h"
 #include "discover/proc_tree.h"
 #include "foundation/redact.h"
 
@@ -37,7 +38,7 @@ uint64_t capture_start(const TraceData& trace) {
         for (const auto& s : spans) first = std::min(first, s.start_ns);
     };
     for (const auto& [pid, p] : trace.processes) {
-        earliest(p.calls), earliest(p.gpu), earliest(p.main_samples), earliest(p.ranges), earliest(p.collectives);
+        earliest(p.calls), earliest(p.gpu), earliest(p.main_samples), earliest(p.ranges), earliest(p.collectives), earliest(p.off_cpu);
         for (const auto& m : p.memory) first_memory = std::min(first_memory, m.ts_ns);
     }
     if (first == UINT64_MAX) first = first_memory;
@@ -141,12 +142,14 @@ LaunchPace launch_pace(const ProcessData& p, const Inside& inside, std::vector<d
     return pace;
 }
 
-// Credits every instant of every step to its highest-priority active category (one sweep).
-void break_down(const ProcessData& p, std::vector<StepBreakdown>& steps) {
+// Credits every instant of every step to its highest-priority active category (one sweep);
+// `blocked_credit[i]`: what the main thread's off-CPU slice i got of Blocked.
+void break_down(const ProcessData& p, std::vector<StepBreakdown>& steps, std::vector<uint64_t>& blocked_credit) {
     struct Edge {
         uint64_t t;
         int category; // kCategoryCount: a kernel's GPU-busy edge only
         int delta;
+        int off_cpu = -1; // a Blocked edge: its slice's index
     };
     std::vector<Edge> edges;
     auto add = [&](const Span& s, int category) {
@@ -154,6 +157,13 @@ void break_down(const ProcessData& p, std::vector<StepBreakdown>& steps) {
         edges.push_back({s.start_ns, category, +1});
         edges.push_back({s.end_ns, category, -1});
     };
+    blocked_credit.assign(p.off_cpu.size(), 0);
+    for (size_t i = 0; i < p.off_cpu.size(); ++i) { // a thread's own slices never overlap
+        const RangeSpan& s = p.off_cpu[i];
+        if (s.tid != p.pid || s.end_ns <= s.start_ns) continue;
+        edges.push_back({s.start_ns, kBlocked, +1, static_cast<int>(i)});
+        edges.push_back({s.end_ns, kBlocked, -1, static_cast<int>(i)});
+    }
     // Kernel names are interned: one verdict per distinct name, not per kernel.
     std::unordered_map<const char*, bool> communication;
     auto is_communication = [&](std::string_view name) {
@@ -184,10 +194,15 @@ void break_down(const ProcessData& p, std::vector<StepBreakdown>& steps) {
         if (r.tid == p.pid && !r.name.starts_with("ProfilerStep#")) add(r, is_dataloader_range(r.name) ? kDataLoader : kCpuExec);
     std::sort(edges.begin(), edges.end(), [](const Edge& a, const Edge& b) { return a.t < b.t; });
     std::array<int, kCategoryCount + 1> active{};
+    int asleep = -1; // the off-CPU slice the main thread is in
+    auto apply = [&](const Edge& edge) {
+        active[static_cast<size_t>(edge.category)] += edge.delta;
+        if (edge.off_cpu >= 0) asleep = edge.delta > 0 ? edge.off_cpu : (asleep == edge.off_cpu ? -1 : asleep);
+    };
     size_t step = 0, e = 0;
     uint64_t t = steps.empty() ? 0 : steps.front().span.start_ns;
     // Apply the edges before the first step, then walk segment by segment.
-    for (; e < edges.size() && edges[e].t <= t; ++e) active[static_cast<size_t>(edges[e].category)] += edges[e].delta;
+    for (; e < edges.size() && edges[e].t <= t; ++e) apply(edges[e]);
     while (step < steps.size()) {
         uint64_t step_end = steps[step].span.end_ns;
         uint64_t next = e < edges.size() ? std::min(edges[e].t, step_end) : step_end;
@@ -199,6 +214,7 @@ void break_down(const ProcessData& p, std::vector<StepBreakdown>& steps) {
                     break;
                 }
             steps[step].ns[static_cast<size_t>(cat)] += next - t;
+            if (cat == kBlocked && asleep >= 0) blocked_credit[static_cast<size_t>(asleep)] += next - t;
             if (active[kCategoryCount] > 0) steps[step].gpu_busy_ns += next - t;
             t = next;
         }
@@ -206,8 +222,31 @@ void break_down(const ProcessData& p, std::vector<StepBreakdown>& steps) {
             ++step;
             continue;
         }
-        for (; e < edges.size() && edges[e].t <= t; ++e) active[static_cast<size_t>(edges[e].category)] += edges[e].delta;
+        for (; e < edges.size() && edges[e].t <= t; ++e) apply(edges[e]);
     }
+}
+
+// The Blocked category by kind, ms per step, each with the line it was credited most under.
+std::vector<BlockedIn> blocked_by_kind(const ProcessData& p, const std::vector<uint64_t>& credit, size_t steps) {
+    struct Kind {
+        uint64_t ns = 0;
+        std::map<std::string_view, uint64_t> where;
+    };
+    std::map<std::string_view, Kind> kinds;
+    for (size_t i = 0; i < credit.size(); ++i) {
+        if (!credit[i]) continue;
+        std::string_view kind = off_cpu_kind(p.off_cpu[i].name);
+        Kind& k = kinds[kind.empty() ? "other" : kind];
+        k.ns += credit[i];
+        k.where[p.off_cpu[i].source] += credit[i];
+    }
+    std::vector<BlockedIn> out;
+    for (const auto& [kind, k] : kinds) {
+        auto most = std::max_element(k.where.begin(), k.where.end(), [](auto& a, auto& b) { return a.second < b.second; });
+        out.push_back({std::string(kind), std::string(most->first), static_cast<double>(k.ns) / 1e6 / static_cast<double>(steps)});
+    }
+    std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.ms_per_step > b.ms_per_step; });
+    return out;
 }
 
 void summarize(const ProcessData& p, ProcessAnalysis& r) {
@@ -267,7 +306,7 @@ void summarize(const ProcessData& p, ProcessAnalysis& r) {
     for (const auto& c : p.collectives)
         if (c.tid == p.pid && inside(c)) collective_ns += static_cast<double>(c.dur());
     r.waits = {collective_ns / 1e6 / static_cast<double>(n), r.share[kDataLoader] * r.step_ms, sync_ns / 1e6 / static_cast<double>(n),
-               r.share[kOther] * r.step_ms};
+               r.share[kBlocked] * r.step_ms, r.share[kOther] * r.step_ms};
     r.top_kernels_ms.assign(per_kernel.begin(), per_kernel.end());
     std::sort(r.top_kernels_ms.begin(), r.top_kernels_ms.end(), [](auto& a, auto& b) { return a.second > b.second; });
     if (r.top_kernels_ms.size() > 5) r.top_kernels_ms.resize(5);
@@ -276,7 +315,7 @@ void summarize(const ProcessData& p, ProcessAnalysis& r) {
 } // namespace
 
 const char* category_name(Category c) {
-    static const char* names[] = {"Kernel", "Memcpy", "Memset", "Communication", "Runtime", "DataLoader", "CPU Exec", "Other"};
+    static const char* names[] = {"Kernel", "Memcpy", "Memset", "Communication", "Runtime", "DataLoader", "Blocked", "CPU Exec", "Other"};
     return c < kCategoryCount ? names[c] : "?";
 }
 
@@ -304,8 +343,10 @@ std::vector<ProcessAnalysis> analyze_processes(const TraceData& trace, const Ana
         for (const Span& s : steps) r.steps.push_back({s, {}, 0, 0});
         r.memory = memory_curve(p.memory, origin);
         if (!r.steps.empty()) {
-            break_down(p, r.steps);
+            std::vector<uint64_t> blocked_credit;
+            break_down(p, r.steps, blocked_credit);
             summarize(p, r);
+            r.blocked = blocked_by_kind(p, blocked_credit, r.steps.size());
         }
         out.push_back(std::move(r));
     }

@@ -1,8 +1,10 @@
 // Steps of each process that did CUDA work (the ranks of a torchrun job, or a plain `python
 // train.py`) and where their time goes, in the priority order of PyTorch's profiler (Kernel,
-// Memcpy, Memset, Communication, Runtime, DataLoader, CPU Exec, Other): each instant of a step is
-// credited to the highest-priority category active then, so the parts add up exactly to the
-// step's wall time. The figures only; analyze/verdict.h judges them.
+// Memcpy, Memset, Communication, Runtime, DataLoader, CPU Exec, Other), with Blocked before CPU
+// Exec: the main thread asleep, off the CPU (sched_switch), and not in anything above — so CPU
+// Exec is time on the CPU. Each instant of a step is credited to the highest-priority category
+// active then, so the parts add up exactly to the step's wall time. The figures only;
+// analyze/verdict.h judges them.
 #pragma once
 #include <array>
 #include <map>
@@ -16,7 +18,7 @@
 
 namespace gtrace {
 
-enum Category { kKernel, kMemcpy, kMemset, kCommunication, kRuntime, kDataLoader, kCpuExec, kOther, kCategoryCount };
+enum Category { kKernel, kMemcpy, kMemset, kCommunication, kRuntime, kDataLoader, kBlocked, kCpuExec, kOther, kCategoryCount };
 const char* category_name(Category c);
 
 struct StepBreakdown {
@@ -55,10 +57,18 @@ struct CollectiveCall {
 };
 
 // Where the main thread waits, ms per step: what the probes name — a collective's call or wait,
-// the DataLoader's queue (its ranges), a synchronizing CUDA call — and blocked elsewhere (Other:
-// neither on CPU in a sample nor in anything probed).
+// the DataLoader's queue (its ranges), a synchronizing CUDA call —, asleep elsewhere (Blocked:
+// named by the stack it went to sleep with), and not named (Other: neither on the CPU in a
+// sample, nor asleep as recorded, nor in anything probed).
 struct MainThreadWaits {
-    double collective = 0, dataloader = 0, cuda_sync = 0, other = 0;
+    double collective = 0, dataloader = 0, cuda_sync = 0, blocked = 0, other = 0;
+};
+
+// Blocked time of one kind (decode/off_cpu.h: "a lock", "a queue", ...), ms per step, and the
+// line it happens under most.
+struct BlockedIn {
+    std::string kind, where;
+    double ms_per_step = 0;
 };
 
 struct ProcessAnalysis {
@@ -84,6 +94,7 @@ struct ProcessAnalysis {
     std::vector<CollectiveCall> collective_calls;       // what those come from (analyze/collectives.h)
     std::vector<CollectiveFigures> collective_kernels;
     MainThreadWaits waits;
+    std::vector<BlockedIn> blocked; // the Blocked category by kind, largest first
     // Filled by analyze/verdict.h:
     std::string verdict;  // data_loading, copy, launch_overhead, gpu, communication, mixed, straggler; empty: no steps
     std::string leading;  // with `mixed`: the verdict the figures lean to (the largest identified cause)

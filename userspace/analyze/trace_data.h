@@ -58,6 +58,7 @@ struct GpuSpan : Span {
 struct RangeSpan : Span {
     std::string_view name;
     uint32_t tid = 0;
+    std::string_view source; // off-CPU slices: the user's line it went to sleep under, when known
 };
 
 // A c10d collective's call (issue) or a wait on its Work, on the thread that made it.
@@ -86,6 +87,7 @@ struct ProcessData {
     std::vector<GpuSpan> gpu;
     std::vector<CallSpan> main_samples; // sample slices of the main thread (name = frame)
     std::vector<RangeSpan> ranges;
+    std::vector<RangeSpan> off_cpu; // a thread's time asleep, named "blocked: KIND" (decode/off_cpu.h)
     std::vector<CollectiveSpan> collectives;
     std::vector<MemoryPoint> memory; // in file order
 };

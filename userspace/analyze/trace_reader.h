@@ -248,7 +248,7 @@ private:
         bool kept = is(e.cat, "cuda_api") || is(e.cat, "kernel") || is(e.cat, "gpu_memcpy") || is(e.cat, "gpu_memset") ||
                     is(e.cat, "sample") || is(e.cat, "torch_range") || is(e.cat, "nvtx") || // gtrace's JSON; Kineto's names:
                     is(e.cat, "cuda_runtime") || is(e.cat, "cuda_driver") || is(e.cat, "python_function") ||
-                    is(e.cat, "user_annotation") || is(e.cat, "collective");
+                    is(e.cat, "user_annotation") || is(e.cat, "collective") || is(e.cat, "off_cpu");
         // gtrace's Kineto writes a collective as a cpu_op with its phase (a torch range's cpu_op
         // twin, and torch.profiler's own ops, are not read).
         bool collective = is(e.cat, "collective") || (is(e.cat, "cpu_op") && !e.phase.empty());
@@ -282,6 +282,10 @@ private:
             RangeSpan r;
             r.start_ns = start, r.end_ns = end, r.name = intern_(e.name), r.tid = tid;
             p.ranges.push_back(r);
+        } else if (is(e.cat, "off_cpu")) {
+            RangeSpan r;
+            r.start_ns = start, r.end_ns = end, r.name = intern_(e.name), r.source = intern_(e.source), r.tid = tid;
+            p.off_cpu.push_back(r);
         }
     }
 

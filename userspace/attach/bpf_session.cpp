@@ -17,6 +17,7 @@
 #include "attach/kernel_features.h"
 #include "proctree.skel.h"
 #include "sampling.skel.h"
+#include "offcpu.skel.h"
 #include "torch_ranges.skel.h"
 #include "comm.skel.h"
 
@@ -124,6 +125,8 @@ Result<std::unique_ptr<BpfSession>> BpfSession::create(const BpfOptions& options
     s->mmap_link_ = bpf_program__attach(s->proc_->progs.on_mmap); // nullptr: fall back to polling
     if (options.sample_hz)
         if (auto r = s->start_sampling(options.sample_hz); !r) return r.error();
+    if (options.off_cpu)
+        if (auto r = s->start_off_cpu(); !r) return r.error();
     if (options.stats && (s->stats_fd_ = bpf_enable_stats(BPF_STATS_RUN_TIME)) < 0)
         return bpf_error("enabling BPF run-time statistics (--bpf-stats)", errno);
     return s;
@@ -137,6 +140,7 @@ std::vector<ProgramStats> BpfSession::program_stats() const {
     progs.push_back(comm_->progs.comm_probe);
     progs.push_back(proc_->progs.on_mmap);
     if (sampling_) progs.push_back(sampling_->progs.on_sample);
+    if (offcpu_) progs.push_back(offcpu_->progs.on_switch);
     for (bpf_program* p : progs) {
         bpf_prog_info info{};
         uint32_t len = sizeof info;
@@ -197,7 +201,18 @@ Result<void> BpfSession::start_sampling(uint32_t hz) {
     return {};
 }
 
+Result<void> BpfSession::start_off_cpu() {
+    offcpu_ = gtrace_offcpu__open();
+    if (!offcpu_) return bpf_error("opening the off-CPU BPF object", errno);
+    if (auto r = join_session(offcpu_, proc_); !r) return r;
+    if (auto r = share_maps({{offcpu_->maps.py_stacks_sent, cuda_->py_stacks_sent()}}); !r) return r;
+    if (int err = gtrace_offcpu__load(offcpu_)) return bpf_error("loading the off-CPU BPF program", err);
+    if (int err = gtrace_offcpu__attach(offcpu_)) return bpf_error("attaching the sched_switch program (off-CPU time)", err);
+    return {};
+}
+
 BpfSession::~BpfSession() {
+    if (offcpu_) gtrace_offcpu__destroy(offcpu_);
     if (stats_fd_ >= 0) close(stats_fd_);
     for (bpf_link* link : sample_links_) bpf_link__destroy(link);
     if (sampling_) gtrace_sampling__destroy(sampling_);

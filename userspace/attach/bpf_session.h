@@ -15,6 +15,7 @@
 
 struct gtrace_proctree;
 struct gtrace_sampling;
+struct gtrace_offcpu;
 struct gtrace_torch_ranges;
 struct gtrace_comm;
 struct bpf_program;
@@ -27,6 +28,7 @@ struct BpfOptions {
     uint32_t py_stack_every = 1; // Python stack at every Nth CUDA call of a thread; 0: never
     uint32_t sample_hz = 100;    // timer samples per second per CPU; 0: no sampling
     bool stats = false;          // count runs and run time of every gtrace BPF program (--bpf-stats)
+    bool off_cpu = true;         // main threads' time asleep (sched_switch), so blocked is not counted busy
 };
 
 // How often one of gtrace's BPF programs ran, and for how long (kernel BPF stats).
@@ -101,6 +103,7 @@ public:
 private:
     BpfSession() = default;
     Result<void> start_sampling(uint32_t hz);
+    Result<void> start_off_cpu();
     Result<void> load_torch_ranges();
     Result<void> load_comm();
     Result<std::vector<UprobeLink>> attach_probes(bpf_program* prog, const std::string& path, const std::string& shown,
@@ -109,6 +112,7 @@ private:
     std::unique_ptr<CudaObject> cuda_;
     bpf_link* mmap_link_ = nullptr;
     gtrace_sampling* sampling_ = nullptr;
+    gtrace_offcpu* offcpu_ = nullptr; // owns its sched_switch link
     gtrace_torch_ranges* torch_ = nullptr;
     gtrace_comm* comm_ = nullptr;
     std::vector<bpf_link*> sample_links_; // one CPU-clock perf event per CPU

@@ -65,7 +65,8 @@ Result<std::unique_ptr<Capture>> Capture::attach(const CaptureOptions& options) 
     if (!s.writer.partials().empty()) // a flight recorder's dumps are written whole, each at once
         c->registration_ = RegisteredCapture::add(s.writer.partials().front(), options.output, options.pid, s.start_wall_unix_ms, note);
     if (!note.empty() && !options.quiet) print_safe(stderr, "gtrace: note: {}\n", note);
-    auto bpf = BpfSession::create({options.ring_buffer_bytes, options.py_stack_every, options.sample_hz, options.bpf_stats});
+    auto bpf = BpfSession::create(
+        {options.ring_buffer_bytes, options.py_stack_every, options.sample_hz, options.bpf_stats, options.off_cpu});
     if (!bpf) return bpf.error();
     s.bpf = std::move(*bpf);
     s.cuda_probes = std::make_unique<CudaProbes>(*s.bpf, s.target_files);

@@ -41,6 +41,7 @@ public:
     void on_sample(const gt_sample_event& e) override { samples_.on_sample(e); }
     void on_torch_range(const gt_torch_range_event& e) override { ranges_.on_torch_range(e); }
     void on_collective(const gt_collective_event& e) override { ranges_.on_collective(e); }
+    void on_off_cpu(const gt_offcpu_event& e) override { samples_.on_off_cpu(e); }
 
 private:
     explicit Capture(const CaptureOptions& o);

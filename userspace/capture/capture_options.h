@@ -35,6 +35,7 @@ struct CaptureOptions {
     bool allow_other_users = false; // --allow-other-users: root through sudo may trace others' processes
     bool redact = true;       // hide secret values of command lines (--no-redact: keep them)
     bool autograd_links = false; // --autograd-links: backward launches linked to their forward op's source
+    bool off_cpu = true;         // --no-off-cpu: main threads' time asleep is not recorded
     // Scripted captures: what goes into the trace, and when the capture stops on its own.
     double delay_s = 0;                                 // --delay: record from this long after attach
     std::optional<std::pair<uint32_t, uint32_t>> steps; // --steps A:B: from the A-th to the B-th step after attach

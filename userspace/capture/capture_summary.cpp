@@ -34,6 +34,7 @@ nlohmann::json Capture::other_data(const std::string& stop_reason, double elapse
             {"lost_events", s_.model.lost_events()},
             {"lost", lost_facts(s_.model)},
             {"samples", samples_.samples()},
+            {"off_cpu", {{"slices", samples_.off_cpu_slices()}, {"left_out_not_analyzed", samples_.off_cpu_left_out()}}},
             {"sample_hz", s_.options.sample_hz},
             {"python_stacks_dropped_torn", s_.python_frames.torn_stacks()},
             {"counters", counters},

@@ -77,6 +77,8 @@ void add_capture_options(po::options_description& o) {
          "agent (= agent-callbacks): a process whose agent holds CUPTI's callbacks records its own CUDA calls and the "
          "CUDA uprobes come off (a trap per call costs more); agent-records: the calls from CUPTI's API records, a "
          "callback only to walk the Python stack (none with --py-stacks off); uprobes: always trace calls with uprobes")
+        ("no-off-cpu", "do not record when main threads sleep (sched_switch): the step breakdown then counts time "
+                       "blocked inside a range as CPU Exec")
         ("autograd-links", "link each backward launch to the forward op whose gradient it computes: its Python source "
                            "(forward_source) and autograd sequence number, as the PyTorch profiler does; costs a probe hit "
                            "per autograd node in forward and in backward, and a Python stack walk per forward node")
@@ -194,6 +196,7 @@ void read_capture_options(const po::variables_map& vm, CaptureOptions& options) 
     options.call_source = capture == "agent-records" ? GT_CALLS_FROM_RECORDS : GT_CALLS_FROM_CALLBACKS;
     options.bpf_stats = vm.count("bpf-stats") > 0;
     options.autograd_links = vm.count("autograd-links") > 0;
+    options.off_cpu = vm.count("no-off-cpu") == 0;
     options.redact = vm.count("no-redact") == 0;
     options.system_wide = vm.count("system-wide") > 0;
     options.allow_other_users = vm.count("allow-other-users") > 0;

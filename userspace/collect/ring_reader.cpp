@@ -58,6 +58,9 @@ int RingReader::dispatch(void* context, void* data, size_t size) {
     case GT_EV_COLLECTIVE:
         if (size >= sizeof(gt_collective_event)) sink->on_collective(*static_cast<const gt_collective_event*>(data));
         break;
+    case GT_EV_OFFCPU:
+        if (size >= sizeof(gt_offcpu_event)) sink->on_off_cpu(*static_cast<const gt_offcpu_event*>(data));
+        break;
     default:
         break;
     }

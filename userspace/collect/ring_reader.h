@@ -9,6 +9,7 @@
 #include "gtrace/events.h"
 #include "gtrace/pystack.h"
 #include "gtrace/sampling.h"
+#include "gtrace/offcpu.h"
 #include "gtrace/comm.h"
 #include "gtrace/torch_ranges.h"
 
@@ -27,6 +28,7 @@ public:
     virtual void on_sample(const gt_sample_event& e) = 0;
     virtual void on_torch_range(const gt_torch_range_event& e) = 0;
     virtual void on_collective(const gt_collective_event& e) = 0;
+    virtual void on_off_cpu(const gt_offcpu_event& e) = 0;
 };
 
 class RingReader {

@@ -156,6 +156,9 @@ const char* counter_name(unsigned index) {
     case GT_CNT_RANGES_OPEN_FULL: return "torch_ranges_not_remembered";
     case GT_EV_COLLECTIVE: return "lost_collectives";
     case GT_CNT_COLLECTIVES_OPEN_FULL: return "collectives_not_remembered";
+    case GT_EV_OFFCPU: return "lost_off_cpu";
+    case GT_CNT_OFFCPU_SHORT: return "off_cpu_shorter_than_20us";
+    case GT_CNT_OFFCPU_SHORT_NS: return "off_cpu_shorter_than_20us_ns";
     default: return nullptr;
     }
 }

@@ -76,7 +76,7 @@ void FlightRecorder::collective(const Collective& c) {
 
 void FlightRecorder::torch_range(const TorchRange& r) {
     push(events_.ranges, StoredRange{.seq = seq_++, .pid = r.pid, .tid = r.tid, .start_ns = r.start_ns, .end_ns = r.end_ns,
-                                     .name = texts_.get(r.name), .stack = r.stack, .nvtx = r.nvtx});
+                                     .name = texts_.get(r.name), .stack = r.stack, .nvtx = r.nvtx, .off_cpu = r.off_cpu});
 }
 
 void FlightRecorder::flow(const CallRef& call, const GpuOp& op) {

@@ -192,7 +192,7 @@ uint64_t replay_window(const FlightWindow& window, uint64_t end_ns, TraceWriter&
                 if (r.collective)
                     out.collective({r.pid, r.tid, r.start_ns, r.end_ns, std::move(name), r.wait, r.op, r.backend, r.issued_ns});
                 else
-                    out.torch_range({r.pid, r.tid, r.start_ns, r.end_ns, std::move(name), r.stack, r.nvtx});
+                    out.torch_range({r.pid, r.tid, r.start_ns, r.end_ns, std::move(name), r.stack, r.nvtx, r.off_cpu});
             }
             break;
         case 3:

@@ -83,7 +83,7 @@ struct StoredRange {
     SharedText name;
     PyStackRef stack;
     std::shared_ptr<const NvtxRangeInfo> nvtx;
-    bool collective = false, wait = false;
+    bool collective = false, wait = false, off_cpu = false;
     const char* op = nullptr;      // a collective's: static names (decode/collective.h)
     const char* backend = nullptr;
     uint64_t issued_ns = 0;

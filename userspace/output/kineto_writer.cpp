@@ -137,7 +137,8 @@ void KinetoWriter::call(const ApiCall& c) {
 // span: HTA's critical path takes only cpu_op rows (and CUDA calls) as CPU work.
 void KinetoWriter::torch_range(const TorchRange& r) {
     File* f = file_of(r.pid);
-    if (!f) return;
+    if (!f || r.off_cpu) return; // Kineto has no row for a thread asleep: HTA would count it an op
+
     for (const char* cat : {"user_annotation", "cpu_op"}) {
         buf_.clear();
         begin_x(buf_, cat, r.name, r.pid, r.tid, r.start_ns, r.end_ns);

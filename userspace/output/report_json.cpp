@@ -86,8 +86,11 @@ nlohmann::json process_json(const ProcessAnalysis& r) {
                         {"collective_wait_ms_per_step", r.collective_wait_ms_per_step},
                         {"main_thread_waits_ms_per_step",
                          {{"collective", r.waits.collective}, {"dataloader", r.waits.dataloader}, {"cuda_sync", r.waits.cuda_sync},
-                          {"other", r.waits.other}}}};
+                          {"blocked", r.waits.blocked}, {"other", r.waits.other}}}};
     if (!r.leading.empty()) j["leading"] = r.leading;
+    nlohmann::json blocked = nlohmann::json::array(); // the Blocked category by what the main thread slept in
+    for (const BlockedIn& b : r.blocked) blocked.push_back({{"kind", b.kind}, {"where", b.where}, {"ms_per_step", b.ms_per_step}});
+    j["blocked"] = blocked;
     return j;
 }
 

@@ -64,8 +64,11 @@ std::string details(const ProcessAnalysis& r) {
                            r.kernels_shorter_than_launch * 100, r.median_launch_delay_us);
         out += fmt::format("  copies: HtoD {}, DtoH {}\n", rate(r.h2d_gbps), rate(r.d2h_gbps));
         out += fmt::format("  main thread waits per step: in collectives {:.2f} ms, for the DataLoader {:.2f} ms, in CUDA syncs "
-                           "{:.2f} ms, blocked elsewhere (not named) {:.2f} ms\n",
-                           r.waits.collective, r.waits.dataloader, r.waits.cuda_sync, r.waits.other);
+                           "{:.2f} ms, asleep elsewhere (Blocked) {:.2f} ms, not named {:.2f} ms\n",
+                           r.waits.collective, r.waits.dataloader, r.waits.cuda_sync, r.waits.blocked, r.waits.other);
+        for (const BlockedIn& b : r.blocked)
+            if (b.ms_per_step >= 0.005)
+                out += fmt::format("    blocked in {}: {:.2f} ms per step{}\n", b.kind, b.ms_per_step, b.where.empty() ? "" : ", under " + b.where);
         if (!r.top_kernels_ms.empty()) out += "  top kernels (GPU time over the steps):\n";
         for (const auto& [name, ms] : r.top_kernels_ms) out += fmt::format("    {:>10.2f} ms  {}\n", ms, shortened(name, 100));
     }

@@ -26,17 +26,19 @@
 namespace gtrace {
 
 // A PyTorch record_function range, or an NVTX range (`nvtx` set: category "nvtx"), on the
-// thread that opened it.
+// thread that opened it; or a main thread's time asleep (`off_cpu`: category "off_cpu", named
+// "blocked: KIND" by decode/off_cpu.h, its stack the one it went to sleep with).
 struct TorchRange {
     uint32_t pid = 0, tid = 0;
     uint64_t start_ns = 0, end_ns = 0;
     std::string name;
     PyStackRef stack; // where the range was opened (null: not known)
     std::shared_ptr<const NvtxRangeInfo> nvtx;
+    bool off_cpu = false;
 };
 
 // The category of a range's slice in gtrace's own formats.
-inline const char* range_category(const TorchRange& r) { return r.nvtx ? "nvtx" : "torch_range"; }
+inline const char* range_category(const TorchRange& r) { return r.off_cpu ? "off_cpu" : r.nvtx ? "nvtx" : "torch_range"; }
 
 // A timer-sample track's frame: samples that share a stack prefix extend the same frames, so
 // each frame is one slice from the sample that first had it to the one that no longer does
