@@ -6,6 +6,7 @@
 #include "capture/lost_events.h"
 #include "decode/api_table.h"
 #include "output/clocks.h"
+#include "gtrace_version.h"
 
 namespace gtrace {
 
@@ -23,7 +24,7 @@ nlohmann::json Capture::other_data(const std::string& stop_reason, double elapse
                            {"inode", key.second}});
     ClockReading clocks = read_clocks();
     return {{"tool", "gtrace"},
-            {"version", "0.1.0"},
+            {"version", kGtraceVersion},
             {"root_pid", s_.options.pid},
             {"host", host_name()},
             {"clock", "CLOCK_MONOTONIC"},

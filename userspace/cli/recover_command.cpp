@@ -27,6 +27,7 @@
 #include "analyze/trace_file.h"
 #include "output/capture_registry.h"
 #include "output/pftrace_writer.h"
+#include "gtrace_version.h"
 
 namespace gtrace {
 namespace {
@@ -177,7 +178,7 @@ Result<void> recover_file(const std::string& partial, const std::string& output,
     uint64_t final_size = size;
     if (!end->complete) {
         facts.update({{"tool", "gtrace"},
-                      {"version", "0.1.0"},
+                      {"version", kGtraceVersion},
                       {"clock", "CLOCK_MONOTONIC"},
                       {"stop_reason", "the capture was killed before it finished; completed by gtrace recover"},
                       {"lost_events", nullptr}, // unknown: the counters died with the capture

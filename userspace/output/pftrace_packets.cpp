@@ -2,6 +2,7 @@
 
 #include "output/pftrace_fields.h"
 #include "output/proto_encoder.h"
+#include "gtrace_version.h"
 
 namespace gtrace {
 
@@ -14,7 +15,7 @@ std::string pftrace_header(const ClockReading& clocks) {
     e.varint(kSequenceId, kMetadataSequence);
     e.begin(kTraceAttributes);
     attribute(e, kPftraceToolKey, "gtrace");
-    attribute(e, "version", "0.1.0");
+    attribute(e, "version", kGtraceVersion);
     attribute(e, "host", host_name());
     attribute(e, "clock", "CLOCK_MONOTONIC");
     e.end();

@@ -2,7 +2,8 @@
 // varints, fixed64, length-delimited fields, nested messages. Appends to a string. A nested
 // message reserves one byte for its length and moves its body when the length needs more, so
 // every length is in its shortest form (a trace of small events is mostly headers).
-// Measured against libprotobuf's generated code in bench/ (pftrace_encode): see bench/README.md.
+// What it writes is read back by protoc's classes in the tests (tests/runtime/trace_formats.py
+// check_pftrace, formats/outside_readers), not only by gtrace's own reader.
 #pragma once
 #include <cstdint>
 #include <cstring>
