@@ -3,7 +3,9 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <ctime>
+#include <fstream>
 
 #include <fmt/format.h>
 
@@ -14,11 +16,46 @@
 #include "discover/proc_maps.h"
 #include "discover/python_runtime.h"
 #include "model/trace_model.h"
+#include "foundation/output_file.h"
+#include "foundation/privilege.h"
+#include "output/clocks.h"
 #include "output/dump_report.h"
+#include "output/dump_standing.h"
 
 namespace gtrace {
 
-Result<void> run_dump(int pid, bool system_wide, const std::atomic<int>& stop) {
+namespace {
+
+// A dump's JSON, read as the user who ran gtrace (under sudo: their file-system credentials, so
+// root's files stay root's), bounded.
+Result<nlohmann::json> read_dump_json(const std::string& path) {
+    constexpr size_t kMaxBytes = 64 << 20;
+    std::string text;
+    {
+        AsInvoker as_invoker;
+        if (!as_invoker.ok()) return make_error(ExitCode::Privileges, "cannot take the file-system credentials of the user who ran sudo");
+        std::ifstream in(path, std::ios::binary);
+        if (!in) return make_error(ExitCode::BadTrace, fmt::format("{}: cannot read it", path));
+        text.resize(kMaxBytes + 1);
+        in.read(text.data(), static_cast<std::streamsize>(text.size()));
+        text.resize(static_cast<size_t>(in.gcount()));
+    }
+    if (text.size() > kMaxBytes) return make_error(ExitCode::BadTrace, fmt::format("{}: larger than a dump's JSON (64 MiB)", path));
+    nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+    if (j.is_discarded()) return make_error(ExitCode::BadTrace, fmt::format("{}: not JSON", path));
+    return j;
+}
+
+nlohmann::json thread_json(const DumpedThread& t) {
+    return {{"owner", t.owner}, {"pid", t.pid}, {"tid", t.tid}, {"name", t.thread_name}, {"python", t.python},
+            {"caller", t.caller}, {"native", t.native}, {"error", t.error}};
+}
+
+} // namespace
+
+Result<void> run_dump(const DumpOptions& options, const std::atomic<int>& stop) {
+    const int pid = options.pid;
+    const bool system_wide = options.system_wide;
     if (auto r = check_target(pid); !r) return r.error();
     if (auto r = check_scope(pid, system_wide); !r) return r.error();
     if (auto r = check_ptrace_privileges(); !r) return r.error();
@@ -69,7 +106,32 @@ Result<void> run_dump(int pid, bool system_wide, const std::atomic<int>& stop) {
     std::string heading = fmt::format("gtrace dump of PID {} and its children: {} processes, {} threads ({}){}", pid,
                                       model.processes().size(), threads.size(), stamp,
                                       stop.load() ? " — interrupted, partial" : "");
+    const std::string host = host_name();
+    std::vector<RankStanding> standings = rank_standings(threads, host);
     print_safe(stdout, "{}", format_dump(heading, threads));
+    if (!standings.empty()) print_safe(stdout, "\n{}", format_standings(standings));
+    if (options.json_path.empty()) return {};
+    nlohmann::json out = {{"tool", "gtrace dump"}, {"heading", heading}, {"host", host}, {"root_pid", pid},
+                          {"ranks", standings_json(standings)}, {"odd_ones_out", odd_ones_out(standings)},
+                          {"threads", nlohmann::json::array()}};
+    for (const auto& t : threads) out["threads"].push_back(thread_json(t));
+    return write_output(options.json_path, out.dump(1) + "\n", options.force);
+}
+
+Result<void> run_dump_merge(const std::vector<std::string>& paths) {
+    std::vector<RankStanding> ranks;
+    for (const auto& path : paths) {
+        auto j = read_dump_json(path);
+        if (!j) return j.error();
+        auto part = standings_from_json(*j, path);
+        if (!part) return part.error();
+        ranks.insert(ranks.end(), part->begin(), part->end());
+    }
+    std::sort(ranks.begin(), ranks.end(), [](const auto& a, const auto& b) { return a.rank < b.rank; });
+    // A rank twice (the same node's dump given twice, or two nodes claiming one rank): once.
+    ranks.erase(std::unique(ranks.begin(), ranks.end(), [](const auto& a, const auto& b) { return a.rank == b.rank; }), ranks.end());
+    print_safe(stdout, "gtrace dump --merge: {} dump{}, {} ranks\n\n{}", paths.size(), paths.size() == 1 ? "" : "s", ranks.size(),
+               format_standings(ranks));
     return {};
 }
 

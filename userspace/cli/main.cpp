@@ -316,23 +316,42 @@ int run_dump_command(const std::vector<std::string>& args) {
     po::options_description desc("gtrace dump options");
     desc.add_options()("help,h", "show this help")                                              //
         ("pid,p", po::value<std::string>(), "PID of the job (e.g. torchrun's); its whole tree is dumped")
+        ("json", po::value<std::string>(), "also write where the ranks stand and every thread's stacks as JSON to this file "
+                                           "(one per node: gtrace dump --merge reads them)")
+        ("merge", po::value<std::vector<std::string>>()->multitoken(),
+         "FILE...: where the ranks stand across several nodes' dumps (their --json files); no --pid")
+        ("force,f", "replace an existing --json file")
         ("system-wide", "allow a --pid whose tree is the whole host: PID 1, or a tree with processes of several users")
         ("allow-other-users", allow_other_users_help());
     po::variables_map vm = parse_options(args, desc, "dump");
     if (vm.count("help")) {
-        std::cout << "Usage: gtrace dump --pid PID\n\n"
+        std::cout << "Usage: gtrace dump --pid PID [--json FILE]\n       gtrace dump --merge FILE...\n\n"
                   << "Prints, once, the Python and native stack of every thread of PID and its descendants, with\n"
                   << "each rank's blocking call first and identical stacks grouped across ranks. Each thread is\n"
-                  << "stopped only while its own stack is read; none is left stopped, even on Ctrl-C.\n\n"
+                  << "stopped only while its own stack is read; none is left stopped, even on Ctrl-C. Then where the\n"
+                  << "ranks stand: grouped by the collective or sync each main thread is in (else its frame), with the\n"
+                  << "user's line, and the odd ones out — the ranks the others wait for.\n\n"
                   << desc << "\n" << exit_code_help("dump");
         return 0;
     }
+    if (vm.count("merge")) {
+        if (vm.count("pid") || vm.count("json")) fail(make_error(ExitCode::Usage, "--merge reads dumps: give it no --pid or --json"));
+        or_fail(run_dump_merge(vm["merge"].as<std::vector<std::string>>()));
+        return 0;
+    }
     if (!vm.count("pid")) fail(make_error(ExitCode::Usage, "missing --pid: give the PID of the job to dump (e.g. torchrun's)"));
-    int pid = or_fail(parse_pid(vm["pid"].as<std::string>()));
+    DumpOptions options;
+    options.pid = or_fail(parse_pid(vm["pid"].as<std::string>()));
+    options.system_wide = vm.count("system-wide") > 0;
+    options.force = vm.count("force") > 0;
+    if (vm.count("json")) {
+        options.json_path = vm["json"].as<std::string>();
+        or_fail(check_outputs({{"--json", options.json_path, false}}, {}, options.force));
+    }
     or_fail(check_ptrace_privileges());
-    or_fail(check_target_owner(pid, vm.count("allow-other-users") > 0));
+    or_fail(check_target_owner(options.pid, vm.count("allow-other-users") > 0));
     install_signal_handlers();
-    or_fail(run_dump(pid, vm.count("system-wide") > 0, g_stop_signal));
+    or_fail(run_dump(options, g_stop_signal));
     return 0;
 }
 
