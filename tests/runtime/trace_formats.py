@@ -21,6 +21,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROTO = os.path.join(HERE, "..", "..", "userspace", "output", "pftrace.proto")
 SAMPLE_TID_OFFSET = 1 << 30
+OFF_CPU_TID_OFFSET = 1 << 29  # a thread's "off CPU" track
 GPU_TRACK_BASE = 1_000_000_000
 CLOCK_MONOTONIC = 3
 INCREMENTAL_CLOCKS = range(64, 72)  # gtrace's per-sequence delta clocks (an event takes the one just below it)
@@ -130,7 +131,8 @@ def decode_pftrace(path, problems=None):
             problem(f"track {uuid} has parent {t.parent_uuid}, which has no descriptor")
             return 0, 0
         if parent.HasField("thread"):
-            return parent.thread.pid, parent.thread.tid + SAMPLE_TID_OFFSET
+            offset = OFF_CPU_TID_OFFSET if t.name == "off CPU" else SAMPLE_TID_OFFSET
+            return parent.thread.pid, parent.thread.tid + offset
         m = re.match(r"GPU (\d+) · stream (\d+)", t.name)
         tid = GPU_TRACK_BASE + int(m.group(1)) * 100000 + int(m.group(2)) % 100000 if m else 0
         return parent.process.pid, tid

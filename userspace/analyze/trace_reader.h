@@ -284,7 +284,8 @@ private:
             p.ranges.push_back(r);
         } else if (is(e.cat, "off_cpu")) {
             RangeSpan r;
-            r.start_ns = start, r.end_ns = end, r.name = intern_(e.name), r.source = intern_(e.source), r.tid = tid;
+            r.start_ns = start, r.end_ns = end, r.name = intern_(e.name), r.source = intern_(e.source);
+            r.tid = tid >= kOffCpuTrackTidOffset && tid - kOffCpuTrackTidOffset < kOffCpuTrackTidOffset ? tid - kOffCpuTrackTidOffset : tid;
             p.off_cpu.push_back(r);
         }
     }

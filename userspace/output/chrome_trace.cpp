@@ -83,8 +83,12 @@ void ChromeTraceWriter::call(const ApiCall& c) {
 }
 
 void ChromeTraceWriter::torch_range(const TorchRange& r) {
+    // Off-CPU time on a track of its own: its clock (BPF's) and the agent's calls' need not agree
+    // to the nanosecond, and Perfetto moves a complete event that overlaps another partially.
+    uint32_t tid = r.off_cpu ? r.tid + kOffCpuTrackTidOffset : r.tid;
+    if (r.off_cpu && !track_names_.contains({r.pid, tid})) track_names_[{r.pid, tid}] = fmt::format("off CPU (thread {})", r.tid);
     buf_.clear();
-    begin_slice(buf_, r.name, range_category(r), r.pid, r.tid, r.start_ns, r.end_ns);
+    begin_slice(buf_, r.name, range_category(r), r.pid, tid, r.start_ns, r.end_ns);
     buf_ += ",\"args\":{";
     size_t open = buf_.size();
     append_py_stack_args(buf_, r.stack, false);

@@ -29,6 +29,7 @@ constexpr std::string_view kChromeTraceClosing = "\n],\n\"otherData\":";
 
 // Sample frames go on a track of their own beside each thread's CUDA call slices.
 constexpr uint32_t kSampleTrackTidOffset = 1u << 30;
+constexpr uint32_t kOffCpuTrackTidOffset = 1u << 29; // "off CPU (thread N)": a main thread's time asleep
 // GPU track ids, far above any thread id (pid_max is at most 2^22).
 constexpr uint32_t kGpuTrackBase = 1000000000u;
 inline uint32_t gpu_track_tid(uint32_t device, uint32_t stream) { return kGpuTrackBase + device * 100000u + stream % 100000u; }

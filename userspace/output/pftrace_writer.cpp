@@ -34,8 +34,9 @@ PftraceWriter::Track& PftraceWriter::track(Kind kind, uint32_t pid, uint32_t id,
     if (added) {
         t.uuid = next_uuid_++;
         t.sequence = next_sequence_++;
-        t.parent = kind == Kind::Samples ? track(Kind::Thread, pid, id).uuid : process_track(pid);
+        t.parent = kind == Kind::Samples || kind == Kind::OffCpu ? track(Kind::Thread, pid, id).uuid : process_track(pid);
         if (kind == Kind::Gpu) t.name = fmt::format("GPU {} · stream {}", id, stream);
+        if (kind == Kind::OffCpu) t.name = "off CPU";
     }
     return t;
 }
@@ -255,7 +256,9 @@ void PftraceWriter::end_flows(const std::vector<PftraceFlows::Dangling>& flows) 
 }
 
 void PftraceWriter::torch_range(const TorchRange& r) {
-    Track& t = track(Kind::Thread, r.pid, r.tid);
+    // Off-CPU time on a track of its own under the thread: its clock (BPF's) and the agent's
+    // calls' need not agree to the nanosecond, and slices on one track must nest exactly.
+    Track& t = track(r.off_cpu ? Kind::OffCpu : Kind::Thread, r.pid, r.tid);
     auto& e = begin_event(t, r.start_ns, kSliceBegin);
     e.varint(kCategoryIids, t.interning.category(range_category(r)));
     e.varint(kNameIid, t.interning.event_name(r.name));

@@ -68,7 +68,7 @@ private:
     PftraceWriter(TraceSink sink, const TraceModel& model, uint64_t clocks_at)
         : sink_(std::move(sink)), model_(model), last_clocks_ns_(clocks_at) {}
 
-    enum class Kind : uint8_t { Thread, Samples, Gpu, Memory };
+    enum class Kind : uint8_t { Thread, Samples, OffCpu, Gpu, Memory };
     using TrackKey = std::tuple<Kind, uint32_t, uint32_t, uint32_t>; // kind, pid, tid/device, stream
     struct Track {
         uint64_t uuid = 0;
