@@ -70,13 +70,19 @@ CallRef ref(const ApiCall& c, bool via_api_record = false) { return {c.pid, c.ti
 
 } // namespace
 
-TEST_CASE("every .pftrace flow starts once and ends once, in the call its op was joined to") {
-    TempDir dir("unit-flows");
-    TraceModel model;
+// A .pftrace writer into `dir`, its model holding the one process the tests write.
+std::unique_ptr<TraceWriter> flows_writer(TempDir& dir, TraceModel& model) {
     model.add_process(kFlowPid, 1, false, std::nullopt);
     auto w = create_trace_writer({TraceFormat::Pftrace, dir.at("t.pftrace")}, false, model);
     REQUIRE(w);
-    TraceWriter& t = **w;
+    return std::move(*w);
+}
+
+TEST_CASE("every .pftrace flow starts once and ends once, in the call its op was joined to") {
+    TempDir dir("unit-flows");
+    TraceModel model;
+    std::unique_ptr<TraceWriter> w = flows_writer(dir, model);
+    TraceWriter& t = *w;
     uint64_t ts = 5'000'000'000'000;
 
     // Twins: two calls with correlation 7 (a call recorded twice); the op is joined to the second.
@@ -165,15 +171,13 @@ TEST_CASE("every .pftrace flow starts once and ends once, in the call its op was
 TEST_CASE("a .pftrace call starts a flow only where GPU work follows it") {
     TempDir dir("unit-flows-none");
     TraceModel model;
-    model.add_process(kFlowPid, 1, false, std::nullopt);
-    auto w = create_trace_writer({TraceFormat::Pftrace, dir.at("t.pftrace")}, false, model);
-    REQUIRE(w);
+    std::unique_ptr<TraceWriter> w = flows_writer(dir, model);
     uint64_t ts = 5'000'000'000'000;
     ApiCall sync = launch(ts, 1), failed = launch(ts + 10'000, 2), kept = launch(ts + 20'000, 3);
     sync.api = GT_API_CUDA_DEVICE_SYNCHRONIZE; // no GPU op ever carries its id
     failed.ret = 1;                            // cudaErrorInvalidValue: nothing was launched
-    for (const ApiCall* c : {&sync, &failed, &kept}) (**w).call(*c);
-    REQUIRE((**w).finish(model, {{"tool", "gtrace"}}));
+    for (const ApiCall* c : {&sync, &failed, &kept}) w->call(*c);
+    REQUIRE(w->finish(model, {{"tool", "gtrace"}}));
     std::vector<FlowEvent> events = flow_events(read_file(dir.at("t.pftrace")));
     // The launch's flow: started on its slice, and (no kernel came) ended at the finish.
     REQUIRE(events.size() == 2);
