@@ -18,6 +18,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -129,8 +130,20 @@ def main():
         print(f"ok: max_events: stopped at the limit with {len(events)} events")
 
         out = os.path.join(tmp, "trigger.json")
-        g = subprocess.Popen([gtrace, "attach", "--pid", str(job), "-q", "-o", out, "--trigger", "SIGUSR1", "-d", "60"])
-        time.sleep(6)  # attached, recording nothing
+        g = subprocess.Popen([gtrace, "attach", "--pid", str(job), "-o", out, "--trigger", "SIGUSR1", "-d", "60"],
+                             stderr=subprocess.PIPE, text=True)
+        # Signal only once it has attached (a loaded host takes longer than any fixed wait): the
+        # window must then be the 2 s between the signals.
+        attached = threading.Event()
+
+        def watch(stream):
+            for line in stream:
+                if "attached to PID" in line:
+                    attached.set()
+        threading.Thread(target=watch, args=(g.stderr,), daemon=True).start()
+        if not attached.wait(120):
+            fail("--trigger: gtrace did not attach within 120 s")
+        time.sleep(1)  # recording nothing
         g.send_signal(signal.SIGUSR1)
         time.sleep(2)
         g.send_signal(signal.SIGUSR1)

@@ -68,6 +68,9 @@ extern std::atomic<int> g_stop_signal;
 // Counted by the CLI's --trigger (or the flight recorder's SIGUSR1) handler: the first opens the
 // capture, the second ends it; each asks the flight recorder for a dump.
 extern std::atomic<int> g_trigger_count;
+// When the first two arrived (CLOCK_MONOTONIC ns, taken in the handler; 0: not yet): the window's
+// ends are the signals', not the moment the loop next looked.
+extern std::atomic<uint64_t> g_trigger_ns[2];
 
 // What the capture writes, for the line that starts it: "writing OUT", or what the flight
 // recorder keeps and when it dumps it.

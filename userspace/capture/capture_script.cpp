@@ -1,6 +1,7 @@
 #include "foundation/printable.h"
 #include "capture/capture_script.h"
 
+#include <algorithm>
 #include <csignal>
 #include <cstring>
 
@@ -11,6 +12,7 @@
 namespace gtrace {
 
 std::atomic<int> g_trigger_count{0};
+std::atomic<uint64_t> g_trigger_ns[2] = {0, 0};
 
 namespace {
 
@@ -38,6 +40,7 @@ void CaptureScript::poll() {
     // (Without --trigger, SIGUSR1 is the flight recorder's: flight_dumps.cpp counts it.)
     for (int t = s_.options.trigger_signal ? g_trigger_count.load() : 0; triggers_seen_ < t && stop_request_.empty(); ++triggers_seen_) {
         uint64_t now = monotonic_now_ns();
+        if (triggers_seen_ < 2 && g_trigger_ns[triggers_seen_].load()) now = std::min(now, g_trigger_ns[triggers_seen_].load());
         if (window_open_ns_ == kNever) {
             window_open_ns_ = now;
             if (!s_.options.quiet) print_safe(stderr, "\ngtrace: {}: recording\n", strsignal(s_.options.trigger_signal));

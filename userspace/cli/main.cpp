@@ -62,7 +62,12 @@ constexpr const char* kUsage =
     "  dump     print the Python and native stack of every thread in the tree once, grouped across ranks\n\n";
 
 void on_stop_signal(int sig) { g_stop_signal.store(sig); }
-void on_trigger_signal(int) { g_trigger_count.fetch_add(1); }
+void on_trigger_signal(int) {
+    timespec ts{};
+    clock_gettime(CLOCK_MONOTONIC, &ts); // async-signal-safe
+    int n = g_trigger_count.fetch_add(1);
+    if (n < 2) g_trigger_ns[n].store(static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec));
+}
 
 // SIGINT/SIGTERM stop; a --trigger signal (0: none) opens, then closes, the capture's window.
 void install_signal_handlers(int trigger_signal = 0) {
