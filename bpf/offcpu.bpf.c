@@ -26,27 +26,17 @@ struct {
 	__type(value, struct asleep);
 } asleep_since SEC(".maps");
 
-/* The processes whose main thread's sleeps are wanted (tgid -> 1), set by userspace: those a step
- * breakdown covers (ranks, CUDA processes) — not the launcher, not the DataLoader's workers,
- * whose stacks would only cost walks and symbolization. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, GT_MAX_TRACKED);
-	__type(key, __u32);
-	__type(value, __u8);
-} off_cpu_pids SEC(".maps");
-
-static __always_inline bool wanted_main_thread(struct task_struct *t)
+static __always_inline bool tracked_main_thread(struct task_struct *t)
 {
 	__u32 tgid = BPF_CORE_READ(t, tgid);
-	return tgid && BPF_CORE_READ(t, pid) == (pid_t)tgid && bpf_map_lookup_elem(&off_cpu_pids, &tgid);
+	return tgid && BPF_CORE_READ(t, pid) == (pid_t)tgid && gt_is_tracked(tgid);
 }
 
 SEC("tp_btf/sched_switch")
 int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
 	__u64 now = bpf_ktime_get_ns();
-	if (!preempt && BPF_CORE_READ(prev, __state) != 0 && wanted_main_thread(prev)) {
+	if (!preempt && BPF_CORE_READ(prev, __state) != 0 && tracked_main_thread(prev)) {
 		struct asleep *a = bpf_task_storage_get(&asleep_since, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 		if (a) {
 			__u32 tgid = BPF_CORE_READ(prev, tgid);

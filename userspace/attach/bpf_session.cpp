@@ -201,14 +201,6 @@ Result<void> BpfSession::start_sampling(uint32_t hz) {
     return {};
 }
 
-void BpfSession::want_off_cpu(uint32_t pid, bool wanted) {
-    if (!offcpu_) return;
-    int fd = bpf_map__fd(offcpu_->maps.off_cpu_pids);
-    uint8_t one = 1;
-    if (wanted) bpf_map_update_elem(fd, &pid, &one, BPF_ANY);
-    else bpf_map_delete_elem(fd, &pid);
-}
-
 Result<void> BpfSession::start_off_cpu() {
     offcpu_ = gtrace_offcpu__open();
     if (!offcpu_) return bpf_error("opening the off-CPU BPF object", errno);

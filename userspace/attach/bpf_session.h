@@ -72,8 +72,6 @@ public:
     // Where a process's CPython keeps its frames; its CUDA calls then carry Python stacks.
     Result<gt_py_layout> set_python_layout(uint32_t pid, gt_py_layout layout); // with its epoch
     void clear_python_layout(uint32_t pid);
-    // Record (or stop recording) when this process's main thread sleeps (BpfOptions::off_cpu).
-    void want_off_cpu(uint32_t pid, bool wanted);
     // Probe the agent's announce function: each process's agent then tells BPF where it
     // publishes correlation ids, and that process's calls carry them.
     Result<UprobeLink> attach_agent_probe(const std::string& path, uint64_t offset);

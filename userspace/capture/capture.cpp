@@ -141,7 +141,6 @@ Result<CaptureResult> Capture::run() {
         gpu_records = now_read;
         calls_.update_sources(gpu_.warnings());
         script_.poll();
-        samples_.update_off_cpu_processes();
         if (flight_) flight_->poll();
         if (s_.deferred_error) return *s_.deferred_error;
         processes_.rescan_pending();

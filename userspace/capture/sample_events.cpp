@@ -20,17 +20,6 @@ bool is_thread_root(const std::string& name) {
 
 } // namespace
 
-void SampleEvents::forget_process(uint32_t pid) {
-    tracks_.forget_process(pid);
-    if (off_cpu_pids_.erase(pid) && s_.bpf) s_.bpf->want_off_cpu(pid, false);
-}
-
-void SampleEvents::update_off_cpu_processes() {
-    if (!s_.bpf || !s_.options.off_cpu) return;
-    for (const auto& [pid, p] : s_.model.processes())
-        if (!p.exited && breakdown_covers(p) && off_cpu_pids_.insert(pid).second) s_.bpf->want_off_cpu(pid, true);
-}
-
 std::vector<std::string> SampleEvents::native_names(uint32_t pid, const unsigned long long* ips, int bytes, size_t max_frames) {
     std::vector<std::string> names;
     size_t n = bytes > 0 ? std::min<size_t>(static_cast<size_t>(bytes) / 8, max_frames) : 0;
@@ -58,7 +47,7 @@ void SampleEvents::on_off_cpu(const gt_offcpu_event& e) {
     // Only where a step breakdown is made (analyze/step_analysis.h): a rank, or a process with
     // CUDA calls — not the launcher's monitor loop, nor a DataLoader worker waiting for work.
     const ProcessInfo* p = s_.model.find(e.pid);
-    if (!p || !breakdown_covers(*p)) {
+    if (!p || p->forked_from || (!p->ranks.rank && p->total_calls() == 0)) {
         ++off_cpu_left_out_;
         return;
     }

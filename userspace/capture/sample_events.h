@@ -3,7 +3,6 @@
 // main threads' off-CPU intervals, each named from the stacks it went to sleep with.
 #pragma once
 #include <string>
-#include <unordered_set>
 
 #include "capture/capture_state.h"
 #include "gtrace/pystack.h"
@@ -24,9 +23,7 @@ public:
     uint64_t off_cpu_slices() const { return off_cpu_slices_; }
     uint64_t off_cpu_left_out() const { return off_cpu_left_out_; } // of processes no breakdown covers
     void finish() { tracks_.finish(); }
-    void forget_process(uint32_t pid);
-    // Tells BPF which processes' sleeps to record: the ranks and CUDA processes known by now.
-    void update_off_cpu_processes();
+    void forget_process(uint32_t pid) { tracks_.forget_process(pid); }
     uint64_t samples() const { return tracks_.samples(); }
     Result<void> write_folded() const { return tracks_.write_folded(s_.options.folded, s_.model, s_.options.force); }
 
@@ -34,9 +31,6 @@ private:
     CaptureState& s_;
     SampleTracks tracks_;
     uint64_t off_cpu_slices_ = 0, off_cpu_left_out_ = 0;
-    std::unordered_set<uint32_t> off_cpu_pids_; // told to BPF
-    // Whether a step breakdown covers this process (analyze/step_analysis.h's choice).
-    static bool breakdown_covers(const ProcessInfo& p) { return !p.forked_from && (p.ranks.rank || p.total_calls() > 0); }
     // Native frames named from the process's mappings, innermost first.
     std::vector<std::string> native_names(uint32_t pid, const unsigned long long* ips, int bytes, size_t max_frames);
 };
