@@ -228,3 +228,77 @@ TEST_CASE("the main thread's waits are named: collectives, the DataLoader, CUDA 
     CHECK(report_json(r)["ranks"][0]["main_thread_waits_ms_per_step"]["cuda_sync"].get<double>() == Approx(2));
     CHECK(report_json(r)["ranks"][0]["blocked"][0]["kind"] == "a lock");
 }
+
+namespace {
+// A rank waiting for its DataLoader `loader_ms` of each `step_ms` step, and `waits_ms` of it in
+// all_reduce for rank `for_rank` (as the report's figures come out of analyze_processes).
+gtrace::ProcessAnalysis loader_bound_rank(int rank, double step_ms, double loader_ms, double waits_ms, int for_rank) {
+    using namespace gtrace;
+    ProcessAnalysis r;
+    r.rank = rank, r.name = "rank " + std::to_string(rank), r.step_ms = step_ms;
+    r.steps.resize(100);
+    r.share[kDataLoader] = loader_ms / step_ms;
+    r.share[kCommunication] = (waits_ms + 1) / step_ms;
+    r.share[kKernel] = 1 - r.share[kDataLoader] - r.share[kCommunication];
+    r.gpu_utilization = r.share[kKernel];
+    r.collective_wait_ms_per_step = waits_ms;
+    CollectiveFigures f;
+    f.name = "all_reduce", f.count = 100, f.ms = (waits_ms + 1) * 100, f.wait_ms = waits_ms * 100;
+    if (waits_ms > 0) f.waited_for_ms[for_rank] = waits_ms * 100;
+    r.collectives.push_back(f);
+    return r;
+}
+} // namespace
+
+TEST_CASE("every rank waiting for its DataLoader, one longer: the job is data loading, the wait said beside it") {
+    // The demo's slow_loader on a busy host: rank 0's loader 65 ms a step, rank 1's 53 ms, so rank 1
+    // waits 12 ms in all_reduce for rank 0 — 18% of its step, against 77% waiting for its loader.
+    std::vector<ProcessAnalysis> ps{loader_bound_rank(0, 68, 65, 0, 1), loader_bound_rank(1, 68, 53, 12, 0)};
+    for (auto& p : ps) judge_process(p, "^Optimizer\\.step");
+    REQUIRE(ps[0].verdict == "data_loading");
+    REQUIRE(ps[1].verdict == "data_loading");
+    JobVerdict v = judge_job(ps);
+    INFO(v.evidence);
+    CHECK(v.verdict == "data_loading");
+    CHECK_FALSE(v.straggler);
+    CHECK(v.evidence.ends_with("; rank 1 also waits in all_reduce for rank 0 (12.00 ms per step)"));
+    CHECK(ps[1].verdict == "data_loading");
+    CHECK(ps[1].evidence.ends_with("; waits in all_reduce for rank 0 (12.00 ms per step)"));
+
+    // The same cause, but the wait outweighs it (rank 0's loader twice as slow): a straggler.
+    std::vector<ProcessAnalysis> uneven{loader_bound_rank(0, 68, 65, 0, 1), loader_bound_rank(1, 68, 20, 45, 0)};
+    for (auto& p : uneven) judge_process(p, "^Optimizer\\.step");
+    JobVerdict u = judge_job(uneven);
+    INFO(u.evidence);
+    REQUIRE(u.straggler);
+    CHECK(u.verdict == "straggler");
+    CHECK(u.straggler->rank == 0);
+}
+
+TEST_CASE("DDP's gradient wait: the late rank reaches its own wait after the one it held up has ended, and is still named") {
+    // Rank 1 issues its buckets' all-reduces from backward's hooks 35 ms into each 40 ms step and
+    // reaches finalize_backward 4 ms later (the rest of its backward, stretched on a busy host);
+    // rank 0 waits in finalize_backward from 2 ms until the all-reduce ends, 36 ms.
+    TraceData t;
+    ProcessData& r0 = rank_process(t, 100, 0);
+    ProcessData& r1 = rank_process(t, 101, 1);
+    std::string_view ddp = t.strings.intern("all_reduce (DDP gradients)"), step = t.strings.intern("Optimizer.step#SGD.step");
+    for (int i = 0; i <= 6; ++i) {
+        uint64_t at = kJobStart + static_cast<uint64_t>(i) * 40 * kMs;
+        r0.collectives.push_back({{at + 2 * kMs, at + 36 * kMs}, ddp, 0, r0.pid, false});
+        r1.collectives.push_back({{at + 39 * kMs, at + 39 * kMs + 50'000}, ddp, 0, r1.pid, false});
+        for (ProcessData* p : {&r0, &r1}) p->ranges.push_back({{at + 39 * kMs + 100'000, at + 40 * kMs}, step, p->pid});
+    }
+    auto ps = analyze_processes(t);
+    match_collectives(ps);
+    REQUIRE(ps.size() == 2);
+    REQUIRE(ps[0].collectives.size() == 1);
+    INFO(ps[0].collective_wait_ms_per_step);
+    CHECK(ps[0].collective_wait_ms_per_step == Approx(34));
+    CHECK(ps[0].collectives[0].waited_for_ms.contains(1));
+    CHECK(ps[1].collective_wait_ms_per_step == Approx(0));
+    for (auto& p : ps) judge_process(p, "^Optimizer\\.step");
+    JobVerdict v = judge_job(ps);
+    REQUIRE(v.straggler);
+    CHECK(v.straggler->rank == 1);
+}

@@ -38,8 +38,31 @@ std::vector<Instance> instances(const ProcessData& p) {
     return out;
 }
 
-// On another rank, the same call as `a`: of those overlapping it, the one finishing nearest.
-const Instance* same_call(const Instance& a, const std::vector<Instance>& other) {
+// The instance named like `a` in `list` (sorted by done) that finishes nearest to `a`.
+const Instance* nearest_done(const Instance& a, const std::vector<Instance>& list) {
+    auto it = std::lower_bound(list.begin(), list.end(), a.done, [](const Instance& i, uint64_t t) { return i.done < t; });
+    const Instance* best = nullptr;
+    auto gap = [&](const Instance& b) { return b.done > a.done ? b.done - a.done : a.done - b.done; };
+    for (auto f = it; f != list.end(); ++f)
+        if (f->name == a.name) {
+            best = &*f;
+            break;
+        }
+    for (auto b = it; b != list.begin();)
+        if ((--b)->name == a.name) {
+            if (!best || gap(*b) < gap(*best)) best = &*b;
+            break;
+        }
+    return best;
+}
+
+// On another rank, the same call as `a` (one of `mine`): of those overlapping it, the one
+// finishing nearest. Else the one finishing nearest to it, when `a` is in turn the nearest of
+// `mine` to that one: DDP's gradient wait (finalize_backward) ends once the last rank has issued
+// its buckets' all-reduces from backward's hooks — that rank reaches its own finalize_backward
+// later, after the rest of its backward, and returns at once; on a busy host, after the wait
+// it ended is over.
+const Instance* same_call(const Instance& a, const std::vector<Instance>& mine, const std::vector<Instance>& other) {
     auto it = std::lower_bound(other.begin(), other.end(), a.done, [](const Instance& i, uint64_t t) { return i.done < t; });
     const Instance* best = nullptr;
     uint64_t best_gap = UINT64_MAX;
@@ -54,7 +77,9 @@ const Instance* same_call(const Instance& a, const std::vector<Instance>& other)
         if (b->done < a.arrival) break;
         consider(*b);
     }
-    return best;
+    if (best) return best;
+    const Instance* near = nearest_done(a, other);
+    return near && nearest_done(*near, mine) == &a ? near : nullptr;
 }
 
 // "ncclDevKernel_AllReduce_Sum_f32_RING_LL" → "AllReduce (NCCL kernels)".
@@ -110,7 +135,7 @@ void match_collectives(std::vector<ProcessAnalysis>& all) {
             i.waited_for = -1;
             for (const auto& b : all) {
                 if (!b.rank || &b == &a) continue;
-                if (const Instance* same = same_call(i, b.collective_calls); same && same->arrival > last)
+                if (const Instance* same = same_call(i, a.collective_calls, b.collective_calls); same && same->arrival > last)
                     last = same->arrival, i.waited_for = *b.rank;
             }
             i.wait_ns = std::min(last - i.arrival, i.done - i.arrival);

@@ -100,6 +100,7 @@ struct ProcessAnalysis {
     std::string leading;  // with `mixed`: the verdict the figures lean to (the largest identified cause)
     std::string evidence; // the figures behind it
     std::vector<std::pair<Category, double>> causes; // the step's categories ranked by share (non-zero ones)
+    double cause_share = 0; // the verdict's (or leading cause's) own categories, as a share of the whole step
 };
 
 struct AnalysisOptions {

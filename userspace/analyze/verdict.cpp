@@ -154,6 +154,7 @@ std::string ranked(const std::vector<std::pair<Category, double>>& causes) {
 struct Judgment {
     std::string verdict, leading, evidence;
     std::vector<std::pair<Category, double>> causes;
+    double cause_share = 0;
 };
 
 // The candidate, if it dominates the step; else `mixed`, leading with the candidate.
@@ -170,8 +171,12 @@ Judgment judge_figures(const ProcessAnalysis& r) {
     double own = 0, next = 0;
     for (int k = 0; k < kCategoryCount; ++k) {
         double share = s[static_cast<size_t>(k)];
-        if (std::find(c.parts.begin(), c.parts.end(), k) != c.parts.end()) own += share;
-        else next = std::max(next, share);
+        if (std::find(c.parts.begin(), c.parts.end(), k) != c.parts.end()) {
+            own += share;
+            j.cause_share += r.share[static_cast<size_t>(k)];
+        } else {
+            next = std::max(next, share);
+        }
     }
     if (own >= kDominantShare || own >= kDominantLead * next) {
         j.verdict = c.verdict, j.evidence = c.evidence;
@@ -193,6 +198,7 @@ void judge_process(ProcessAnalysis& r, const std::string& step_marker) {
     }
     Judgment j = judge_figures(r);
     r.verdict = std::move(j.verdict), r.leading = std::move(j.leading), r.evidence = std::move(j.evidence), r.causes = std::move(j.causes);
+    r.cause_share = j.cause_share;
 }
 
 std::string remedy(const std::string& verdict, const std::string& leading) {
@@ -265,6 +271,23 @@ std::optional<Straggler> collective_straggler(const std::vector<const ProcessAna
     return best;
 }
 
+// Measured stragglers only: whether every rank's own verdict is the straggler's, and that cause
+// takes more of the waiting rank's whole step than its wait for the straggler does.
+bool shared_cause_outweighs(const std::vector<const ProcessAnalysis*>& ranks, const Straggler& slow) {
+    if (slow.collective.empty()) return false;
+    const ProcessAnalysis *straggling = nullptr, *waiting = nullptr;
+    for (const auto* r : ranks) {
+        if (*r->rank == slow.rank) straggling = r;
+        if (*r->rank == slow.waiting_rank) waiting = r;
+    }
+    if (!straggling || !waiting || waiting->step_ms <= 0) return false;
+    const std::string& cause = straggling->verdict;
+    if (cause == "mixed" || cause == "communication" || cause.empty()) return false;
+    for (const auto* r : ranks)
+        if (r->verdict != cause) return false;
+    return waiting->cause_share > slow.wait_ms / waiting->step_ms;
+}
+
 } // namespace
 
 namespace {
@@ -312,6 +335,19 @@ JobVerdict judge_job(std::vector<ProcessAnalysis>& processes) {
     // time, which blaming leaves alone.
     if (has_ranks) v.straggler = collective_straggler(judged);
     if (has_ranks && !v.straggler) v.straggler = straggler(judged);
+    if (v.straggler && shared_cause_outweighs(judged, *v.straggler)) {
+        // Every rank is held back by the same cause, one a little more this time (each waits for
+        // its DataLoader, one's slower): fixing that cause helps every rank more than evening
+        // them out. The wait is said, the job's verdict stays the ranks' own.
+        const Straggler& slow = *v.straggler;
+        std::string also = fmt::format("; rank {} also waits in {} for rank {} ({:.2f} ms per step)", slow.waiting_rank,
+                                       slow.collective, slow.rank, slow.wait_ms);
+        v.evidence += also;
+        for (auto& r : processes)
+            if (r.rank && *r.rank == slow.waiting_rank)
+                r.evidence += fmt::format("; waits in {} for rank {} ({:.2f} ms per step)", slow.collective, slow.rank, slow.wait_ms);
+        v.straggler.reset();
+    }
     if (v.straggler) {
         const Straggler& slow = *v.straggler;
         v.verdict = "straggler", v.leading.clear();

@@ -46,8 +46,11 @@ struct JobVerdict {
 
 // Judges the job: a straggler when the other ranks wait for one in collectives (measured: a tenth
 // of a rank's step or more, while that one waits under half as long), or when one rank's kernel
-// time per step is well above the other ranks' (then every other rank's verdict becomes `straggler`, its evidence saying whom it waits
-// for). Otherwise, ranks step in lockstep, so the rank that waits least for the others (least
+// time per step is well above the other ranks' (then every other rank's verdict becomes
+// `straggler`, its evidence saying whom it waits for) — unless every rank's own verdict is the
+// straggler's and that cause takes more of the waiting rank's step than the wait (all ranks wait
+// for their DataLoaders, one a little longer): then that cause is the job's, the wait said beside
+// it. Otherwise, ranks step in lockstep, so the rank that waits least for the others (least
 // Other and Communication) bounds the job: its verdict is the job's. A job without ranks gets
 // its processes' most common verdict — a single process's own.
 JobVerdict judge_job(std::vector<ProcessAnalysis>& processes);
