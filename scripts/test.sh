@@ -40,6 +40,8 @@ fi
 export GTRACE_SUITE_ID="$$-$(date +%s%N)"
 status=0
 (cd "$BUILD" && ctest --output-on-failure -j "${GTRACE_TEST_JOBS:-3}" "$@") || status=$?
+# CI keeps a long run's last lines: each failed test's reason is repeated there.
+((status == 0)) || /usr/bin/python3 tests/runtime/failure_digest.py "$BUILD"
 /usr/bin/python3 tests/runtime/leftovers.py check "$GTRACE_SUITE_ID" ${sanitized_build:+--spare "$sanitized_build"} || status=1
 ((status == 0)) || exit "$status"
 
