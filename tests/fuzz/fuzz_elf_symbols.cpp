@@ -9,6 +9,7 @@
 #include <string>
 
 #include "attach/call_sites.h"
+#include "foundation/elf_address_table.h"
 #include "foundation/elf_symbols.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -28,7 +29,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
             if (auto sites = find_return_sites(path, {{first.vaddr, first.size}})) sink += sites->size();
         }
     }
-    if (auto by_address = ElfSymbols::load_by_address(path)) sink += (*by_address)->size();
+    if (auto file = open_input_file(path))
+        if (auto by_address = ElfAddressTable::load(*file, path)) {
+            sink += (*by_address)->size();
+            for (uint64_t offset : {uint64_t{0}, uint64_t{0x1000}, static_cast<uint64_t>(size / 2)})
+                if (auto vaddr = (*by_address)->offset_to_vaddr(offset))
+                    if (auto name = (*by_address)->name_covering(*vaddr, *file)) sink += name->size();
+        }
     for (const auto& dir : elf_search_paths(path, "/origin")) sink += dir.size();
     if (auto calls = find_call_sites(path, {"cudaLaunchKernel"})) sink += calls->size();
     return sink == 0xdeadbeef;

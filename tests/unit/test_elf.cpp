@@ -10,6 +10,7 @@
 
 #include "decode/address_symbols.h"
 #include "discover/proc_maps.h"
+#include "foundation/elf_address_table.h"
 #include "foundation/elf_symbols.h"
 
 using namespace gtrace;
@@ -66,6 +67,34 @@ TEST_CASE("addresses are named the same when the symbol tables' budget lets file
         CHECK(tight.name_at(self, in_libstdcxx + round) == cxx_name);
         CHECK(tight.name_at(self, in_libc + round) == libc_name);
     }
+}
+
+TEST_CASE("the address table names each function as the full symbol table does, holding 16 bytes a symbol") {
+    // cuda_calls keeps its .symtab (local functions too) beside .dynsym.
+    std::string path = std::string(TEST_PROGRAMS) + "/cuda_calls";
+    auto full = ElfSymbols::load(path);
+    auto file = open_input_file(path);
+    REQUIRE(full);
+    REQUIRE(file);
+    auto table = ElfAddressTable::load(*file, path);
+    REQUIRE(table);
+    CHECK((*table)->memory_bytes() <= (*table)->size() * 16 + 1024);
+    size_t named = 0;
+    for (const ElfSymbol& s : (*full)->all()) {
+        if (s.size == 0) continue;
+        auto name = (*table)->name_covering(s.vaddr + s.size - 1, *file);
+        REQUIRE(name);
+        // Aliases share an address: the name is one of the symbols there.
+        bool alias = false;
+        for (const ElfSymbol& other : (*full)->all()) alias = alias || (other.vaddr == s.vaddr && other.name == *name);
+        CHECK(alias);
+        ++named;
+    }
+    CHECK(named > 10);
+    CHECK_FALSE((*table)->name_covering(0, *file));
+    auto not_elf = open_input_file("/etc/hostname");
+    REQUIRE(not_elf);
+    CHECK_FALSE(ElfAddressTable::load(*not_elf, "/etc/hostname"));
 }
 
 TEST_CASE("an executable's RUNPATH is read, with $ORIGIN expanded") {

@@ -1,6 +1,11 @@
 #include "decode/address_symbols.h"
 
+#include "foundation/elf_symbols.h"
+
 #include <fmt/format.h>
+
+#include <algorithm>
+#include <ranges>
 
 namespace gtrace {
 namespace {
@@ -17,24 +22,54 @@ std::string basename(const std::string& path) {
 }
 
 constexpr size_t kMaxFiles = 1024;
+// Files kept open to read names from; the others are opened again when one is asked for.
+constexpr size_t kMaxOpenFiles = 64;
 constexpr size_t kMaxNamesPerProcess = 1 << 16;
 
 } // namespace
 
-std::shared_ptr<const ElfSymbols> AddressSymbols::symbols_for(uint32_t pid, const Mapping& m) {
+AddressSymbols::File* AddressSymbols::file_for(uint32_t pid, const Mapping& m) {
     FileKey key{m.dev, m.inode};
-    if (auto it = files_.find(key); it != files_.end()) {
-        it->second.last_use = ++uses_;
-        return it->second.symbols;
+    auto it = files_.find(key);
+    if (it == files_.end()) {
+        File file;
+        if (auto opened = target_files_.open_mapped(static_cast<int>(pid), m)) {
+            file.open = std::make_shared<InputFile>(std::move(*opened));
+            if (auto loaded = ElfAddressTable::load(*file.open, m.path)) file.table = *loaded;
+        }
+        file.bytes = file.table ? file.table->memory_bytes() : 0;
+        bytes_held_ += file.bytes;
+        it = files_.emplace(key, std::move(file)).first;
+        trim_files(key);
+    } else if (it->second.table && !it->second.open) { // its descriptor was closed meanwhile
+        if (auto opened = target_files_.open_mapped(static_cast<int>(pid), m))
+            it->second.open = std::make_shared<InputFile>(std::move(*opened));
     }
-    std::shared_ptr<const ElfSymbols> syms;
-    if (auto file = target_files_.open_mapped(static_cast<int>(pid), m))
-        if (auto loaded = ElfSymbols::load_by_address(file->fd_path())) syms = *loaded;
-    size_t bytes = syms ? syms->memory_bytes() : 0;
-    files_.emplace(key, File{syms, ++uses_, bytes});
-    bytes_held_ += bytes;
-    trim_files(key);
-    return syms;
+    it->second.last_use = ++uses_;
+    close_idle_files(key);
+    return &it->second;
+}
+
+std::string AddressSymbols::function_at(uint32_t pid, const Mapping& m, uint64_t offset) {
+    File* file = file_for(pid, m);
+    if (!file->table || !file->open) return {};
+    auto vaddr = file->table->offset_to_vaddr(offset);
+    auto name = vaddr ? file->table->name_covering(*vaddr, *file->open) : std::nullopt;
+    return name ? demangle(*name) : std::string();
+}
+
+void AddressSymbols::close_idle_files(const FileKey& keep) {
+    size_t open = 0;
+    for (const auto& [key, file] : files_) open += file.open != nullptr;
+    while (open > kMaxOpenFiles) {
+        auto oldest = files_.end();
+        for (auto it = files_.begin(); it != files_.end(); ++it)
+            if (it->second.open && it->first != keep && (oldest == files_.end() || it->second.last_use < oldest->second.last_use))
+                oldest = it;
+        if (oldest == files_.end()) return;
+        oldest->second.open.reset();
+        --open;
+    }
 }
 
 void AddressSymbols::trim_files(const FileKey& keep) {
@@ -59,10 +94,7 @@ std::string AddressSymbols::name_at(uint32_t pid, uint64_t addr) {
     std::string name;
     if (m && m->is_file()) {
         uint64_t offset = addr - m->start + m->offset;
-        if (auto syms = symbols_for(pid, *m)) {
-            auto vaddr = syms->offset_to_vaddr(offset);
-            if (const ElfSymbol* sym = vaddr ? syms->covering(*vaddr) : nullptr) name = demangle(sym->name);
-        }
+        name = function_at(pid, *m, offset);
         if (name.empty()) name = fmt::format("{}+{:#x}", basename(m->path), offset);
     }
     if (ps.names.size() >= kMaxNamesPerProcess) ps.names.clear(); // a hot loop's addresses come back at once
@@ -73,9 +105,11 @@ std::string AddressSymbols::name_at(uint32_t pid, uint64_t addr) {
 void AddressSymbols::set_maps(uint32_t pid, std::vector<Mapping> maps) {
     if (maps.empty()) return;
     ProcessState& ps = processes_[pid];
-    if (ps.maps == maps) return; // the periodic rescan usually finds nothing new: keep the names
+    // The periodic rescan mostly finds anonymous memory come and gone (the allocators' arenas):
+    // names are kept unless a file's mapping changed, and an address may now be another object's.
+    bool same_files = std::ranges::equal(ps.maps | std::views::filter(&Mapping::is_file), maps | std::views::filter(&Mapping::is_file));
     ps.maps = std::move(maps);
-    ps.names.clear(); // an address may now belong to another object
+    if (!same_files) ps.names.clear();
 }
 
 void AddressSymbols::inherit(uint32_t child, uint32_t parent) {

@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "foundation/elf_symbols.h"
+#include "foundation/elf_address_table.h"
 #include "discover/proc_maps.h"
 #include "discover/target_files.h"
 
@@ -18,12 +18,13 @@ namespace gtrace {
 
 class AddressSymbols {
 public:
-    // Tables held at most (least recently used let go): torch's largest library (libtorch_cpu:
-    // 34,000 dynamic symbols, ~5 MiB demangled) and some small ones. Native sample stacks walked
-    // by frame pointers through code built without them reach into every library a process
-    // maps, a few more each minute: a bound by count (150,000 symbols, ~20 MiB) was reached only
-    // after an hour or more of the soak, which grew meanwhile (bench/README.md).
-    static constexpr size_t kDefaultMaxBytes = 8u << 20;
+    // Tables held at most (least recently used let go), at 16 bytes a symbol: pip torch 2.x's
+    // libtorch_cpu (390,000 functions, 6 MiB), libtorch_cuda (3.5 MiB), libtorch_python, libpython
+    // and the rest a job samples in, with room to spare: a table that does not fit is loaded
+    // again sample after sample (at 8 MiB with names held, gtrace spent most of its CPU there).
+    // Native sample stacks walked by frame pointers through code built without them reach into
+    // every library a process maps, a few more each minute (bench/README.md, the soak).
+    static constexpr size_t kDefaultMaxBytes = 32u << 20;
     // Objects are opened as each process maps them (`files`: discover/target_files.h).
     explicit AddressSymbols(TargetFiles& files, size_t max_bytes = kDefaultMaxBytes) : target_files_(files), max_bytes_(max_bytes) {}
 
@@ -34,7 +35,6 @@ public:
     void forget_process(uint32_t pid);
 
 private:
-    std::shared_ptr<const ElfSymbols> symbols_for(uint32_t pid, const Mapping& m);
     struct ProcessState {
         std::vector<Mapping> maps;
         std::unordered_map<uint64_t, std::string> names; // address -> name
@@ -44,7 +44,8 @@ private:
     // least recently used let go past a budget: over an hour, samples land in more and more of
     // a torch process's few hundred libraries.
     struct File {
-        std::shared_ptr<const ElfSymbols> symbols; // null: not an ELF file we could read
+        std::shared_ptr<const ElfAddressTable> table; // null: not an ELF file we could read
+        std::shared_ptr<InputFile> open; // where names are read; closed past kMaxOpenFiles
         uint64_t last_use = 0;
         size_t bytes = 0;
     };
@@ -54,7 +55,10 @@ private:
     size_t max_bytes_;
     size_t bytes_held_ = 0;
     uint64_t uses_ = 0;
+    File* file_for(uint32_t pid, const Mapping& m);
+    std::string function_at(uint32_t pid, const Mapping& m, uint64_t offset);
     void trim_files(const FileKey& keep);
+    void close_idle_files(const FileKey& keep);
 };
 
 } // namespace gtrace

@@ -1,71 +1,21 @@
 #include "foundation/elf_symbols.h"
 
 #include "foundation/bounded_call.h"
+#include "foundation/elf_reading.h"
 #include "foundation/input_file.h"
 
 #include <cxxabi.h>
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
-#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
-#include <set>
 
 namespace gtrace {
-namespace {
-
-// A section that lies inside the file: libelf allocates what a section header claims.
-bool section_fits(const GElf_Shdr& s, uint64_t file_size) {
-    return s.sh_type == SHT_NOBITS || (s.sh_offset <= file_size && s.sh_size <= file_size - s.sh_offset);
-}
-
-// FUSE and the network file systems: a server gtrace does not control answers their reads.
-bool on_remote_file_system(int fd) {
-    struct statfs fs {};
-    if (fstatfs(fd, &fs) != 0) return false;
-    switch (static_cast<unsigned long>(fs.f_type)) {
-    case 0x65735546: // FUSE
-    case 0x6969:     // NFS
-    case 0xFF534D42: // CIFS
-    case 0xFE534D42: // SMB2
-    case 0x01021997: // 9P
-    case 0x00C36400: // Ceph
-    case 0x013111A8: // IBRIX
-    case 0x47504653: // GPFS
-    case 0x0BD00BD0: // Lustre
-        return true;
-    default:
-        return false;
-    }
-}
-
-std::mutex unanswering_mutex;
-std::set<dev_t> unanswering; // devices whose reads missed a deadline: not read again
-
-bool unanswering_device(dev_t dev) {
-    std::lock_guard lock(unanswering_mutex);
-    return unanswering.contains(dev);
-}
-
-void mark_unanswering(dev_t dev) {
-    std::lock_guard lock(unanswering_mutex);
-    unanswering.insert(dev);
-}
-
-struct ElfHandle {
-    InputFile file; // a regular file only: the path may be a hostile user's FIFO or device
-    Elf* elf = nullptr;
-    ~ElfHandle() {
-        if (elf) elf_end(elf);
-    }
-};
-
-} // namespace
+using namespace elf_reading;
 
 Result<std::shared_ptr<const ElfSymbols>> ElfSymbols::load(const std::string& path,
                                                             const std::unordered_set<std::string_view>* only) {
@@ -76,11 +26,6 @@ Result<std::shared_ptr<const ElfSymbols>> ElfSymbols::load(const std::string& pa
 Result<std::shared_ptr<const ElfSymbols>> ElfSymbols::load_matching(const std::string& path,
                                                                      const std::function<bool(std::string_view)>& keep) {
     return load_filtered(path, false, keep);
-}
-
-// `keep` empty: every function; `objects`: data objects too.
-Result<std::shared_ptr<const ElfSymbols>> ElfSymbols::load_by_address(const std::string& path) {
-    return load_filtered(path, false, {}, false);
 }
 
 Result<std::shared_ptr<const ElfSymbols>> ElfSymbols::load_filtered(const std::string& path, bool objects,
@@ -117,43 +62,16 @@ Result<std::shared_ptr<const ElfSymbols>> ElfSymbols::parse(InputFile file, cons
                                                              bool index_names) {
     ElfHandle h;
     h.file = std::move(file);
-    // Read, not mapped: a library its owner truncates while gtrace reads it must not fault gtrace
-    // (SIGBUS); libelf reads the sections asked for, each checked against the file's size first.
     h.elf = elf_begin(h.file.fd(), ELF_C_READ, nullptr);
     if (!h.elf || elf_kind(h.elf) != ELF_K_ELF)
         return make_error(ExitCode::Internal, path + " is not an ELF file");
-    auto fits = [&](const GElf_Shdr& s) { return section_fits(s, h.file.size()); };
 
     auto syms = std::make_shared<ElfSymbols>();
-    size_t phnum = 0;
-    elf_getphdrnum(h.elf, &phnum);
-    for (size_t i = 0; i < phnum; ++i) {
-        GElf_Phdr ph;
-        if (gelf_getphdr(h.elf, i, &ph) && ph.p_type == PT_LOAD)
-            syms->segments_.push_back({ph.p_vaddr, ph.p_offset, ph.p_filesz});
-    }
-
-    Elf_Scn* scn = nullptr;
-    while ((scn = elf_nextscn(h.elf, scn))) {
-        GElf_Shdr sh;
-        if (!gelf_getshdr(scn, &sh) || (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM) || !sh.sh_entsize || !fits(sh))
-            continue;
-        GElf_Shdr strings;
-        Elf_Scn* strscn = elf_getscn(h.elf, sh.sh_link);
-        if (!strscn || !gelf_getshdr(strscn, &strings) || !fits(strings)) continue;
-        Elf_Data* data = elf_getdata(scn, nullptr);
-        if (!data) continue;
-        size_t count = sh.sh_size / sh.sh_entsize;
-        for (size_t i = 0; i < count; ++i) {
-            GElf_Sym sym;
-            if (!gelf_getsym(data, i, &sym) || sym.st_shndx == SHN_UNDEF || sym.st_value == 0) continue;
-            int type = GELF_ST_TYPE(sym.st_info);
-            if (type != STT_FUNC && type != STT_GNU_IFUNC && !(objects && type == STT_OBJECT)) continue;
-            const char* name = elf_strptr(h.elf, sh.sh_link, sym.st_name);
-            if (!name || !*name || (keep && !keep(name))) continue;
-            syms->by_addr_.push_back({sym.st_value, sym.st_size, name});
-        }
-    }
+    syms->segments_ = load_segments(h.elf);
+    for_each_symbol(h.elf, h.file.size(), objects, [&](const GElf_Sym& sym, size_t strings, const GElf_Shdr&) {
+        const char* name = elf_strptr(h.elf, strings, sym.st_name);
+        if (name && *name && (!keep || keep(name))) syms->by_addr_.push_back({sym.st_value, sym.st_size, name});
+    });
     syms->finish(index_names);
     return std::shared_ptr<const ElfSymbols>(std::move(syms));
 }
@@ -176,17 +94,9 @@ const ElfSymbol* ElfSymbols::find(std::string_view name) const {
     return it == by_name_.end() ? nullptr : &by_addr_[it->second];
 }
 
-std::optional<uint64_t> ElfSymbols::vaddr_to_offset(uint64_t vaddr) const {
-    for (const auto& s : segments_)
-        if (vaddr >= s.vaddr && vaddr < s.vaddr + s.filesz) return vaddr - s.vaddr + s.offset;
-    return std::nullopt;
-}
+std::optional<uint64_t> ElfSymbols::vaddr_to_offset(uint64_t vaddr) const { return elf_reading::vaddr_to_offset(segments_, vaddr); }
 
-std::optional<uint64_t> ElfSymbols::offset_to_vaddr(uint64_t offset) const {
-    for (const auto& s : segments_)
-        if (offset >= s.offset && offset < s.offset + s.filesz) return offset - s.offset + s.vaddr;
-    return std::nullopt;
-}
+std::optional<uint64_t> ElfSymbols::offset_to_vaddr(uint64_t offset) const { return elf_reading::offset_to_vaddr(segments_, offset); }
 
 const ElfSymbol* ElfSymbols::covering(uint64_t vaddr) const {
     auto it = std::upper_bound(by_addr_.begin(), by_addr_.end(), vaddr,
@@ -232,7 +142,7 @@ std::vector<std::string> elf_search_paths(const std::string& path, const std::st
 }
 
 size_t ElfSymbols::memory_bytes() const {
-    size_t bytes = by_addr_.capacity() * sizeof(ElfSymbol) + by_name_.size() * 48 + segments_.capacity() * sizeof(Segment);
+    size_t bytes = by_addr_.capacity() * sizeof(ElfSymbol) + by_name_.size() * 48 + segments_.capacity() * sizeof(elf_reading::LoadSegment);
     for (const ElfSymbol& s : by_addr_)
         if (s.name.capacity() > 15) bytes += s.name.capacity() + 1 + 16; // on the heap past the short-string buffer
     return bytes;

@@ -1,5 +1,5 @@
-// Symbols of one ELF file (.symtab and .dynsym): lookup by name for probing and by address
-// for naming kernels from their host stubs.
+// Symbols of one ELF file (.symtab and .dynsym), names held: lookup by name for probing, and
+// by address for what names a few (elf_address_table.h names sampled addresses).
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -11,6 +11,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "foundation/elf_reading.h"
 #include "foundation/input_file.h"
 #include "foundation/result.h"
 
@@ -34,9 +35,6 @@ public:
     // The function symbols whose names `keep` accepts (a pattern rather than a list of names).
     static Result<std::shared_ptr<const ElfSymbols>> load_matching(const std::string& path,
                                                                    const std::function<bool(std::string_view)>& keep);
-    // All function symbols, for naming addresses only (covering()): no index by name (find()
-    // finds nothing), which halves what a table costs.
-    static Result<std::shared_ptr<const ElfSymbols>> load_by_address(const std::string& path);
 
     // The defined function with this exact name, if any.
     const ElfSymbol* find(std::string_view name) const;
@@ -57,13 +55,10 @@ private:
     static Result<std::shared_ptr<const ElfSymbols>> parse(InputFile file, const std::string& path, bool objects,
                                                            const std::function<bool(std::string_view)>& keep, bool index_names);
     void finish(bool index_names); // sorted by address, repeats dropped, indexed by name
-    struct Segment {
-        uint64_t vaddr, offset, filesz;
-    };
     std::vector<ElfSymbol> by_addr_; // sorted by vaddr
     std::unordered_map<std::string_view, size_t> by_name_; // views of by_addr_'s names: one copy of each
 
-    std::vector<Segment> segments_;
+    std::vector<elf_reading::LoadSegment> segments_;
 };
 
 // The DT_RUNPATH and DT_RPATH directories of an ELF file, $ORIGIN expanded to `origin`.
