@@ -244,7 +244,7 @@ def run_untraced(args, work):
 def run_gtrace(args, work):
     wait_for(lambda: os.access(GTRACE, os.X_OK), 300, f"{GTRACE} (being rebuilt?)")
     out = os.path.join(work, "gtrace.pftrace")
-    m = attached_phase(args, work, lambda pid: [GTRACE, "attach", "--pid", str(pid), "-o", out],
+    m = attached_phase(args, work, lambda pid: [GTRACE, "attach", "--pid", str(pid), "-o", out, *args.gtrace_args.split()],
                        "gtrace: attached", "gtrace")
     m["bytes"] = os.path.getsize(out)
     samples, calls = found(r"samples: (\d+)", m["tool_log"]), found(r"CUDA API calls: (\d+)", m["tool_log"])
@@ -390,6 +390,7 @@ def main():
     ap.add_argument("--quiet-wait", type=float, default=20, help="seconds to wait for other work to calm down before each phase")
     ap.add_argument("--retries", type=int, default=1, help="times to redo a phase whose window other work loaded")
     ap.add_argument("--phases", default=",".join(PHASES), help="comma-separated subset of " + ",".join(PHASES))
+    ap.add_argument("--gtrace-args", default="", help="options added to gtrace attach's (to see what each costs)")
     ap.add_argument("--json", help="write the results here")
     ap.add_argument("--keep", help="keep the traces and logs in this directory")
     args = ap.parse_args()
