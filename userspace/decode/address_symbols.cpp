@@ -4,8 +4,6 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
-#include <ranges>
 
 namespace gtrace {
 namespace {
@@ -19,6 +17,17 @@ const Mapping* find_mapping(const std::vector<Mapping>& maps, uint64_t addr) {
 std::string basename(const std::string& path) {
     auto slash = path.rfind('/');
     return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+// Whether the file-backed mappings of two snapshots are the same, in order.
+bool same_file_mappings(const std::vector<Mapping>& a, const std::vector<Mapping>& b) {
+    auto ai = a.begin(), bi = b.begin();
+    for (;;) {
+        while (ai != a.end() && !ai->is_file()) ++ai;
+        while (bi != b.end() && !bi->is_file()) ++bi;
+        if (ai == a.end() || bi == b.end()) return ai == a.end() && bi == b.end();
+        if (!(*ai++ == *bi++)) return false;
+    }
 }
 
 constexpr size_t kMaxFiles = 1024;
@@ -107,7 +116,7 @@ void AddressSymbols::set_maps(uint32_t pid, std::vector<Mapping> maps) {
     ProcessState& ps = processes_[pid];
     // The periodic rescan mostly finds anonymous memory come and gone (the allocators' arenas):
     // names are kept unless a file's mapping changed, and an address may now be another object's.
-    bool same_files = std::ranges::equal(ps.maps | std::views::filter(&Mapping::is_file), maps | std::views::filter(&Mapping::is_file));
+    bool same_files = same_file_mappings(ps.maps, maps);
     ps.maps = std::move(maps);
     if (!same_files) ps.names.clear();
 }
