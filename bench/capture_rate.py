@@ -19,7 +19,7 @@ through ctypes, ~50 Python frames deep, as fast as they can; the stub is no regi
 a call and no GPU op), paced at --python-rate calls a second each for the whole run: their calls
 have Python frames above them, and are added to the offered and kept counts (a Python loop makes
 tens of thousands of calls a second, not a million: the rate_loop processes make up the rest).
-The trace is then read back (protobuf classes from userspace/output/pftrace.proto, packet by
+The trace is then read back (protobuf classes from userspace/format/pftrace.proto, packet by
 packet) and each Python process's calls are counted with and without their whole stack: the 45
 recursive frames and the loop that made the call.
 

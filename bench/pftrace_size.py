@@ -7,7 +7,7 @@
   demo        the demo job (demo/train.py --scenario balanced, torchrun, 2 ranks) for --seconds
 
 For each: the file's bytes over its cudaLaunchKernel calls, and where the bytes go (packets by
-kind, decoded with protoc's classes from userspace/output/pftrace.proto — not gtrace's reader),
+kind, decoded with protoc's classes from userspace/format/pftrace.proto — not gtrace's reader),
 the packets whose timestamp is absolute instead of a delta, and the flow ids used once (a flow
 started that nothing ends). A trace of the run stays in --keep DIR if given.
 

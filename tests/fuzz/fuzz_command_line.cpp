@@ -1,5 +1,5 @@
 // The command line of gtrace attach, record and dump: Boost's parse (cli/command_line.cpp), then
-// every option's value (cli/capture_options.cpp, cli/option_values.cpp, the --format/-o choice).
+// every option's value (cli/capture_flags.cpp, cli/option_values.cpp, the --format/-o choice).
 // The input is the arguments, separated by NUL bytes; the first picks the command. Nothing is
 // attached: only what gtrace decides before it touches a process.
 #include <algorithm>
@@ -8,7 +8,7 @@
 
 #include <boost/program_options.hpp>
 
-#include "cli/capture_options.h"
+#include "cli/capture_flags.h"
 #include "cli/command_line.h"
 #include "cli/option_values.h"
 #include "output/trace_formats.h"

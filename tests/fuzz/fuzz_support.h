@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "analyze/job_report.h"
-#include "output/report_json.h"
-#include "output/report_text.h"
+#include "analyze/report_json.h"
+#include "analyze/report_text.h"
 
 namespace gtrace::fuzz {
 

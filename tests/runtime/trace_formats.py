@@ -3,7 +3,7 @@
 
   .json         gtrace's Chrome JSON, as it is
   .pftrace      Perfetto protobuf, decoded by Debian's protobuf runtime (python3-protobuf) with
-                classes protoc generates from userspace/output/pftrace.proto — not by gtrace's own
+                classes protoc generates from userspace/format/pftrace.proto — not by gtrace's own
                 reader — and checked for what trace_processor relies on (check_pftrace)
   a directory   Kineto JSON, a file per rank (*.pt.trace.json, and other/ for processes without one)
 
@@ -19,7 +19,7 @@ import subprocess
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-PROTO = os.path.join(HERE, "..", "..", "userspace", "output", "pftrace.proto")
+PROTO = os.path.join(HERE, "..", "..", "userspace", "format", "pftrace.proto")
 SAMPLE_TID_OFFSET = 1 << 30
 OFF_CPU_TID_OFFSET = 1 << 29  # a thread's "off CPU" track
 GPU_TRACK_BASE = 1_000_000_000

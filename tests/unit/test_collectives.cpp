@@ -11,8 +11,8 @@
 #include "attach/comm_probes.h"
 #include "decode/collective.h"
 #include "output/json_event_file.h"
-#include "output/report_json.h"
-#include "output/report_text.h"
+#include "analyze/report_json.h"
+#include "analyze/report_text.h"
 #include "ns_units.h"
 
 using namespace gtrace;

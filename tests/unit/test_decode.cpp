@@ -4,7 +4,7 @@
 #include <cstring>
 
 #include "decode/api_call.h"
-#include "decode/api_table.h"
+#include "format/api_table.h"
 
 using namespace gtrace;
 

@@ -9,11 +9,11 @@
 #include <fmt/format.h>
 
 #include "analyze/pftrace_reader.h"
-#include "analyze/proto_wire.h"
+#include "format/proto_wire.h"
 #include "analyze/trace_data.h"
 #include "decode/python_stacks.h"
 #include "output/admission_filter.h"
-#include "output/proto_encoder.h"
+#include "format/proto_encoder.h"
 #include "output/sample_tracks.h"
 #include "output/trace_formats.h"
 #include "temp_dir.h"

@@ -6,7 +6,7 @@
 #include <map>
 #include <vector>
 
-#include "analyze/proto_wire.h"
+#include "format/proto_wire.h"
 #include "output/pftrace_flows.h"
 #include "output/pftrace_interning.h"
 #include "output/trace_formats.h"

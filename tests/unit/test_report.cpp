@@ -9,8 +9,8 @@
 #include "analyze/memory_curve.h"
 #include "analyze/step_analysis.h"
 #include "analyze/verdict.h"
-#include "output/report_json.h"
-#include "output/report_text.h"
+#include "analyze/report_json.h"
+#include "analyze/report_text.h"
 #include "ns_units.h"
 
 using namespace gtrace;

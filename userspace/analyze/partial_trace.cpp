@@ -2,9 +2,8 @@
 
 #include <algorithm>
 
-#include "analyze/json_cursor.h"
-#include "output/chrome_trace.h"
-#include "output/kineto_writer.h"
+#include "format/json_cursor.h"
+#include "format/json_traces.h"
 
 namespace gtrace {
 namespace {

@@ -10,20 +10,24 @@
 #include <nlohmann/json.hpp>
 
 #include "analyze/pftrace_sequence.h"
-#include "analyze/proto_wire.h"
-#include "analyze/trace_file.h"
+#include "format/proto_wire.h"
+#include "pftrace_field_numbers.h"
+#include "format/trace_file.h"
 
 namespace gtrace {
 namespace {
 
 using proto::WireReader;
+using TP = pftrace::TracePacket;
+using TE = pftrace::TrackEvent;
+using TD = pftrace::TrackDescriptor;
 using pftrace_in::Ann;
 using pftrace_in::Cat;
 using pftrace_in::Sequence;
 using pftrace_in::get;
 using pftrace_in::kClockMonotonic;
 
-constexpr uint32_t kSliceBegin = 1, kSliceEnd = 2, kCounter = 4;
+constexpr uint32_t kSliceBegin = TE::TYPE_SLICE_BEGIN, kSliceEnd = TE::TYPE_SLICE_END, kCounter = TE::TYPE_COUNTER;
 enum class TrackKind : uint8_t { Unknown, Process, Thread, Samples, Gpu, Counter };
 
 struct Open {
@@ -60,7 +64,7 @@ public:
         if (file) drop.emplace(*file, bytes.data());
         uint32_t field, type;
         while (trace.next(field, type)) {
-            if (field != 1 || type != 2) {
+            if (field != pftrace::Trace::kPacket || type != 2) {
                 trace.skip(type);
                 continue;
             }
@@ -73,15 +77,6 @@ public:
     std::string tool;
     std::string facts;
 
-    PftraceOpenSlices open_slices() const {
-        PftraceOpenSlices open;
-        open.last_ts = last_ts_;
-        for (const auto& [uuid, track] : tracks_)
-            if (!track.open.empty()) open.tracks.emplace_back(uuid, track.open.size());
-        std::sort(open.tracks.begin(), open.tracks.end());
-        return open;
-    }
-
 private:
     bool packet(std::string_view bytes) {
         Packet p;
@@ -89,22 +84,22 @@ private:
         uint32_t field, type;
         while (r.next(field, type)) {
             switch (field) {
-            case 8: p.timestamp = r.varint_of(type), p.has_timestamp = true; break;
-            case 58: p.clock = static_cast<uint32_t>(r.varint_of(type)), p.has_clock = true; break;
-            case 10: p.sequence = static_cast<uint32_t>(r.varint_of(type)); break;
-            case 13: p.flags = static_cast<uint32_t>(r.varint_of(type)); break;
-            case 11: p.event = r.bytes_of(type); break;
-            case 60: p.descriptor = r.bytes_of(type); break;
-            case 6: p.clocks = r.bytes_of(type); break;
-            case 126: p.attributes = r.bytes_of(type); break;
-            case 12: p.interned = r.bytes_of(type); break;
-            case 59: p.defaults = r.bytes_of(type); break;
+            case TP::kTimestamp: p.timestamp = r.varint_of(type), p.has_timestamp = true; break;
+            case TP::kTimestampClockId: p.clock = static_cast<uint32_t>(r.varint_of(type)), p.has_clock = true; break;
+            case TP::kTrustedPacketSequenceId: p.sequence = static_cast<uint32_t>(r.varint_of(type)); break;
+            case TP::kSequenceFlags: p.flags = static_cast<uint32_t>(r.varint_of(type)); break;
+            case TP::kTrackEvent: p.event = r.bytes_of(type); break;
+            case TP::kTrackDescriptor: p.descriptor = r.bytes_of(type); break;
+            case TP::kClockSnapshot: p.clocks = r.bytes_of(type); break;
+            case TP::kTraceAttributes: p.attributes = r.bytes_of(type); break;
+            case TP::kInternedData: p.interned = r.bytes_of(type); break;
+            case TP::kTracePacketDefaults: p.defaults = r.bytes_of(type); break;
             default: r.skip(type);
             }
         }
         if (r.failed()) return false;
         Sequence& s = sequence(p.sequence);
-        if (p.flags & 1) s.clear();
+        if (p.flags & TP::SEQ_INCREMENTAL_STATE_CLEARED) s.clear();
         if (!p.defaults.empty() && !s.read_defaults(p.defaults)) return false;
         if (!p.clocks.empty() && !s.read_clock_snapshot(p.clocks)) return false;
         if (!p.clocks.empty() && !t_.realtime_offset_ns) t_.realtime_offset_ns = pftrace_in::realtime_offset(p.clocks);
@@ -115,7 +110,6 @@ private:
         auto time = s.time_of(p.has_clock ? p.clock : s.clock, p.timestamp);
         if (!time) return true;
         uint64_t ts = *time;
-        last_ts_ = std::max(last_ts_, ts);
         return event(s, p.event, ts);
     }
 
@@ -142,11 +136,11 @@ private:
         std::string_view name, process, thread;
         while (r.next(field, type)) {
             switch (field) {
-            case 1: uuid = r.varint_of(type); break;
-            case 5: parent = r.varint_of(type); break;
-            case 2: name = r.bytes_of(type); break;
-            case 3: process = r.bytes_of(type); break;
-            case 4: thread = r.bytes_of(type); break;
+            case TD::kUuid: uuid = r.varint_of(type); break;
+            case TD::kParentUuid: parent = r.varint_of(type); break;
+            case TD::kName: name = r.bytes_of(type); break;
+            case TD::kProcess: process = r.bytes_of(type); break;
+            case TD::kThread: thread = r.bytes_of(type); break;
             default: r.skip(type);
             }
         }
@@ -156,8 +150,8 @@ private:
         if (!thread.empty()) {
             WireReader d(thread);
             while (d.next(field, type)) {
-                if (field == 1) tr.pid = static_cast<uint32_t>(d.varint_of(type));
-                else if (field == 2) tr.tid = static_cast<uint32_t>(d.varint_of(type));
+                if (field == pftrace::ThreadDescriptor::kPid) tr.pid = static_cast<uint32_t>(d.varint_of(type));
+                else if (field == pftrace::ThreadDescriptor::kTid) tr.tid = static_cast<uint32_t>(d.varint_of(type));
                 else d.skip(type);
             }
             tr.kind = TrackKind::Thread;
@@ -185,9 +179,9 @@ private:
         std::optional<int> rank;
         bool forked = false;
         while (d.next(field, type)) {
-            if (field == 1) tr.pid = static_cast<uint32_t>(d.varint_of(type));
-            else if (field == 6) label = d.bytes_of(type);
-            else if (field == 8) {
+            if (field == pftrace::ProcessDescriptor::kPid) tr.pid = static_cast<uint32_t>(d.varint_of(type));
+            else if (field == pftrace::ProcessDescriptor::kProcessName) label = d.bytes_of(type);
+            else if (field == pftrace::ProcessDescriptor::kProcessLabels) {
                 std::string_view l = d.bytes_of(type);
                 int v = 0;
                 if (l.starts_with("rank=") && std::from_chars(l.data() + 5, l.data() + l.size(), v).ec == std::errc{}) rank = v;
@@ -213,15 +207,15 @@ private:
         int64_t counter = 0;
         while (r.next(field, type)) {
             switch (field) {
-            case 9: kind = static_cast<uint32_t>(r.varint_of(type)); break;
-            case 11: track = r.varint_of(type); break;
-            case 3: o.cat = get(s.categories, r.varint_of(type)); break;
-            case 10: o.name = get(s.names, r.varint_of(type)); break;
-            case 34: o.source = get(s.sources, r.varint_of(type)); break;
-            case 30: counter = static_cast<int64_t>(r.varint_of(type)); break;
-            case 47:
-            case 48: o.correlation = static_cast<uint32_t>(r.fixed64_of(type)); break;
-            case 4:
+            case TE::kType: kind = static_cast<uint32_t>(r.varint_of(type)); break;
+            case TE::kTrackUuid: track = r.varint_of(type); break;
+            case TE::kCategoryIids: o.cat = get(s.categories, r.varint_of(type)); break;
+            case TE::kNameIid: o.name = get(s.names, r.varint_of(type)); break;
+            case TE::kSourceLocationIid: o.source = get(s.sources, r.varint_of(type)); break;
+            case TE::kCounterValue: counter = static_cast<int64_t>(r.varint_of(type)); break;
+            case TE::kFlowIds:
+            case TE::kTerminatingFlowIds: o.correlation = static_cast<uint32_t>(r.fixed64_of(type)); break;
+            case TE::kDebugAnnotations:
                 if (type == 2) annotation(s, r.bytes(), o);
                 else r.skip(type);
                 break;
@@ -250,9 +244,9 @@ private:
         uint64_t value = 0;
         std::string_view text;
         while (a.next(field, type)) {
-            if (field == 1) name = get(s.annotations, a.varint_of(type));
-            else if (field == 3) value = a.varint_of(type);
-            else if (field == 17) text = get(s.strings, a.varint_of(type));
+            if (field == pftrace::DebugAnnotation::kNameIid) name = get(s.annotations, a.varint_of(type));
+            else if (field == pftrace::DebugAnnotation::kUintValue) value = a.varint_of(type);
+            else if (field == pftrace::DebugAnnotation::kStringValueIid) text = get(s.strings, a.varint_of(type));
             else a.skip(type);
         }
         if (name == Ann::Bytes) o.bytes = value;
@@ -329,93 +323,13 @@ private:
     uint32_t last_id_ = 0;
     std::unordered_map<uint64_t, Track> tracks_;
     ProcessData* last_process_ = nullptr;
-    uint64_t last_ts_ = 0;
 };
-
-// The header's first packet: TraceAttributes with tool = gtrace.
-bool starts_like_gtrace(std::string_view first_packet) {
-    WireReader r(first_packet);
-    uint32_t field, type;
-    while (r.next(field, type)) {
-        if (field != 126 || type != 2) {
-            r.skip(type);
-            continue;
-        }
-        WireReader attrs(r.bytes());
-        while (attrs.next(field, type)) {
-            if (field != 1 || type != 2) {
-                attrs.skip(type);
-                continue;
-            }
-            WireReader a(attrs.bytes());
-            std::string_view key, value;
-            while (a.next(field, type)) {
-                if (field == 1) key = a.bytes_of(type);
-                else if (field == 3) value = a.bytes_of(type);
-                else a.skip(type);
-            }
-            if (key == "tool" && value == "gtrace") return true;
-        }
-    }
-    return false;
-}
-
-bool holds_facts(std::string_view packet) {
-    // gtrace's facts packet is TraceAttributes with the key "other_data"; a cheap look suffices
-    // for telling a closed trace from one cut before its end.
-    return packet.find("other_data") != std::string_view::npos && packet.size() > 12;
-}
 
 Error not_valid(const std::string& path) {
     return make_error(ExitCode::BadTrace, fmt::format("{} is not a valid Perfetto trace (truncated or corrupted?); re-capture it", path));
 }
 
 } // namespace
-
-bool looks_like_pftrace(std::string_view bytes) { return !bytes.empty() && static_cast<unsigned char>(bytes[0]) == 0x0a; }
-
-std::optional<PftraceEnd> find_pftrace_end(std::string_view bytes) {
-    WireReader r(bytes);
-    PftraceEnd end;
-    std::string_view last;
-    for (;;) {
-        const char* at = r.position();
-        uint32_t field, type;
-        if (!r.next(field, type) || field != 1 || type != 2) break;
-        std::string_view packet = r.bytes();
-        if (r.failed()) break;
-        if (end.packets == 0 && !starts_like_gtrace(packet)) return std::nullopt;
-        ++end.packets;
-        end.cut = static_cast<size_t>(r.position() - bytes.data());
-        last = packet;
-        (void)at;
-    }
-    if (end.packets == 0) return std::nullopt;
-    end.complete = end.cut == bytes.size() && holds_facts(last);
-    return end;
-}
-
-bool for_each_pftrace_attribute(std::string_view attributes,
-                                const std::function<bool(std::string_view key, std::string_view value)>& entry) {
-    proto::WireReader r(attributes);
-    uint32_t field, type;
-    while (r.next(field, type)) {
-        if (field != 1 || type != 2) {
-            r.skip(type);
-            continue;
-        }
-        proto::WireReader a(r.bytes());
-        std::string_view key, value;
-        while (a.next(field, type)) {
-            if (field == 1) key = a.bytes_of(type);
-            else if (field == 3) value = a.bytes_of(type);
-            else a.skip(type);
-        }
-        if (a.failed()) return false;
-        if (!entry(key, value)) return true;
-    }
-    return !r.failed();
-}
 
 Result<void> read_pftrace(const TraceFile& file, size_t length, const std::string& path, TraceData& t) {
     Reader reader(t);
@@ -430,13 +344,6 @@ Result<void> read_pftrace(const TraceFile& file, size_t length, const std::strin
             t.has_gpu = facts["gpu"]["enabled"].get<bool>();
     }
     return {};
-}
-
-std::optional<PftraceOpenSlices> pftrace_open_slices(std::string_view whole_packets) {
-    TraceData scratch;
-    Reader reader(scratch);
-    if (!reader.read(whole_packets, nullptr)) return std::nullopt;
-    return reader.open_slices();
 }
 
 } // namespace gtrace

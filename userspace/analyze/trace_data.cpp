@@ -10,10 +10,10 @@
 
 #include <fmt/format.h>
 
-#include "analyze/json_cursor.h"
+#include "format/json_cursor.h"
 #include "analyze/partial_trace.h"
 #include "analyze/pftrace_reader.h"
-#include "analyze/trace_file.h"
+#include "format/trace_file.h"
 #include "analyze/trace_reader.h"
 
 namespace gtrace {

@@ -11,10 +11,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "analyze/json_cursor.h"
+#include "format/json_cursor.h"
 #include "analyze/trace_data.h"
-#include "analyze/trace_file.h"
-#include "output/chrome_trace.h"
+#include "format/trace_file.h"
+#include "format/json_traces.h"
 
 namespace gtrace::trace_reader {
 

@@ -7,7 +7,7 @@
 #include <filesystem>
 
 #include "attach/call_sites.h"
-#include "decode/collective.h"
+#include "format/collective_names.h"
 #include "discover/proc_tree.h"
 #include "foundation/elf_symbols.h"
 #include "foundation/input_file.h"

@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <unordered_set>
 
-#include "decode/api_table.h"
+#include "format/api_table.h"
 #include "foundation/elf_symbols.h"
 #include "foundation/printable.h"
 #include "discover/proc_maps.h"

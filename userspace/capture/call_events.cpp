@@ -16,7 +16,7 @@
 #include "capture/call_events.h"
 #include "foundation/test_hooks.h"
 #include "decode/api_call.h"
-#include "decode/api_table.h"
+#include "format/api_table.h"
 
 namespace gtrace {
 

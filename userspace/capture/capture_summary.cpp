@@ -4,7 +4,7 @@
 #include "foundation/printable.h"
 #include "capture/capture.h"
 #include "capture/lost_events.h"
-#include "decode/api_table.h"
+#include "format/api_table.h"
 #include "output/clocks.h"
 #include "gtrace_version.h"
 

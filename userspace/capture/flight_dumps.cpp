@@ -13,7 +13,7 @@
 #include "analyze/job_report.h"
 #include "foundation/output_file.h"
 #include "output/clocks.h"
-#include "output/report_text.h"
+#include "analyze/report_text.h"
 
 namespace gtrace {
 

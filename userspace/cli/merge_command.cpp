@@ -13,7 +13,7 @@
 #include "cli/exit_code_help.h"
 #include "foundation/output_file.h"
 #include "output/pftrace_merge.h"
-#include "output/report_text.h"
+#include "analyze/report_text.h"
 
 namespace gtrace {
 namespace {

@@ -24,7 +24,7 @@
 #include "foundation/printable.h"
 #include "foundation/privilege.h"
 #include "foundation/sigbus_guard.h"
-#include "analyze/trace_file.h"
+#include "format/trace_file.h"
 #include "output/capture_registry.h"
 #include "output/pftrace_writer.h"
 #include "gtrace_version.h"

@@ -7,9 +7,9 @@
 
 #include "analyze/job_report.h"
 #include "foundation/output_file.h"
-#include "output/html_report.h"
-#include "output/report_json.h"
-#include "output/report_text.h"
+#include "analyze/html_report.h"
+#include "analyze/report_json.h"
+#include "analyze/report_text.h"
 
 namespace gtrace {
 

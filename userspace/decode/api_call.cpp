@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "decode/api_table.h"
+#include "format/api_table.h"
 
 namespace gtrace {
 namespace {

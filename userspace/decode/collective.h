@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 
+#include "format/collective_names.h"
 #include "gtrace/comm.h"
 
 namespace gtrace {
@@ -21,12 +22,5 @@ struct Collective {
 
 Collective decode_collective(const gt_collective_event& e);
 
-// The c10d method of an op ("allreduce"), and torch.distributed's name for it ("all_reduce");
-// nullptr for GT_COLL_UNKNOWN or out of range.
-const char* collective_method(unsigned op);
-const char* collective_shown_name(unsigned op);
-// The backend class ("ProcessGroupGloo") and its short name ("gloo"); nullptr when unknown.
-const char* backend_class(unsigned backend);
-const char* backend_name(unsigned backend);
 
 } // namespace gtrace

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "decode/api_table.h"
+#include "format/api_table.h"
 #include "foundation/output_file.h"
 
 namespace gtrace {

@@ -17,22 +17,11 @@
 #include <string_view>
 #include <vector>
 
+#include "format/json_traces.h"
 #include "output/json_event_file.h"
 #include "output/trace_writer.h"
 
 namespace gtrace {
-
-// The bytes every gtrace JSON trace starts with; then one event a line, separated by ",\n".
-constexpr std::string_view kChromeTraceHeader = "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n";
-// And ends with this, otherData's object on one line, then "}\n".
-constexpr std::string_view kChromeTraceClosing = "\n],\n\"otherData\":";
-
-// Sample frames go on a track of their own beside each thread's CUDA call slices.
-constexpr uint32_t kSampleTrackTidOffset = 1u << 30;
-constexpr uint32_t kOffCpuTrackTidOffset = 1u << 29; // "off CPU (thread N)": a main thread's time asleep
-// GPU track ids, far above any thread id (pid_max is at most 2^22).
-constexpr uint32_t kGpuTrackBase = 1000000000u;
-inline uint32_t gpu_track_tid(uint32_t device, uint32_t stream) { return kGpuTrackBase + device * 100000u + stream % 100000u; }
 
 class ChromeTraceWriter final : public TraceWriter {
 public:

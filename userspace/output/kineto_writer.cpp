@@ -8,7 +8,7 @@
 
 #include <cstring>
 
-#include "decode/api_table.h"
+#include "format/api_table.h"
 #include "foundation/output_file.h"
 #include "output/chrome_trace.h"
 

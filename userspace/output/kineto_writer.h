@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "format/json_traces.h"
 #include "output/clocks.h"
 #include "output/json_event_file.h"
 #include "output/kineto_gpu_ranges.h"
@@ -39,10 +40,6 @@ void begin_x(std::string& out, std::string_view cat, std::string_view name, uint
 std::string meta(const char* name, uint32_t pid, uint32_t tid, const nlohmann::json& args);
 } // namespace kineto
 
-// Every Kineto file gtrace writes starts with this, then its distributedInfo; its events follow
-// kKinetoEventsStart, one a line, and end with "\n],\n" and the rest of the object.
-constexpr std::string_view kKinetoHeaderStart = "{\n\"schemaVersion\": 1,\n";
-constexpr std::string_view kKinetoEventsStart = "\"traceEvents\": [\n";
 
 class KinetoWriter final : public TraceWriter {
 public:

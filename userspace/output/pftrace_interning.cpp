@@ -5,12 +5,14 @@
 #include <fmt/format.h>
 
 #include "gtrace/pystack.h"
-#include "output/proto_encoder.h"
+#include "format/proto_encoder.h"
 
 namespace gtrace {
 namespace {
 
-constexpr uint64_t kFrameKindInterpreted = 3; // Frame.Kind.KIND_INTERPRETED
+using SL = pftrace::SourceLocation;
+using FR = pftrace::Frame;
+constexpr uint64_t kFrameKindInterpreted = FR::KIND_INTERPRETED;
 
 void append_key(std::string& key, std::string_view s) {
     key += s;
@@ -24,9 +26,9 @@ uint64_t PftraceInterning::intern(Table& table, Field field, std::string_view s)
     uint64_t iid = table.size() + 1;
     table.emplace(std::string(s), iid);
     proto::Encoder e(pending_);
-    e.begin(field); // EventName, EventCategory, DebugAnnotationName {iid = 1, name = 2}; InternedString {iid = 1, str = 2}
-    e.varint(1, iid);
-    e.bytes(2, s);
+    e.begin(field); // EventName, EventCategory, DebugAnnotationName, InternedString: {iid, name or str}
+    e.varint(pftrace::EventName::kIid, iid);
+    e.bytes(pftrace::EventName::kName, s);
     e.end();
     return iid;
 }
@@ -41,10 +43,10 @@ uint64_t PftraceInterning::source_location(const PyFrame& f) {
     source_locations_.emplace(key_, iid);
     proto::Encoder e(pending_);
     e.begin(kSourceLocations);
-    e.varint(1, iid);
-    e.bytes(2, f.filename);
-    e.bytes(3, f.qualname);
-    e.varint(4, static_cast<uint32_t>(f.line));
+    e.varint(SL::kIid, iid);
+    e.bytes(SL::kFileName, f.filename);
+    e.bytes(SL::kFunctionName, f.qualname);
+    e.varint(SL::kLineNumber, static_cast<uint32_t>(f.line));
     e.end();
     return iid;
 }
@@ -59,11 +61,11 @@ uint64_t PftraceInterning::frame(const PyFrame& f, bool python) {
     frames_.emplace(key_, iid);
     proto::Encoder e(pending_);
     e.begin(kFrames);
-    e.varint(1, iid);
-    e.varint(2, function);
-    if (path) e.varint(5, path);
-    if (f.line > 0) e.varint(6, static_cast<uint32_t>(f.line));
-    if (python) e.varint(7, kFrameKindInterpreted);
+    e.varint(FR::kIid, iid);
+    e.varint(FR::kFunctionNameId, function);
+    if (path) e.varint(FR::kSourcePathIid, path);
+    if (f.line > 0) e.varint(FR::kLineNumber, static_cast<uint32_t>(f.line));
+    if (python) e.varint(FR::kKind, kFrameKindInterpreted);
     e.end();
     return iid;
 }
@@ -106,8 +108,8 @@ uint64_t PftraceInterning::callstack(const PyStackRef& ref) {
     remember(ref, iid);
     proto::Encoder e(pending_);
     e.begin(kCallstacks);
-    e.varint(1, iid);
-    for (uint64_t id : frame_ids_) e.varint(2, id); // repeated, not packed: as the schema declares it
+    e.varint(pftrace::Callstack::kIid, iid);
+    for (uint64_t id : frame_ids_) e.varint(pftrace::Callstack::kFrameIds, id); // repeated, not packed: as the schema declares it
     e.end();
     return iid;
 }

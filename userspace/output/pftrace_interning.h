@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "decode/python_stacks.h"
+#include "pftrace_field_numbers.h" // generated from format/pftrace.proto
 
 namespace gtrace {
 
@@ -34,17 +35,18 @@ public:
     size_t stacks_held() const { return stack_refs_.size(); }
 
 private:
-    // InternedData field numbers (pftrace.proto).
+    // InternedData field numbers (generated from pftrace.proto).
+    using ID = pftrace::InternedData;
     enum Field : uint32_t {
-        kCategories = 1,
-        kEventNames = 2,
-        kAnnotationNames = 3,
-        kSourceLocations = 4,
-        kFunctionNames = 5,
-        kFrames = 6,
-        kCallstacks = 7,
-        kSourcePaths = 18,
-        kStringValues = 29,
+        kCategories = ID::kEventCategories,
+        kEventNames = ID::kEventNames,
+        kAnnotationNames = ID::kDebugAnnotationNames,
+        kSourceLocations = ID::kSourceLocations,
+        kFunctionNames = ID::kFunctionNames,
+        kFrames = ID::kFrames,
+        kCallstacks = ID::kCallstacks,
+        kSourcePaths = ID::kSourcePaths,
+        kStringValues = ID::kDebugAnnotationStringValues,
     };
     struct Hash {
         using is_transparent = void;

@@ -8,12 +8,12 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "analyze/pftrace_reader.h"
-#include "analyze/pftrace_sequence.h"
-#include "analyze/proto_wire.h"
-#include "analyze/trace_file.h"
+#include "format/pftrace_scan.h"
+#include "format/pftrace_clocks.h"
+#include "format/proto_wire.h"
+#include "format/trace_file.h"
 #include "foundation/output_file.h"
-#include "output/pftrace_fields.h"
+#include "format/pftrace_fields.h"
 #include "output/pftrace_packets.h"
 
 namespace gtrace {
@@ -21,6 +21,8 @@ namespace {
 
 using namespace pftrace_out;
 using proto::WireReader;
+using TD = pftrace::TrackDescriptor;
+using CL = pftrace::ClockSnapshot::Clock;
 
 constexpr uint32_t kPidSpan = 1u << 22; // above PID_MAX_LIMIT: a raised PID is no real one
 
@@ -75,14 +77,14 @@ bool collect_pids(std::string_view trace, std::set<uint32_t>& pids) {
             }
             WireReader d(p.bytes());
             while (d.next(field, type)) {
-                if ((field != 3 && field != 4) || type != 2) {
+                if ((field != TD::kProcess && field != TD::kThread) || type != 2) {
                     d.skip(type);
                     continue;
                 }
                 WireReader ids(d.bytes());
                 uint32_t f, t;
                 while (ids.next(f, t))
-                    if (f == 1 || (f == 2 && field == 4)) pids.insert(static_cast<uint32_t>(ids.varint_of(t)));
+                    if (f == pftrace::ProcessDescriptor::kPid || (f == pftrace::ThreadDescriptor::kTid && field == TD::kThread)) pids.insert(static_cast<uint32_t>(ids.varint_of(t)));
                     else ids.skip(t);
                 if (ids.failed()) return false;
             }
@@ -178,7 +180,7 @@ private:
         WireReader r(bytes);
         uint32_t field, type;
         while (r.next(field, type)) {
-            if (field != 3 || type != 2) { // InternedData.debug_annotation_names
+            if (field != pftrace::InternedData::kDebugAnnotationNames || type != 2) {
                 r.skip(type);
                 continue;
             }
@@ -186,8 +188,8 @@ private:
             uint64_t iid = 0;
             std::string_view name;
             while (e.next(field, type))
-                if (field == 1) iid = e.varint_of(type);
-                else if (field == 2) name = e.bytes_of(type);
+                if (field == pftrace::DebugAnnotationName::kIid) iid = e.varint_of(type);
+                else if (field == pftrace::DebugAnnotationName::kName) name = e.bytes_of(type);
                 else e.skip(type);
             if (e.failed()) return false;
             if (name == "issued_ns") s.issued_ns.insert(iid);
@@ -203,7 +205,7 @@ private:
         WireReader r(bytes);
         uint32_t field, type;
         while (r.next(field, type)) {
-            if (field != 1 || type != 2) {
+            if (field != pftrace::ClockSnapshot::kClocks || type != 2) {
                 copy_field(out, field, type, r);
                 continue;
             }
@@ -211,14 +213,14 @@ private:
             std::string clock;
             uint32_t id = 0;
             while (c.next(field, type)) {
-                if (field == 1 && type == 0) proto::Encoder(clock).varint(1, id = static_cast<uint32_t>(c.varint()));
-                else if (field == 2 && type == 0) {
+                if (field == CL::kClockId && type == 0) proto::Encoder(clock).varint(CL::kClockId, id = static_cast<uint32_t>(c.varint()));
+                else if (field == CL::kTimestamp && type == 0) {
                     uint64_t ts = c.varint();
-                    proto::Encoder(clock).varint(2, id == kClockMonotonic ? shifted(ts, in_.offset_ns) : ts);
+                    proto::Encoder(clock).varint(CL::kTimestamp, id == kClockMonotonic ? shifted(ts, in_.offset_ns) : ts);
                 } else copy_field(clock, field, type, c);
             }
             if (c.failed()) failed_ = true;
-            if (k_ == 0 || id >= 64 || id == kClockMonotonic) proto::Encoder(out).message(1, clock);
+            if (k_ == 0 || id >= kClockIncremental || id == kClockMonotonic) proto::Encoder(out).message(pftrace::ClockSnapshot::kClocks, clock);
         }
         failed_ |= r.failed();
         return out;
@@ -229,8 +231,8 @@ private:
         WireReader r(bytes);
         uint32_t field, type;
         while (r.next(field, type)) {
-            if ((field == 1 || field == 5) && type == 0) proto::Encoder(out).varint(field, uuid(r.varint()));
-            else if ((field == 3 || field == 4) && type == 2) proto::Encoder(out).message(field, process_or_thread(r.bytes(), field == 3));
+            if ((field == TD::kUuid || field == TD::kParentUuid) && type == 0) proto::Encoder(out).varint(field, uuid(r.varint()));
+            else if ((field == TD::kProcess || field == TD::kThread) && type == 2) proto::Encoder(out).message(field, process_or_thread(r.bytes(), field == TD::kProcess));
             else copy_field(out, field, type, r);
         }
         failed_ |= r.failed();
@@ -243,18 +245,18 @@ private:
         uint32_t field, type;
         bool named = false;
         while (r.next(field, type)) {
-            if ((field == 1 || (field == 2 && !process)) && type == 0) {
+            if ((field == pftrace::ProcessDescriptor::kPid || (field == pftrace::ThreadDescriptor::kTid && !process)) && type == 0) {
                 proto::Encoder(out).varint(field, r.varint() + pid_shift_);
-            } else if (process && field == 6 && type == 2) { // process_name
-                proto::Encoder(out).bytes(6, fmt::format("[{}] {}", in_.node, r.bytes()));
+            } else if (process && field == pftrace::ProcessDescriptor::kProcessName && type == 2) {
+                proto::Encoder(out).bytes(pftrace::ProcessDescriptor::kProcessName, fmt::format("[{}] {}", in_.node, r.bytes()));
                 named = true;
             } else {
                 copy_field(out, field, type, r);
             }
         }
         if (process) {
-            if (!named) proto::Encoder(out).bytes(6, fmt::format("[{}]", in_.node));
-            proto::Encoder(out).bytes(8, "host=" + in_.node);
+            if (!named) proto::Encoder(out).bytes(pftrace::ProcessDescriptor::kProcessName, fmt::format("[{}]", in_.node));
+            proto::Encoder(out).bytes(pftrace::ProcessDescriptor::kProcessLabels, "host=" + in_.node);
         }
         failed_ |= r.failed();
         return out;
@@ -280,13 +282,13 @@ private:
         WireReader peek(bytes);
         uint32_t field, type;
         while (peek.next(field, type))
-            if (field == 1) name = peek.varint_of(type);
+            if (field == pftrace::DebugAnnotation::kNameIid) name = peek.varint_of(type);
             else peek.skip(type);
         if (!s.issued_ns.contains(name)) return std::string(bytes);
         std::string out;
         WireReader r(bytes);
         while (r.next(field, type))
-            if (field == 3 && type == 0) proto::Encoder(out).varint(3, shifted(r.varint(), in_.offset_ns));
+            if (field == pftrace::DebugAnnotation::kUintValue && type == 0) proto::Encoder(out).varint(pftrace::DebugAnnotation::kUintValue, shifted(r.varint(), in_.offset_ns));
             else copy_field(out, field, type, r);
         failed_ |= r.failed();
         return out;
@@ -297,7 +299,7 @@ private:
         WireReader r(bytes);
         uint32_t field, type;
         while (r.next(field, type)) {
-            if (field != 11 || type != 2) { // TrackEventDefaults
+            if (field != pftrace::TracePacketDefaults::kTrackEventDefaults || type != 2) {
                 copy_field(out, field, type, r);
                 continue;
             }
@@ -307,7 +309,7 @@ private:
                 if (field == kTrackUuid && type == 0) proto::Encoder(defaults).varint(kTrackUuid, uuid(d.varint()));
                 else copy_field(defaults, field, type, d);
             failed_ |= d.failed();
-            proto::Encoder(out).message(11, defaults);
+            proto::Encoder(out).message(pftrace::TracePacketDefaults::kTrackEventDefaults, defaults);
         }
         failed_ |= r.failed();
         return out;

@@ -1,7 +1,7 @@
 #include "output/pftrace_packets.h"
 
-#include "output/pftrace_fields.h"
-#include "output/proto_encoder.h"
+#include "format/pftrace_fields.h"
+#include "format/proto_encoder.h"
 #include "gtrace_version.h"
 
 namespace gtrace {
@@ -35,7 +35,7 @@ std::string pftrace_clock_packet(const ClockReading& c) {
     clock(e, kClockMonotonic, c.monotonic_ns);
     clock(e, kClockBoottime, c.boottime_ns);
     clock(e, kClockRealtime, c.realtime_ns);
-    e.varint(2, kClockMonotonic); // primary_trace_clock: the trace's times are CLOCK_MONOTONIC's
+    e.varint(pftrace::ClockSnapshot::kPrimaryTraceClock, kClockMonotonic); // the trace's times are CLOCK_MONOTONIC's
     e.end();
     e.end();
     return out;

@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "analyze/pftrace_reader.h"
+#include "format/pftrace_scan.h"
 #include "output/clocks.h"
 
 namespace gtrace {

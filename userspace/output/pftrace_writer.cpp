@@ -4,12 +4,17 @@
 
 #include <fmt/format.h>
 
-#include "analyze/pftrace_reader.h"
-#include "analyze/trace_file.h"
-#include "decode/api_table.h"
-#include "output/pftrace_fields.h"
+#include "format/pftrace_scan.h"
+#include "format/trace_file.h"
+#include "format/api_table.h"
+#include "format/pftrace_fields.h"
 
 namespace gtrace {
+namespace {
+using TD = pftrace::TrackDescriptor;
+using PD = pftrace::ProcessDescriptor;
+using DA = pftrace::DebugAnnotation;
+} // namespace
 
 using namespace pftrace_out;
 
@@ -47,22 +52,22 @@ void PftraceWriter::describe(std::string& out, const Track& t, uint32_t pid, uin
     e.begin(kTracePacket);
     e.varint(kSequenceId, kMetadataSequence);
     e.begin(kTrackDescriptor);
-    e.varint(1, t.uuid);
+    e.varint(TD::kUuid, t.uuid);
     if (thread) {
         const ProcessInfo* p = model_.find(pid);
         auto th = p ? p->threads.find(tid) : decltype(p->threads.end()){};
         std::string name = p && th != p->threads.end() && !th->second.name.empty() ? th->second.name : t.name;
-        e.begin(4); // ThreadDescriptor
-        e.varint(1, pid);
-        e.varint(2, tid);
-        e.bytes(5, name.empty() ? fmt::format("thread {}", tid) : name);
+        e.begin(TD::kThread);
+        e.varint(pftrace::ThreadDescriptor::kPid, pid);
+        e.varint(pftrace::ThreadDescriptor::kTid, tid);
+        e.bytes(pftrace::ThreadDescriptor::kThreadName, name.empty() ? fmt::format("thread {}", tid) : name);
         e.end();
     } else {
-        e.varint(5, t.parent);
-        e.bytes(2, t.name);
+        e.varint(TD::kParentUuid, t.parent);
+        e.bytes(TD::kName, t.name);
         if (t.bytes_counter) {
-            e.begin(8); // CounterDescriptor
-            e.varint(3, 3); // UNIT_SIZE_BYTES
+            e.begin(TD::kCounter);
+            e.varint(pftrace::CounterDescriptor::kUnit, pftrace::CounterDescriptor::UNIT_SIZE_BYTES);
             e.end();
         }
     }
@@ -84,18 +89,18 @@ std::string PftraceWriter::pending_descriptors(bool all) {
         e.begin(kTracePacket);
         e.varint(kSequenceId, kMetadataSequence);
         e.begin(kTrackDescriptor);
-        e.varint(1, uuid);
-        e.begin(3); // ProcessDescriptor
-        e.varint(1, pid);
+        e.varint(TD::kUuid, uuid);
+        e.begin(TD::kProcess);
+        e.varint(PD::kPid, pid);
         if (p) {
-            if (!p->cmdline.empty()) e.bytes(2, p->cmdline);
-            e.bytes(6, p->label());
-            e.varint(3, p->ranks.rank ? static_cast<uint64_t>(p->sort_index()) : (uint64_t{1} << 30) + pid);
-            e.bytes(8, fmt::format("ppid={}", p->ppid));
-            if (p->ranks.rank) e.bytes(8, fmt::format("rank={}", *p->ranks.rank));
-            if (p->ranks.local_rank) e.bytes(8, fmt::format("local_rank={}", *p->ranks.local_rank));
-            if (p->ranks.world_size) e.bytes(8, fmt::format("world_size={}", *p->ranks.world_size));
-            if (p->forked_from) e.bytes(8, fmt::format("forked_from={}", *p->forked_from));
+            if (!p->cmdline.empty()) e.bytes(PD::kCmdline, p->cmdline);
+            e.bytes(PD::kProcessName, p->label());
+            e.varint(PD::kLegacySortIndex, p->ranks.rank ? static_cast<uint64_t>(p->sort_index()) : (uint64_t{1} << 30) + pid);
+            e.bytes(PD::kProcessLabels, fmt::format("ppid={}", p->ppid));
+            if (p->ranks.rank) e.bytes(PD::kProcessLabels, fmt::format("rank={}", *p->ranks.rank));
+            if (p->ranks.local_rank) e.bytes(PD::kProcessLabels, fmt::format("local_rank={}", *p->ranks.local_rank));
+            if (p->ranks.world_size) e.bytes(PD::kProcessLabels, fmt::format("world_size={}", *p->ranks.world_size));
+            if (p->forked_from) e.bytes(PD::kProcessLabels, fmt::format("forked_from={}", *p->forked_from));
         }
         e.end();
         e.end();
@@ -125,8 +130,8 @@ proto::Encoder& PftraceWriter::begin_event(Track& t, uint64_t ts, uint32_t type)
         enc_.boolean(kFirstOnSequence, true);
         enc_.begin(kPacketDefaults);
         enc_.varint(kTimestampClockId, kClockIncremental);
-        enc_.begin(11); // TrackEventDefaults
-        enc_.varint(11, t.uuid);
+        enc_.begin(pftrace::TracePacketDefaults::kTrackEventDefaults);
+        enc_.varint(pftrace::TrackEventDefaults::kTrackUuid, t.uuid);
         enc_.end();
         enc_.end();
         enc_.begin(kClockSnapshot);
@@ -176,24 +181,24 @@ void PftraceWriter::commit_with_metadata() {
 void PftraceWriter::annotation_string(Track& t, std::string_view name, std::string_view value) {
     uint64_t n = t.interning.annotation_name(name), v = t.interning.string_value(value);
     enc_.begin(kDebugAnnotations);
-    enc_.varint(1, n);  // name_iid
-    enc_.varint(17, v); // string_value_iid
+    enc_.varint(DA::kNameIid, n);
+    enc_.varint(DA::kStringValueIid, v);
     enc_.end();
 }
 
 void PftraceWriter::annotation_uint(Track& t, std::string_view name, uint64_t value) {
     uint64_t n = t.interning.annotation_name(name);
     enc_.begin(kDebugAnnotations);
-    enc_.varint(1, n);
-    enc_.varint(3, value); // uint_value
+    enc_.varint(DA::kNameIid, n);
+    enc_.varint(DA::kUintValue, value);
     enc_.end();
 }
 
 void PftraceWriter::annotation_double(Track& t, std::string_view name, double value) {
     uint64_t n = t.interning.annotation_name(name);
     enc_.begin(kDebugAnnotations);
-    enc_.varint(1, n);
-    enc_.float64(5, value); // double_value
+    enc_.varint(DA::kNameIid, n);
+    enc_.float64(DA::kDoubleValue, value);
     enc_.end();
 }
 
@@ -217,8 +222,8 @@ void PftraceWriter::call(const ApiCall& c) {
     if (c.forward_stack) annotation_string(t, "forward_source", c.forward_stack->source);
     if (c.ret) {
         e.begin(kDebugAnnotations);
-        e.varint(1, t.interning.annotation_name("ret"));
-        e.int64(4, c.ret); // int_value
+        e.varint(DA::kNameIid, t.interning.annotation_name("ret"));
+        e.int64(DA::kIntValue, c.ret);
         e.end();
     }
     if (c.launch) {
@@ -233,8 +238,8 @@ void PftraceWriter::call(const ApiCall& c) {
     for (auto [name, value] : {std::pair{"ptr", c.ptr}, {"event", c.event}, {"graph", c.graph}, {"handle", c.handle}})
         if (value) {
             e.begin(kDebugAnnotations);
-            e.varint(1, t.interning.annotation_name(name));
-            e.varint(7, *value); // pointer_value
+            e.varint(DA::kNameIid, t.interning.annotation_name(name));
+            e.varint(DA::kPointerValue, *value);
             e.end();
         }
     end_event(t);

@@ -1,5 +1,5 @@
 // Perfetto's protobuf trace (.pftrace, the default format; Perfetto UI and trace_processor read
-// it natively). A stream of TracePackets (output/pftrace.proto), one TraceSink unit each, so a
+// it natively). A stream of TracePackets (format/pftrace.proto), one TraceSink unit each, so a
 // capture stopped by anything — a full disk and kill -9 included — leaves a readable file:
 //
 //  - sequence 1 holds the metadata: the header (TraceAttributes: tool, version, host, clock),
@@ -30,14 +30,14 @@
 #include <string>
 #include <tuple>
 
-#include "analyze/pftrace_reader.h"
+#include "format/pftrace_scan.h"
 #include "output/clocks.h"
 #include "output/launch_texts.h"
-#include "output/pftrace_fields.h"
+#include "format/pftrace_fields.h"
 #include "output/pftrace_flows.h"
 #include "output/pftrace_interning.h"
 #include "output/pftrace_packets.h"
-#include "output/proto_encoder.h"
+#include "format/proto_encoder.h"
 #include "output/trace_sink.h"
 #include "output/trace_writer.h"
 

@@ -1,4 +1,4 @@
-#include "output/html_report.h"
+#include "analyze/html_report.h"
 
 #include <string_view>
 

@@ -1,4 +1,4 @@
-#include "output/report_json.h"
+#include "analyze/report_json.h"
 
 #include <optional>
 

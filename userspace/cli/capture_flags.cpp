@@ -1,4 +1,4 @@
-#include "cli/capture_options.h"
+#include "cli/capture_flags.h"
 
 #include <unistd.h>
 

@@ -15,7 +15,7 @@
 
 #include <fmt/format.h>
 
-#include "analyze/json_cursor.h"
+#include "format/json_cursor.h"
 #include "foundation/input_file.h"
 #include "foundation/printable.h"
 #include "foundation/privilege.h"

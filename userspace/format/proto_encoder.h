@@ -1,4 +1,4 @@
-// Protocol buffer wire encoding for the few messages gtrace writes (output/pftrace.proto):
+// Protocol buffer wire encoding for the few messages gtrace writes (format/pftrace.proto):
 // varints, fixed64, length-delimited fields, nested messages. Appends to a string. A nested
 // message reserves one byte for its length and moves its body when the length needs more, so
 // every length is in its shortest form (a trace of small events is mostly headers).

@@ -1,4 +1,4 @@
-#include "output/report_text.h"
+#include "analyze/report_text.h"
 
 #include <algorithm>
 

@@ -1,5 +1,5 @@
-// The options of gtrace attach and record, and what they become in CaptureOptions. A malformed
-// value ends gtrace with one line and exit 2 (cli/command_line.h).
+// The command-line flags of gtrace attach and record, and what they become in CaptureOptions
+// (capture/capture_options.h). A malformed value ends gtrace with one line and exit 2 (cli/command_line.h).
 #pragma once
 #include <string>
 
