@@ -272,6 +272,11 @@ void GpuEvents::poll() {
 }
 
 void GpuEvents::process_exited(uint32_t pid) {
+    // Ended while its agent was loading or had not answered (a short job, a busy host): its GPU
+    // work is not in the trace, which the totals alone would not say.
+    if (s_.agents && !s_.agents->has_agent(pid) && !warnings_.contains(pid) &&
+        (injected_at_.contains(pid) || s_.agents->has_pending_request(pid)))
+        warn_no_gpu(pid, "it exited before its agent answered");
     injection_tries_.erase(pid);
     injected_at_.erase(pid);
     if (s_.agents) s_.agents->retire(pid, *this);

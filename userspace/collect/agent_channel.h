@@ -78,6 +78,8 @@ public:
     // Records read from every ring so far (the capture loop polls sooner while they flow).
     uint64_t records_read() const { return records_read_; }
     bool has_agent(uint32_t pid) const { return rings_.contains(pid); }
+    // Whether gtrace asked pid's agent for a session that it has not answered yet.
+    bool has_pending_request(uint32_t pid) const { return pending_.contains(pid); }
     // Whether pid's agent holds CUPTI's callbacks (and so can record the process's calls).
     bool has_callbacks(uint32_t pid) const;
     // Asks pid's agent to record its API calls, walking Python stacks with `layout` (epoch 0:
