@@ -43,14 +43,14 @@ class Stream:
                 self.lines.append(line)
                 self.cond.notify_all()
 
-    def wait_for(self, pattern, timeout):
+    def wait_for(self, pattern, timeout, count=1):
+        """The match in the `count`-th line matching `pattern`, once there is one; None at the timeout."""
         deadline = time.time() + timeout
         with self.cond:
             while True:
-                for line in self.lines:
-                    m = re.search(pattern, line)
-                    if m:
-                        return m
+                matches = [m for m in (re.search(pattern, line) for line in self.lines) if m]
+                if len(matches) >= count:
+                    return matches[count - 1]
                 left = deadline - time.time()
                 if left <= 0:
                     return None
@@ -297,10 +297,10 @@ def run_gtrace(gtrace, g, ctx, tmp):
     gerr = Stream(gp.stderr, "[gtrace] ")
     gout = Stream(gp.stdout, "[gtrace:out] ")
     if g.get("on_attached"):
-        pattern = g.get("attached_pattern", r"attached to PID")
-        if not gerr.wait_for(pattern, scaled(g.get("timeout", 120))):
+        pattern, count = g.get("attached_pattern", r"attached to PID"), g.get("attached_count", 1)
+        if not gerr.wait_for(pattern, scaled(g.get("timeout", 120)), count):
             gp.kill()
-            fail(f"gtrace never printed /{pattern}/")
+            fail(f"gtrace never printed /{pattern}/" + (f" {count} times" if count > 1 else ""))
         for action in substitute(g["on_attached"], ctx):
             run_action(action)
     if "signal_after" in g:
