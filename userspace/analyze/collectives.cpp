@@ -38,11 +38,17 @@ std::vector<Instance> instances(const ProcessData& p) {
     return out;
 }
 
+uint64_t done_gap(const Instance& a, const Instance& b) { return b.done > a.done ? b.done - a.done : a.done - b.done; }
+
+// The first instance of `list` (sorted by done) that finishes at or after `a`.
+std::vector<Instance>::const_iterator first_done_from(const Instance& a, const std::vector<Instance>& list) {
+    return std::lower_bound(list.begin(), list.end(), a.done, [](const Instance& i, uint64_t t) { return i.done < t; });
+}
+
 // The instance named like `a` in `list` (sorted by done) that finishes nearest to `a`.
 const Instance* nearest_done(const Instance& a, const std::vector<Instance>& list) {
-    auto it = std::lower_bound(list.begin(), list.end(), a.done, [](const Instance& i, uint64_t t) { return i.done < t; });
+    auto it = first_done_from(a, list);
     const Instance* best = nullptr;
-    auto gap = [&](const Instance& b) { return b.done > a.done ? b.done - a.done : a.done - b.done; };
     for (auto f = it; f != list.end(); ++f)
         if (f->name == a.name) {
             best = &*f;
@@ -50,7 +56,7 @@ const Instance* nearest_done(const Instance& a, const std::vector<Instance>& lis
         }
     for (auto b = it; b != list.begin();)
         if ((--b)->name == a.name) {
-            if (!best || gap(*b) < gap(*best)) best = &*b;
+            if (!best || done_gap(a, *b) < done_gap(a, *best)) best = &*b;
             break;
         }
     return best;
@@ -63,12 +69,12 @@ const Instance* nearest_done(const Instance& a, const std::vector<Instance>& lis
 // later, after the rest of its backward, and returns at once; on a busy host, after the wait
 // it ended is over.
 const Instance* same_call(const Instance& a, const std::vector<Instance>& mine, const std::vector<Instance>& other) {
-    auto it = std::lower_bound(other.begin(), other.end(), a.done, [](const Instance& i, uint64_t t) { return i.done < t; });
+    auto it = first_done_from(a, other);
     const Instance* best = nullptr;
     uint64_t best_gap = UINT64_MAX;
     auto consider = [&](const Instance& b) {
         if (b.name != a.name || b.arrival > a.done || b.done < a.arrival) return;
-        uint64_t gap = b.done > a.done ? b.done - a.done : a.done - b.done;
+        uint64_t gap = done_gap(a, b);
         if (gap < best_gap) best = &b, best_gap = gap;
     };
     for (auto f = it; f != other.end() && f->arrival <= a.done; ++f) consider(*f); // sorted by done: later ones may overlap too

@@ -45,14 +45,6 @@ struct Track {
     std::vector<Open> open;
 };
 
-// One TracePacket's fields, as views of the file.
-struct Packet {
-    bool has_timestamp = false, has_clock = false;
-    uint64_t timestamp = 0;
-    uint32_t clock = 0, sequence = 0, flags = 0;
-    std::string_view event, descriptor, clocks, attributes, interned, defaults;
-};
-
 class Reader {
 public:
     Reader(TraceData& t) : t_(t) {}
@@ -79,35 +71,17 @@ public:
 
 private:
     bool packet(std::string_view bytes) {
-        Packet p;
-        WireReader r(bytes);
-        uint32_t field, type;
-        while (r.next(field, type)) {
-            switch (field) {
-            case TP::kTimestamp: p.timestamp = r.varint_of(type), p.has_timestamp = true; break;
-            case TP::kTimestampClockId: p.clock = static_cast<uint32_t>(r.varint_of(type)), p.has_clock = true; break;
-            case TP::kTrustedPacketSequenceId: p.sequence = static_cast<uint32_t>(r.varint_of(type)); break;
-            case TP::kSequenceFlags: p.flags = static_cast<uint32_t>(r.varint_of(type)); break;
-            case TP::kTrackEvent: p.event = r.bytes_of(type); break;
-            case TP::kTrackDescriptor: p.descriptor = r.bytes_of(type); break;
-            case TP::kClockSnapshot: p.clocks = r.bytes_of(type); break;
-            case TP::kTraceAttributes: p.attributes = r.bytes_of(type); break;
-            case TP::kInternedData: p.interned = r.bytes_of(type); break;
-            case TP::kTracePacketDefaults: p.defaults = r.bytes_of(type); break;
-            default: r.skip(type);
-            }
-        }
-        if (r.failed()) return false;
+        pftrace_in::PacketFields p;
+        if (!pftrace_in::read_packet_fields(bytes, p)) return false;
         Sequence& s = sequence(p.sequence);
         if (p.flags & TP::SEQ_INCREMENTAL_STATE_CLEARED) s.clear();
-        if (!p.defaults.empty() && !s.read_defaults(p.defaults)) return false;
-        if (!p.clocks.empty() && !s.read_clock_snapshot(p.clocks)) return false;
+        if (!s.read_clocks_of(p)) return false;
         if (!p.clocks.empty() && !t_.realtime_offset_ns) t_.realtime_offset_ns = pftrace_in::realtime_offset(p.clocks);
         if (!p.interned.empty() && !s.read_interned(p.interned, t_.strings)) return false;
         if (!p.attributes.empty() && !attributes(p.attributes)) return false;
         if (!p.descriptor.empty() && !descriptor(p.descriptor)) return false;
         if (p.event.empty()) return true;
-        auto time = s.time_of(p.has_clock ? p.clock : s.clock, p.timestamp);
+        auto time = s.event_time(p);
         if (!time) return true;
         uint64_t ts = *time;
         return event(s, p.event, ts);

@@ -6,6 +6,28 @@
 namespace gtrace::pftrace_in {
 
 using proto::WireReader;
+using TP = pftrace::TracePacket;
+
+bool read_packet_fields(std::string_view packet, PacketFields& p) {
+    WireReader r(packet);
+    uint32_t field, type;
+    while (r.next(field, type)) {
+        switch (field) {
+        case TP::kTimestamp: p.timestamp = r.varint_of(type), p.has_timestamp = true; break;
+        case TP::kTimestampClockId: p.clock = static_cast<uint32_t>(r.varint_of(type)), p.has_clock = true; break;
+        case TP::kTrustedPacketSequenceId: p.sequence = static_cast<uint32_t>(r.varint_of(type)); break;
+        case TP::kSequenceFlags: p.flags = static_cast<uint32_t>(r.varint_of(type)); break;
+        case TP::kTrackEvent: p.event = r.bytes_of(type); break;
+        case TP::kTrackDescriptor: p.descriptor = r.bytes_of(type); break;
+        case TP::kClockSnapshot: p.clocks = r.bytes_of(type); break;
+        case TP::kTraceAttributes: p.attributes = r.bytes_of(type); break;
+        case TP::kInternedData: p.interned = r.bytes_of(type); break;
+        case TP::kTracePacketDefaults: p.defaults = r.bytes_of(type); break;
+        default: r.skip(type);
+        }
+    }
+    return !r.failed();
+}
 
 bool SequenceClocks::read_defaults(std::string_view bytes) {
     WireReader r(bytes);

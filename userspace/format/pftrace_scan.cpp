@@ -22,28 +22,18 @@ constexpr uint32_t kSliceBegin = TE::TYPE_SLICE_BEGIN, kSliceEnd = TE::TYPE_SLIC
 bool starts_like_gtrace(std::string_view first_packet) {
     WireReader r(first_packet);
     uint32_t field, type;
-    while (r.next(field, type)) {
+    bool gtrace = false;
+    while (!gtrace && r.next(field, type)) {
         if (field != TP::kTraceAttributes || type != 2) {
             r.skip(type);
             continue;
         }
-        WireReader attrs(r.bytes());
-        while (attrs.next(field, type)) {
-            if (field != pftrace::TraceAttributes::kAttribute || type != 2) {
-                attrs.skip(type);
-                continue;
-            }
-            WireReader a(attrs.bytes());
-            std::string_view key, value;
-            while (a.next(field, type)) {
-                if (field == pftrace::TraceAttributes::Attribute::kKey) key = a.bytes_of(type);
-                else if (field == pftrace::TraceAttributes::Attribute::kStringValue) value = a.bytes_of(type);
-                else a.skip(type);
-            }
-            if (key == "tool" && value == "gtrace") return true;
-        }
+        for_each_pftrace_attribute(r.bytes(), [&](std::string_view key, std::string_view value) {
+            gtrace = key == "tool" && value == "gtrace";
+            return !gtrace;
+        });
     }
-    return false;
+    return gtrace;
 }
 
 bool holds_facts(std::string_view packet) {
@@ -113,41 +103,23 @@ std::optional<PftraceOpenSlices> pftrace_open_slices(std::string_view whole_pack
             trace.skip(type);
             continue;
         }
-        WireReader r(trace.bytes());
-        bool has_clock = false;
-        uint32_t clock = 0, sequence = 0, flags = 0;
-        uint64_t timestamp = 0;
-        std::string_view event, descriptor, clocks, defaults;
-        while (r.next(field, type)) {
-            switch (field) {
-            case TP::kTimestamp: timestamp = r.varint_of(type); break;
-            case TP::kTimestampClockId: clock = static_cast<uint32_t>(r.varint_of(type)), has_clock = true; break;
-            case TP::kTrustedPacketSequenceId: sequence = static_cast<uint32_t>(r.varint_of(type)); break;
-            case TP::kSequenceFlags: flags = static_cast<uint32_t>(r.varint_of(type)); break;
-            case TP::kTrackEvent: event = r.bytes_of(type); break;
-            case TP::kTrackDescriptor: descriptor = r.bytes_of(type); break;
-            case TP::kClockSnapshot: clocks = r.bytes_of(type); break;
-            case TP::kTracePacketDefaults: defaults = r.bytes_of(type); break;
-            default: r.skip(type);
-            }
-        }
-        if (r.failed()) return std::nullopt;
-        pftrace_in::SequenceClocks& s = sequences[sequence];
-        if (flags & TP::SEQ_INCREMENTAL_STATE_CLEARED) s = {};
-        if (!defaults.empty() && !s.read_defaults(defaults)) return std::nullopt;
-        if (!clocks.empty() && !s.read_clock_snapshot(clocks)) return std::nullopt;
-        if (!descriptor.empty()) {
-            WireReader d(descriptor);
+        pftrace_in::PacketFields p;
+        if (!pftrace_in::read_packet_fields(trace.bytes(), p)) return std::nullopt;
+        pftrace_in::SequenceClocks& s = sequences[p.sequence];
+        if (p.flags & TP::SEQ_INCREMENTAL_STATE_CLEARED) s = {};
+        if (!s.read_clocks_of(p)) return std::nullopt;
+        if (!p.descriptor.empty()) {
+            WireReader d(p.descriptor);
             while (d.next(field, type))
                 if (field == pftrace::TrackDescriptor::kUuid) described.insert(d.varint_of(type));
                 else d.skip(type);
             if (d.failed()) return std::nullopt;
         }
-        if (event.empty()) continue;
-        auto time = s.time_of(has_clock ? clock : s.clock, timestamp);
+        if (p.event.empty()) continue;
+        auto time = s.event_time(p);
         if (!time) continue;
         last_ts = std::max(last_ts, *time);
-        WireReader e(event);
+        WireReader e(p.event);
         uint32_t kind = 0;
         uint64_t track = s.track;
         while (e.next(field, type))

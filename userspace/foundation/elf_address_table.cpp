@@ -53,14 +53,12 @@ Result<std::shared_ptr<const ElfAddressTable>> ElfAddressTable::load(const Input
         auto table = std::make_shared<ElfAddressTable>();
         table->remote_ = remote;
         table->segments_ = load_segments(h.elf);
-        std::vector<size_t> string_sections; // section index -> position in strings_
-        for_each_symbol(h.elf, handle_file->size(), false, [&](const GElf_Sym& sym, size_t index, const GElf_Shdr& sh) {
+        auto& strings = table->strings_;
+        for_each_symbol(h.elf, handle_file->size(), false, [&](const GElf_Sym& sym, size_t, const GElf_Shdr& sh) {
             uint64_t name = sh.sh_offset + sym.st_name;
             if (sym.st_name >= sh.sh_size || name > std::numeric_limits<uint32_t>::max()) return;
-            if (std::find(string_sections.begin(), string_sections.end(), index) == string_sections.end()) {
-                string_sections.push_back(index);
-                table->strings_.push_back({sh.sh_offset, sh.sh_offset + sh.sh_size});
-            }
+            if (std::none_of(strings.begin(), strings.end(), [&](const Strings& t) { return t.begin == sh.sh_offset; }))
+                strings.push_back({sh.sh_offset, sh.sh_offset + sh.sh_size});
             auto size = static_cast<uint32_t>(std::min<uint64_t>(sym.st_size, std::numeric_limits<uint32_t>::max()));
             table->entries_.push_back({sym.st_value, size, static_cast<uint32_t>(name)});
         });
