@@ -60,6 +60,7 @@ def per_rank_rows(a):
             "cats": {sym[c]: int(n) for c, n in df["cat"].value_counts().items()},
             "sum_us_by_name": {n: float(v) for n, v in gpu.groupby(names)["dur"].sum().items()},
             "per_step_us_by_name": {n: float(v) / max(len(iterations), 1) for n, v in by_name_in_steps.items()},
+            "in_steps_count_by_name": {n: int(v) for n, v in in_steps.groupby(names[in_steps.index])["dur"].count().items()},
             "kernel_type_by_name": {n: get_kernel_type(n) for n in set(names)},
         }
     return out
@@ -127,7 +128,10 @@ def analyses(trace_dir):
 
     def load():
         nonlocal analyzer
-        analyzer = TraceAnalysis(trace_dir=trace_dir)
+        # HTA leaves out the last ProfilerStep unless asked (trace.py _filter_irrelevant_gpu_kernels:
+        # it may be cut short); gtrace writes only whole steps and counts the last one, so the
+        # figures compared are over the same steps (one long op in the last step was 5% apart).
+        analyzer = TraceAnalysis(trace_dir=trace_dir, include_last_profiler_step=True)
         return {"ranks": [int(r) for r in analyzer.t.get_ranks()]}
 
     attempt(out, "load", load)
