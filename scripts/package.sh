@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the gtrace package: dist/gtrace-<version>-linux-<arch>.tar.gz, holding gtrace-<version>/
 # with bin/gtrace, lib/gtrace/libgtrace_agent.so, share/gtrace/scripts/ (gpu-check.sh,
-# gpu-bench.sh and their Python files) and share/doc/gtrace/README.md — the layout of
+# gpu-bench.sh and their Python files) and share/doc/gtrace/ (README.md, docs/) — the layout of
 # `cmake --install` — and from the same files the wheel
 # dist/gtrace-<version>-py3-none-manylinux_2_34_<arch>.whl (`pip install` it; its `gtrace`
 # command runs the binary: scripts/make_wheel.py). Both binaries need only glibc 2.34+ and libgcc_s (every other library is

@@ -48,7 +48,7 @@ def check_nvtx(trace, spec, program_lines):
         fail(f"train_step ranges on threads {main_tid}, expected one")
     pid, tid = main_tid.pop()
     # The program creates its domain at its start: after attach that handle is null (NVTX without a
-    # tool), so its ranges read as the default domain's (README: NVTX ranges).
+    # tool), so its ranges read as the default domain's (docs/trace-formats.md: NVTX ranges).
     domain = spec.get("train_step_domain", "gtrace_test")
     payloads = []
     for e in sorted(by_name["train_step"], key=lambda e: e["ts"]):

@@ -60,7 +60,7 @@ def run(cmd, cwd, env=None, timeout=300):
 
 
 def check_layout(prefix):
-    for rel in ["bin/gtrace", "lib/gtrace/libgtrace_agent.so", "share/doc/gtrace/README.md",
+    for rel in ["bin/gtrace", "lib/gtrace/libgtrace_agent.so", "share/doc/gtrace/README.md", "share/doc/gtrace/docs/usage.md",
                 "share/gtrace/scripts/gpu-check.sh", "share/gtrace/scripts/gpu-bench.sh",
                 "share/gtrace/scripts/gpu_check_train.py", "share/gtrace/scripts/gpu_check_verify.py",
                 "share/gtrace/scripts/gpu_bench.py", "share/gtrace/scripts/gpu_bench_workload.py",

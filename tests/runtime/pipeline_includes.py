@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The include graph of userspace/ against the pipeline's order (README, How it works).
+"""The include graph of userspace/ against the pipeline's order (docs/how-it-works.md).
 
 A stage may include only stages below it; output/ and analyze/ are side by side (the trace
 writers and the analysis, each a consumer of the same events: neither includes the other), and
@@ -23,7 +23,7 @@ def main() -> int:
     stages = sorted(p.name for p in root.iterdir() if p.is_dir())
     unknown = [s for s in stages if s not in LEVEL]
     if unknown:
-        print(f"FAIL: folders of userspace/ not in the pipeline's order: {unknown} (add them to LEVELS and the README)")
+        print(f"FAIL: folders of userspace/ not in the pipeline's order: {unknown} (add them to LEVELS and docs/how-it-works.md)")
         return 1
     wrong, checked = [], 0
     for path in sorted(root.rglob("*")):

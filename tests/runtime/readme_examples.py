@@ -1,5 +1,5 @@
 """The README, as a user follows it: every example command of its ```sh blocks runs as written, and
-every exit code of its table ("### Exit codes") is provoked for real.
+every exit code of the table in docs/usage.md ("## Exit codes") is provoked for real.
 
   gtrace lines   run through bash (so `$(...)` works as written) with the build's gtrace first on
                  PATH, in a temp dir, against a real torchrun job (demo/train.py on the GPU
@@ -12,7 +12,7 @@ every exit code of its table ("### Exit codes") is provoked for real.
   scripts/test.sh  is this suite; scripts/package.sh runs in package/tarball. Run as nobody, demo.sh
                  and test.sh each print one line saying how to run them as root (sudo when there is
                  one, su when not) and exit 1.
-  exit codes     each code of the README's table is provoked and asserted (with a one-line
+  exit codes     each code of docs/usage.md's table is provoked and asserted (with a one-line
                  "gtrace: error:" on stderr for every code but 0); a code listed there that this test
                  cannot provoke fails it.
 
@@ -159,8 +159,8 @@ def free_pid():
     return next(p for p in range(pid_max - 1, 1, -1) if not os.path.exists(f"/proc/{p}"))
 
 
-def provoke_exit_codes(readme, gtrace, build, tmp):
-    table = readme[readme.index("### Exit codes"):]
+def provoke_exit_codes(usage, gtrace, build, tmp):
+    table = usage[usage.index("## Exit codes"):]
     table = table[:table.index("\n\n", table.index("| code |"))]
     listed = [int(c) for c in re.findall(r"^\| (\d+) \|", table, re.M)]
     work = os.path.join(tmp, "codes")
@@ -200,7 +200,7 @@ def provoke_exit_codes(readme, gtrace, build, tmp):
     try:
         for code in listed:
             if code not in provoke:
-                fail(f"the README lists exit code {code}, which this test cannot provoke: teach it how")
+                fail(f"docs/usage.md lists exit code {code}, which this test cannot provoke: teach it how")
             cmd, env, fsize = provoke[code]
             short = None
             if "{short}" in cmd:
@@ -221,7 +221,7 @@ def provoke_exit_codes(readme, gtrace, build, tmp):
             p.wait()
     if leftover_bpf_objects():
         fail(f"BPF objects left in the kernel: {leftover_bpf_objects()}")
-    ok(f"every exit code the README lists was provoked: {listed}")
+    ok(f"every exit code docs/usage.md lists was provoked: {listed}")
 
 
 def main():
@@ -244,7 +244,7 @@ def main():
     try:
         run_gtrace_examples(gtrace_lines, blocks, gtrace, build, source, tmp)
         check_root_refusals(source, tmp)
-        provoke_exit_codes(readme, gtrace, build, tmp)
+        provoke_exit_codes(open(os.path.join(source, "docs", "usage.md")).read(), gtrace, build, tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print("PASS", flush=True)

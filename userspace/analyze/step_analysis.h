@@ -111,7 +111,7 @@ struct AnalysisOptions {
 // The processes of a trace that a report covers: every rank process, and every other process
 // that made CUDA calls or has GPU records (forked copies — DataLoader workers — are left out).
 // Steps end where the main thread's step-marker ranges end; without such ranges, at its most
-// frequent synchronizing CUDA call site (see README). Ranks first by rank, then by pid. Their
+// frequent synchronizing CUDA call site (see docs/report.md). Ranks first by rank, then by pid. Their
 // collectives are gathered, not yet matched across ranks: match_collectives over the whole job.
 std::vector<ProcessAnalysis> analyze_processes(const TraceData& trace, const AnalysisOptions& options = {});
 

@@ -1,4 +1,4 @@
-// The exit codes each command can end with, for its --help (the README's table lists them all).
+// The exit codes each command can end with, for its --help (docs/usage.md's table lists them all).
 #pragma once
 #include <string>
 #include <string_view>

@@ -1,6 +1,6 @@
 // Values of numeric command-line options, parsed strictly (digits only: no sign, no spaces, no
 // hex) and range-checked without arithmetic that can wrap. Each error is a Usage error whose one
-// line names the option, the value and the documented limits (README, --help).
+// line names the option, the value and the documented limits (docs/usage.md, --help).
 #pragma once
 #include <cstdint>
 #include <string>

@@ -1,5 +1,5 @@
 // Exit codes of the gtrace command, documented per command in its --help (cli/exit_code_help.cpp)
-// and in the README.
+// and in docs/usage.md.
 #pragma once
 
 namespace gtrace {
