@@ -3,8 +3,12 @@ step's all_reduce, rank --late-rank sleeps --sleep-ms. The other ranks wait for 
 all_reduce. Each rank prints "ready rank N", waits for --go-file, runs --steps steps of a small
 model (forward, backward, one all_reduce of the flattened gradients, optimizer step), then the
 late rank prints "GTRACE_COMM_TRUTH {json}": its measured mean sleep per step (`sleep_ms`: the
-injected wait) and that plus its own mean time inside the all_reduce (`blocked_ms`: how long
-the other ranks are in the all_reduce per step, from their arrival to its end).
+injected wait) and that plus its own mean time inside the all_reduce (`blocked_ms`), and, from
+what the other ranks measured themselves (each writes its figures beside --go-file), the first
+other rank's mean time inside the all_reduce (`other_all_reduce_ms`) and its mean wait for the
+late rank (`other_wait_ms`: the late rank's arrival less its own, each taken on CLOCK_MONOTONIC
+just before the call). On a busy host the late rank reaches its call later than its sleep alone
+says, so these, not the sleep, are what the other rank's figures are held to.
 
 --throw instead makes the late rank never come: the others' all_reduce times out after
 --timeout-s, and gloo throws the error through Work::wait; they catch it, print "caught
@@ -46,7 +50,7 @@ def main():
         else:
             time.sleep(2 * a.timeout_s)
         os._exit(0)  # the group is broken: no orderly shutdown
-    slept, reduced = [], []
+    slept, reduced, arrivals = [], [], []
     for _ in range(a.steps):
         model(x).square().mean().backward()
         grads = torch.cat([p.grad.flatten() for p in model.parameters()])
@@ -55,6 +59,7 @@ def main():
             time.sleep(a.sleep_ms / 1000)
             slept.append(time.monotonic() - t0)
         t0 = time.monotonic()
+        arrivals.append(t0)
         dist.all_reduce(grads)
         reduced.append(time.monotonic() - t0)
         offset = 0
@@ -63,10 +68,24 @@ def main():
             offset += p.grad.numel()
         opt.step()
         opt.zero_grad()
+    figures = os.path.join(os.path.dirname(os.path.abspath(a.go_file)), f"comm-figures-{rank}.json") if a.go_file else None
+    if figures and rank != a.late_rank:
+        with open(figures + ".tmp", "w") as f:
+            json.dump({"arrivals": arrivals, "all_reduce_s": reduced}, f)
+        os.rename(figures + ".tmp", figures)
     if slept:
         sleep_ms, reduce_ms = 1000 * sum(slept) / len(slept), 1000 * sum(reduced) / len(reduced)
-        print("GTRACE_COMM_TRUTH " + json.dumps({"rank": rank, "sleep_ms": sleep_ms, "blocked_ms": sleep_ms + reduce_ms, "steps": len(slept)}),
-              flush=True)
+        truth = {"rank": rank, "sleep_ms": sleep_ms, "blocked_ms": sleep_ms + reduce_ms, "steps": len(slept)}
+        other = figures and os.path.join(os.path.dirname(figures), f"comm-figures-{0 if rank else 1}.json")
+        deadline = time.monotonic() + 30
+        while other and not os.path.exists(other) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        if other and os.path.exists(other):
+            o = json.load(open(other))
+            waits = [max(0.0, mine - theirs) for mine, theirs in zip(arrivals, o["arrivals"])]
+            truth["other_wait_ms"] = 1000 * sum(waits) / len(waits)
+            truth["other_all_reduce_ms"] = 1000 * sum(o["all_reduce_s"]) / len(o["all_reduce_s"])
+        print("GTRACE_COMM_TRUTH " + json.dumps(truth), flush=True)
     dist.destroy_process_group()
 
 

@@ -7,6 +7,7 @@
 #include <random>
 
 #include "analyze/clock_alignment.h"
+#include "discover/cpu_pressure.h"
 
 using namespace gtrace;
 
@@ -77,6 +78,60 @@ TEST_CASE("align: a node whose wall clock is 2.5 ms off is put back by its colle
     REQUIRE(al[1].residual_ns);
     CHECK(*al[1].residual_ns < 20 * kUsSigned);
     CHECK(al[1].method == "clocks and collectives");
+    REQUIRE(al[1].uncertainty_ns);
+    CHECK(*al[1].uncertainty_ns < 10 * kUsSigned);
+    CHECK(al[1].doubt().empty());
+}
+
+TEST_CASE("align: too few collectives, or ends scattered by a busy host, and the report says it cannot be trusted") {
+    // Five collectives: whatever they say, too few to trust.
+    auto a = rank_calls(100 * kMsSigned, 40 * kMsSigned, 5, 1 * kMsSigned);
+    auto b = rank_calls(100 * kMsSigned, 40 * kMsSigned, 5, 1 * kMsSigned);
+    auto few = align_nodes({node("a", 0, {&a}), node("b", 0, {&b})});
+    CHECK(few[1].matched == 5);
+    CHECK(few[1].doubt() == "uncertain: 5 collectives' ends matched, fewer than 8");
+    // Twenty, each end returned up to 1 ms late on either node (threads woken late on a loaded
+    // 2-core host): the median moves by up to ~100 µs, and the uncertainty says as much.
+    auto c = rank_calls(100 * kMsSigned, 40 * kMsSigned, 20, 1 * kMsSigned, 1 * kMsSigned, 7);
+    auto d = rank_calls(100 * kMsSigned, 40 * kMsSigned, 20, 1 * kMsSigned, 1 * kMsSigned, 8);
+    auto busy = align_nodes({node("c", 0, {&c}), node("d", 0, {&d})});
+    CHECK(busy[1].matched >= kMinAlignmentCollectives); // 19: one end falls past the reference's last
+    REQUIRE(busy[1].uncertainty_ns);
+    CHECK(*busy[1].uncertainty_ns > kTrustedAlignmentNs);
+    CHECK(busy[1].doubt().starts_with("uncertain: the collectives' ends scatter, ±"));
+    CHECK(std::llabs(busy[1].offset_ns()) < 3 * *busy[1].uncertainty_ns); // the truth (0) within what it says
+}
+
+TEST_CASE("align: on a contended host the ends agree and still may be off: the report says so") {
+    auto a = rank_calls(100 * kMsSigned, 40 * kMsSigned, 30, 1 * kMsSigned);
+    auto b = rank_calls(100 * kMsSigned + 800 * kUsSigned, 40 * kMsSigned, 30, 1 * kMsSigned); // every end 0.8 ms late
+    NodeClock na = node("a", 0, {&a}), nb = node("b", 0, {&b});
+    nb.cpu_pressure = 0.42;
+    auto al = align_nodes({na, nb});
+    CHECK(al[1].offset_ns() == -800 * kUsSigned); // what the ends say: nothing in them tells the delay
+    CHECK(*al[1].uncertainty_ns == 0);
+    REQUIRE(al[1].cpu_pressure);
+    CHECK(*al[1].cpu_pressure == 0.42);
+    CHECK(al[1].doubt() == "uncertain: the CPUs were contended (a runnable task waited 42% of the capture, /proc/pressure/cpu), "
+                           "so collectives end late by scheduling delays");
+    nb.cpu_pressure = 0.02; // a quiet host: trusted
+    CHECK(align_nodes({na, nb})[1].doubt().empty());
+}
+
+TEST_CASE("cpu pressure: the some line's total") {
+    CHECK(parse_cpu_pressure_some_us("some avg10=0.22 avg60=7.98 avg300=16.42 total=10719509427\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n") ==
+          10719509427u);
+    CHECK(!parse_cpu_pressure_some_us(""));
+    CHECK(!parse_cpu_pressure_some_us("full avg10=0.00 total=5\n"));
+    CHECK(!parse_cpu_pressure_some_us("some avg10=0.22 total=12x\n"));
+}
+
+TEST_CASE("median_standard_error: none for fewer than two values; robust to one wild value") {
+    CHECK(!median_standard_error({}));
+    CHECK(!median_standard_error({5}));
+    CHECK(*median_standard_error({10, 10, 10, 10}) == 0);
+    // MAD of {0, 10, 20, 30, 10000} is 10: 1.858 × 10 / √5 = 8.3.
+    CHECK(*median_standard_error({0, 10, 20, 30, 10000}) == 8);
 }
 
 TEST_CASE("align: a node's trace that starts earlier and ends later than the reference's still aligns") {

@@ -1,6 +1,7 @@
 #include "analyze/clock_alignment.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <limits>
 
@@ -43,6 +44,29 @@ int64_t median(std::vector<int64_t> values) {
     auto mid = values.begin() + static_cast<std::ptrdiff_t>((values.size() - 1) / 2);
     std::nth_element(values.begin(), mid, values.end());
     return *mid;
+}
+
+std::optional<int64_t> median_standard_error(const std::vector<int64_t>& values) {
+    if (values.size() < 2) return std::nullopt;
+    const int64_t mid = median(values);
+    std::vector<int64_t> deviations;
+    deviations.reserve(values.size());
+    for (int64_t v : values) deviations.push_back(std::llabs(v - mid));
+    // σ ≈ 1.4826 × MAD for a normal spread; the median's standard error is 1.2533 σ / √n.
+    return static_cast<int64_t>(1.858 * static_cast<double>(median(std::move(deviations))) / std::sqrt(static_cast<double>(values.size())));
+}
+
+std::string NodeAlignment::doubt() const {
+    if (!matched) return "";
+    if (matched < kMinAlignmentCollectives)
+        return fmt::format("uncertain: {} collectives' ends matched, fewer than {}", matched, kMinAlignmentCollectives);
+    if (cpu_pressure && *cpu_pressure >= kContendedCpuShare)
+        return fmt::format("uncertain: the CPUs were contended (a runnable task waited {:.0f}% of the capture, /proc/pressure/cpu), "
+                           "so collectives end late by scheduling delays",
+                           *cpu_pressure * 100);
+    if (uncertainty_ns && *uncertainty_ns > kTrustedAlignmentNs)
+        return fmt::format("uncertain: the collectives' ends scatter, ±{:.0f} µs", static_cast<double>(*uncertainty_ns) / 1e3);
+    return "";
 }
 
 std::vector<int64_t> end_differences(const std::vector<CollectiveEnd>& reference, const std::vector<CollectiveCall>& calls,
@@ -91,6 +115,8 @@ std::vector<NodeAlignment> align_nodes(const std::vector<NodeClock>& nodes) {
     for (size_t k = 0; k < nodes.size(); ++k) {
         const NodeClock& n = nodes[k];
         NodeAlignment& a = out[k];
+        if (n.cpu_pressure || nodes[0].cpu_pressure)
+            a.cpu_pressure = std::max(n.cpu_pressure.value_or(0), nodes[0].cpu_pressure.value_or(0));
         const std::vector<CollectiveCall> calls = pooled(n);
         auto same_host = std::find_if(nodes.begin(), nodes.begin() + static_cast<std::ptrdiff_t>(k),
                                       [&](const NodeClock& o) { return !n.host.empty() && o.host == n.host; });
@@ -116,6 +142,7 @@ std::vector<NodeAlignment> align_nodes(const std::vector<NodeClock>& nodes) {
             } else {
                 int64_t first = median(std::move(coarse));
                 auto fine = end_differences(before, calls, a.clock_offset_ns + first, kFineWindowNs);
+                a.uncertainty_ns = median_standard_error(fine);
                 a.refined_ns = first + (fine.empty() ? 0 : median(std::move(fine)));
                 a.method = clocks ? "clocks and collectives" : "collectives only: the trace has no clock reading";
                 measure(a, before, calls);

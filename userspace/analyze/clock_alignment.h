@@ -23,6 +23,7 @@ struct NodeClock {
     std::string host;                          // "" when the trace does not say
     std::optional<int64_t> realtime_offset_ns; // CLOCK_REALTIME minus CLOCK_MONOTONIC
     std::vector<const std::vector<CollectiveCall>*> ranks; // each rank's calls, sorted by `done`
+    std::optional<double> cpu_pressure;        // the share of its capture a runnable task waited for a CPU
 };
 
 struct NodeAlignment {
@@ -30,9 +31,26 @@ struct NodeAlignment {
     int64_t refined_ns = 0;      // from the collectives' ends, added on top
     size_t matched = 0;          // collective ends matched on the nodes before it
     std::optional<int64_t> residual_ns; // after alignment: median |end − the same collective's end there|
+    // How far the collectives' correction may be off: the standard error of their median end
+    // difference (1.858 × median absolute deviation / √n). A busy host returns from some
+    // collectives late, and with few of them that moves the median.
+    std::optional<int64_t> uncertainty_ns;
+    // The most contended of this node's and the reference's CPUs (NodeClock::cpu_pressure): where
+    // runnable tasks waited, a rank returns from a collective late by a scheduling delay, and
+    // that delay is alike from one collective to the next — the ends agree with each other, and
+    // still not with the truth (0.8 ms off beside two busy loops on 2 cores, ±25 µs stated).
+    std::optional<double> cpu_pressure;
     std::string method;          // how: reference, same host as node N, clocks and collectives, clocks only (why), ...
     int64_t offset_ns() const { return clock_offset_ns + refined_ns; }
+    // Why the correction cannot be trusted to kTrustedAlignmentNs, or "" when it can (or none was made).
+    std::string doubt() const;
 };
+
+// A collectives' correction is trusted when at least this many ends were matched and its
+// uncertainty is under this bound; otherwise the report says so beside the offset.
+constexpr size_t kMinAlignmentCollectives = 8;
+constexpr double kContendedCpuShare = 0.10;
+constexpr int64_t kTrustedAlignmentNs = 100'000;
 
 // Node 0 is the reference (offset 0); each other node is aligned to the ones before it.
 std::vector<NodeAlignment> align_nodes(const std::vector<NodeClock>& nodes);
@@ -49,6 +67,8 @@ struct CollectiveEnd {
 std::vector<int64_t> end_differences(const std::vector<CollectiveEnd>& reference, const std::vector<CollectiveCall>& calls,
                                      int64_t shift_ns, int64_t window_ns);
 int64_t median(std::vector<int64_t> values); // the lower middle one; 0 for none
+// The standard error of the median of `values` (robust: from their median absolute deviation).
+std::optional<int64_t> median_standard_error(const std::vector<int64_t>& values);
 
 // Adds `offset_ns` to the calls' times (never below 0).
 void shift_calls(std::vector<CollectiveCall>& calls, int64_t offset_ns);

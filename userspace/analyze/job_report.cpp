@@ -100,6 +100,7 @@ Result<JobReport> analyze_job(const std::vector<std::string>& traces, const Anal
                                                    "complete it with: gtrace recover {}", path, *t->partial_events, path));
             if (clock.host.empty()) clock.host = t->host;
             if (!clock.realtime_offset_ns) clock.realtime_offset_ns = t->realtime_offset_ns;
+            if (t->cpu_pressure) clock.cpu_pressure = std::max(clock.cpu_pressure.value_or(0), *t->cpu_pressure);
             for (auto& p : analyze_processes(*t, options)) {
                 p.node = node;
                 report.processes.push_back(std::move(p));

@@ -316,6 +316,11 @@ Result<void> read_pftrace(const TraceFile& file, size_t length, const std::strin
         if (facts.is_object() && facts.contains("gpu") && facts["gpu"].is_object() && facts["gpu"].contains("enabled") &&
             facts["gpu"]["enabled"].is_boolean())
             t.has_gpu = facts["gpu"]["enabled"].get<bool>();
+        if (facts.is_object() && facts.contains("cpu_pressure") && facts["cpu_pressure"].is_object() &&
+            facts["cpu_pressure"].contains("some") && facts["cpu_pressure"]["some"].is_number()) {
+            double some = facts["cpu_pressure"]["some"].get<double>();
+            if (some >= 0 && some <= 1) t.cpu_pressure = some;
+        }
     }
     return {};
 }

@@ -101,6 +101,9 @@ nlohmann::json nodes_json(const JobReport& report) {
         nlohmann::json clock = {{"offset_ns", a.offset_ns()}, {"clock_offset_ns", a.clock_offset_ns}, {"refined_ns", a.refined_ns},
                                 {"matched_collectives", a.matched}, {"method", a.method}};
         if (a.residual_ns) clock["residual_skew_us"] = static_cast<double>(*a.residual_ns) / 1e3;
+        if (a.uncertainty_ns) clock["uncertainty_us"] = static_cast<double>(*a.uncertainty_ns) / 1e3;
+        if (a.cpu_pressure) clock["cpu_pressure"] = *a.cpu_pressure;
+        if (!a.doubt().empty()) clock["doubt"] = a.doubt();
         out.push_back({{"name", n.name}, {"host", n.host}, {"trace", n.trace}, {"ranks", n.ranks}, {"step_ms", n.step_ms},
                        {"verdict", n.verdict}, {"clock", clock}});
     }

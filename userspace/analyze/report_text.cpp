@@ -97,8 +97,9 @@ std::string clock_alignment_text(const NodeAlignment& a) {
     if (a.method == "reference" || a.method.starts_with("same host")) return a.method;
     std::string out = fmt::format("{} by its clock reading", signed_ms(a.clock_offset_ns));
     if (a.matched)
-        out += fmt::format(", {} from {} collectives' ends; residual skew {:.1f} µs", signed_ms(a.refined_ns), a.matched,
-                           static_cast<double>(a.residual_ns.value_or(0)) / 1e3);
+        out += fmt::format(", {} from {} collectives' ends (±{:.0f} µs); residual skew {:.1f} µs{}", signed_ms(a.refined_ns), a.matched,
+                           static_cast<double>(a.uncertainty_ns.value_or(0)) / 1e3, static_cast<double>(a.residual_ns.value_or(0)) / 1e3,
+                           a.doubt().empty() ? "" : " — " + a.doubt());
     else
         out += fmt::format(" ({})", a.method);
     return out;

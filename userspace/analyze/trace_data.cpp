@@ -232,6 +232,12 @@ private:
                 t_.host = c.string(scratch_);
             } else if (is(key, "clocks") && c.peek() == '{') {
                 clocks();
+            } else if (is(key, "cpu_pressure") && c.peek() == '{') {
+                c.begin_object();
+                for (bool f = true; c.next_key(f, key);) {
+                    if (is(key, "some") && c.peek() != '"' && c.peek() != 'n') t_.cpu_pressure = share(c.number());
+                    else c.skip();
+                }
             } else if (is(key, "gpu") && c.peek() == '{') {
                 c.begin_object();
                 for (bool f = true; c.next_key(f, key);) {
@@ -257,6 +263,14 @@ private:
             else c.skip();
         }
         if (mono && real) t_.realtime_offset_ns = *real - *mono;
+    }
+
+    // A share in [0, 1]; nullopt for anything else.
+    static std::optional<double> share(std::string_view n) {
+        double v = 0;
+        auto [end, ec] = std::from_chars(n.data(), n.data() + n.size(), v);
+        if (ec != std::errc{} || end != n.data() + n.size() || !(v >= 0 && v <= 1)) return std::nullopt;
+        return v;
     }
 
     static std::optional<int64_t> signed_number(JsonCursor& c) {

@@ -103,6 +103,9 @@ struct TraceData {
     // what puts traces of several hosts on one time line (analyze/clock_alignment.h).
     std::string host;
     std::optional<int64_t> realtime_offset_ns;
+    // The share of the capture in which some runnable task waited for a CPU on that host
+    // (otherData.cpu_pressure.some, discover/cpu_pressure.h); nullopt when the trace does not say.
+    std::optional<double> cpu_pressure;
     StringPool strings;
 };
 

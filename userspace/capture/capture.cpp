@@ -1,5 +1,7 @@
 #include "foundation/printable.h"
 #include "capture/capture.h"
+
+#include "discover/cpu_pressure.h"
 #include "foundation/test_hooks.h"
 
 #include <malloc.h>
@@ -59,6 +61,7 @@ Result<std::unique_ptr<Capture>> Capture::attach(const CaptureOptions& options) 
     CaptureState& s = c->s_;
     if (auto r = c->open_writer(); !r) return r.error();
     s.started = std::chrono::steady_clock::now();
+    c->cpu_pressure_at_start_us_ = cpu_pressure_some_us();
     s.start_wall_unix_ms = static_cast<uint64_t>(
         std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
     std::string note;

@@ -65,6 +65,7 @@ private:
     std::unique_ptr<FlightDumps> flight_; // --flight-recorder
     std::optional<RingReader> reader_;
     RegisteredCapture registration_; // lists the partial trace if this gtrace is killed
+    std::optional<uint64_t> cpu_pressure_at_start_us_; // discover/cpu_pressure.h; nullopt without PSI
     uint64_t calls_at_last_status_ = 0;
 };
 

@@ -3,6 +3,7 @@
 
 #include "foundation/printable.h"
 #include "capture/capture.h"
+#include "discover/cpu_pressure.h"
 #include "capture/lost_events.h"
 #include "format/api_table.h"
 #include "output/clocks.h"
@@ -23,12 +24,18 @@ nlohmann::json Capture::other_data(const std::string& stop_reason, double elapse
         objects.push_back({{"path", obj.path}, {"version", obj.version}, {"mapped", obj.mapped}, {"apis", obj.apis}, {"device", key.first},
                            {"inode", key.second}});
     ClockReading clocks = read_clocks();
+    // The share of the capture in which some runnable task waited for a CPU (absent without PSI).
+    nlohmann::json cpu_pressure;
+    if (auto now = cpu_pressure_some_us(); now && cpu_pressure_at_start_us_ && *now >= *cpu_pressure_at_start_us_ && elapsed_s > 0)
+        cpu_pressure = {{"some", std::min(1.0, static_cast<double>(*now - *cpu_pressure_at_start_us_) / 1e6 / elapsed_s)},
+                        {"source", "/proc/pressure/cpu"}};
     return {{"tool", "gtrace"},
             {"version", kGtraceVersion},
             {"root_pid", s_.options.pid},
             {"host", host_name()},
             {"clock", "CLOCK_MONOTONIC"},
             {"clocks", {{"monotonic_ns", clocks.monotonic_ns}, {"boottime_ns", clocks.boottime_ns}, {"realtime_ns", clocks.realtime_ns}}},
+            {"cpu_pressure", cpu_pressure},
             {"start_unix_ms", s_.start_wall_unix_ms},
             {"duration_s", elapsed_s},
             {"stop_reason", stop_reason},
