@@ -8,6 +8,8 @@ GPU simulator). One job; one gtrace attach per option, each checked on the trace
               --summary-json holds the capture's facts and both ranks' verdicts
   delay       --delay 2 -d 2: nothing before 2 s after the start, 2 s or more recorded, nothing after the stop
   max_events  --max-events 400: stops at the limit, the trace holds no more than that
+  start_at    two captures started 1 s apart with one --start-at and --steps 2:3 record the same
+              two steps, each window opening after that wall-clock time
   trigger     --trigger SIGUSR1: nothing until the first signal, stops at the second
   no_steps    --steps with a marker nothing matches: exit 12 with a message, valid trace
 
@@ -69,6 +71,35 @@ def check_ranges(trace, events, source_file):
     print(f"ok: ranges: every rank has its optimizer, DataLoader, zero_grad and DDP ranges on its main thread")
 
 
+def check_start_at(gtrace, job, tmp):
+    """Two gtraces started a second apart with one --start-at and --steps 2:3, as two nodes' would
+    be: each opens its window at that wall-clock time, and both record the same two steps."""
+    start_at = time.time() + 4
+    outs = [os.path.join(tmp, f"start_at_{i}.json") for i in (0, 1)]
+    procs = []
+    for out in outs:
+        procs.append(subprocess.Popen([gtrace, "attach", "--pid", str(job), "-o", out, "-q", "--start-at", f"@{start_at:.3f}",
+                                       "--steps", "2:3", "-d", "60"], stderr=subprocess.PIPE, text=True))
+        time.sleep(1)
+    steps = []
+    for p, out in zip(procs, outs):
+        _, err = p.communicate(timeout=120)
+        if p.returncode != 0:
+            fail(f"--start-at @{start_at:.3f} --steps 2:3 exited {p.returncode}: {err[-500:]}")
+        trace, events = load(out)
+        facts, clocks = trace["otherData"]["capture_script"], trace["otherData"]["clocks"]
+        # The wall-clock time on this trace's clock: CLOCK_REALTIME less (REALTIME - MONOTONIC).
+        start_mono = start_at * 1e9 - (clocks["realtime_ns"] - clocks["monotonic_ns"])
+        first_marker = facts.get("window_open_ns", 0)
+        if first_marker < start_mono - 2e6:
+            fail(f"--start-at: the window opened {(start_mono - first_marker) / 1e6:.1f} ms before the time given")
+        lead = [pid for pid, rank in ranks_of(trace).items() if rank == 0][0]
+        steps.append([round(e["ts"]) for e in ranges(events, lead, "Optimizer.step")])
+    if len(steps[0]) != 2 or steps[0] != steps[1]:
+        fail(f"--start-at --steps 2:3: the two captures recorded different steps: {steps}")
+    print(f"ok: start_at: two captures started 1 s apart recorded the same 2 steps from one --start-at")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", required=True)
@@ -124,6 +155,8 @@ def main():
                  f"{(last - stopped_ns) / 1e9:+.2f} s from the capture's end")
         print(f"ok: delay: recording began {opened:.3f} s after the start and lasted {recorded:.2f} s "
               f"(the capture ended {trace['otherData']['duration_s'] - 4:.2f} s after the 4 s asked for)")
+
+        check_start_at(gtrace, job, tmp)
 
         out = os.path.join(tmp, "max.json")
         if attach(gtrace, job, out, "--max-events", "400", "-d", "60").returncode != 0:

@@ -152,6 +152,9 @@ def main():
             report = json.load(open(report_json))
             if report.get("straggler_node") != "node-b" or report.get("straggler_rank") != 1:
                 fail(f"report.json: straggler_node {report.get('straggler_node')}, straggler_rank {report.get('straggler_rank')}")
+            # Both captures were attached before the job's first step: each node recorded all of them.
+            if not report.get("steps_overlap", 0) >= 0.9 or not re.search(r"^steps every node recorded: \d+% ", r.stdout, re.M):
+                fail(f"report: steps_overlap {report.get('steps_overlap')} (both nodes recorded every step: 0.9 or more expected)")
             clock = report["nodes"][1]["clock"]
             if abs(clock["clock_offset_ns"] - OFFSET_NS) > 50_000:
                 fail(f"node-b's clock reading says {clock['clock_offset_ns']} ns, expected the injected {OFFSET_NS} (the hook)")

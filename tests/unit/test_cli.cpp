@@ -45,6 +45,21 @@ TEST_CASE("durations with and without units, from 1ms to 720h; malformed or out 
         check_refused(parse_duration(bad, "--duration"), "--duration", "from 1ms to 720h");
 }
 
+TEST_CASE("--start-at: a UTC time or @seconds, from now to 720h ahead; past, local or malformed times are usage errors") {
+    const uint64_t now = 1'795'656'000'000'000'000ull; // 2026-11-26T01:20:00Z
+    CHECK(*parse_start_at("2026-11-26T03:00:00Z", now) == 1'795'662'000'000'000'000ull);
+    CHECK(*parse_start_at("2026-11-26t03:00:00.25+00:00", now) == 1'795'662'000'250'000'000ull);
+    CHECK(*parse_start_at("2028-02-29T00:00:00Z", 1'835'308'800'000'000'000ull) == 1'835'395'200'000'000'000ull); // a leap day
+    CHECK(*parse_start_at("@1795656060", now) == 1'795'656'060'000'000'000ull);
+    CHECK(*parse_start_at("@1795656000.000000001", now) == now + 1);
+    for (const char* bad : {"", "@", "@-5", "@1e9", "@1795656060.", "@1795656060.1234567890", "2026-11-26T03:00:00",
+                            "2026-11-26T03:00:00+01:00", "2026-11-26 03:00:00Z", "2026-02-30T03:00:00Z", "2027-02-29T00:00:00Z", "2026-11-26T24:00:00Z",
+                            "2026-11-26T03:60:00Z", "2026-11-26T03:00:60Z", "26-11-26T03:00:00Z", "tomorrow"})
+        check_refused(parse_start_at(bad, now), "--start-at", "2026-11-26T03:00:00Z");
+    check_refused(parse_start_at("2026-11-26T01:19:00Z", now), "--start-at", "60.0 s ago");
+    check_refused(parse_start_at("2027-01-01T00:00:00Z", now), "--start-at", "at most 720h from now");
+}
+
 TEST_CASE("ring buffer sizes: powers of two from 4K to 2G, checked before multiplying") {
     CHECK(*parse_ring_size("64", "--buffer-size") == (64ull << 20));
     CHECK(*parse_ring_size("512K", "--buffer-size") == (512ull << 10));

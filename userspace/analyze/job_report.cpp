@@ -60,12 +60,31 @@ void align(JobReport& report, std::vector<NodeClock>& clocks) {
     for (auto& p : report.processes) shift_calls(p.collective_calls, alignment[p.node].offset_ns());
 }
 
+// How much of the nodes' steps every node recorded: the intersection of their spans over their union.
+std::optional<double> steps_overlap(const std::vector<JobNode>& nodes) {
+    if (nodes.size() < 2) return std::nullopt;
+    uint64_t lo = 0, hi = UINT64_MAX, first = UINT64_MAX, last = 0;
+    for (const auto& n : nodes) {
+        if (!n.steps_span) return 0.0; // a node without steps shares none
+        lo = std::max(lo, n.steps_span->start_ns), hi = std::min(hi, n.steps_span->end_ns);
+        first = std::min(first, n.steps_span->start_ns), last = std::max(last, n.steps_span->end_ns);
+    }
+    if (last <= first) return std::nullopt;
+    return hi > lo ? static_cast<double>(hi - lo) / static_cast<double>(last - first) : 0.0;
+}
+
 void summarize_nodes(JobReport& report) {
     for (const auto& p : report.processes) {
         if (!p.rank || p.node >= report.nodes.size()) continue;
         JobNode& n = report.nodes[p.node];
         n.ranks.push_back(*p.rank);
         n.step_ms = std::max(n.step_ms, p.step_ms);
+        if (!p.steps.empty()) {
+            const int64_t offset = n.clock.offset_ns();
+            auto shifted = [offset](uint64_t t) { return static_cast<uint64_t>(std::max<int64_t>(0, static_cast<int64_t>(t) + offset)); };
+            Span s{shifted(p.steps.front().span.start_ns), shifted(p.steps.back().span.end_ns)};
+            n.steps_span = n.steps_span ? Span{std::min(n.steps_span->start_ns, s.start_ns), std::max(n.steps_span->end_ns, s.end_ns)} : s;
+        }
         if (!p.verdict.empty() && ("/" + n.verdict + "/").find("/" + p.verdict + "/") == std::string::npos)
             n.verdict += (n.verdict.empty() ? "" : "/") + p.verdict;
     }
@@ -119,6 +138,7 @@ Result<JobReport> analyze_job(const std::vector<std::string>& traces, const Anal
     for (auto& p : report.processes) judge_process(p, options.step_marker);
     report.verdict = judge_job(report.processes);
     summarize_nodes(report);
+    report.steps_overlap = steps_overlap(report.nodes);
     return report;
 }
 

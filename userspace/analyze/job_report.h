@@ -2,6 +2,7 @@
 // process analysed (analyze/step_analysis.h) and judged (analyze/verdict.h). What output/
 // renders as text, JSON and HTML.
 #pragma once
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,9 @@ struct JobNode {
     std::vector<int> ranks;
     double step_ms = 0;   // its slowest rank's
     std::string verdict;  // its ranks' verdict ("a/b" when they differ)
+    // The time its ranks' steps cover, first step's start to last step's end, on the first
+    // node's clock (CLOCK_MONOTONIC ns); none without steps.
+    std::optional<Span> steps_span;
 };
 
 struct JobReport {
@@ -29,6 +33,9 @@ struct JobReport {
     std::vector<ProcessAnalysis> processes; // ranks first by rank, then other processes by pid
     JobVerdict verdict;
     std::vector<std::string> notes; // for stderr: partial traces read
+    // Several nodes: the share of the nodes' steps' time that every node recorded (the spans'
+    // intersection over their union): 1 when --start-at and --steps gave each node one window.
+    std::optional<double> steps_overlap;
     size_t rank_count() const;
     const JobNode* node_of_rank(int rank) const;
 };

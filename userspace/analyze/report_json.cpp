@@ -104,8 +104,11 @@ nlohmann::json nodes_json(const JobReport& report) {
         if (a.uncertainty_ns) clock["uncertainty_us"] = static_cast<double>(*a.uncertainty_ns) / 1e3;
         if (a.cpu_pressure) clock["cpu_pressure"] = *a.cpu_pressure;
         if (!a.doubt().empty()) clock["doubt"] = a.doubt();
-        out.push_back({{"name", n.name}, {"host", n.host}, {"trace", n.trace}, {"ranks", n.ranks}, {"step_ms", n.step_ms},
-                       {"verdict", n.verdict}, {"clock", clock}});
+        nlohmann::json node = {{"name", n.name}, {"host", n.host}, {"trace", n.trace}, {"ranks", n.ranks}, {"step_ms", n.step_ms},
+                               {"verdict", n.verdict}, {"clock", clock}};
+        if (n.steps_span) // on the first node's clock, as the collectives' times
+            node["steps_span_ns"] = {n.steps_span->start_ns, n.steps_span->end_ns};
+        out.push_back(std::move(node));
     }
     return out;
 }
@@ -132,6 +135,7 @@ nlohmann::json report_json(const JobReport& report) {
     if (v.straggler) out["straggler_rank"] = v.straggler->rank;
     if (report.nodes.size() > 1) {
         out["nodes"] = nodes_json(report);
+        if (report.steps_overlap) out["steps_overlap"] = *report.steps_overlap;
         if (const JobNode* n = v.straggler ? report.node_of_rank(v.straggler->rank) : nullptr) out["straggler_node"] = n->name;
     }
     if (v.straggler && !v.straggler->collective.empty())

@@ -51,6 +51,18 @@ std::string nodes_table(const JobReport& report) {
     for (const auto& n : report.nodes)
         out += fmt::format("{:>{}} {:>8} {:>9.2f}  {:<14} {}\n", n.name, width, fmt::format("{}", fmt::join(n.ranks, ",")), n.step_ms,
                            n.verdict.empty() ? "-" : n.verdict, clock_alignment_text(n.clock));
+    if (report.steps_overlap) {
+        uint64_t first = UINT64_MAX;
+        for (const auto& n : report.nodes)
+            if (n.steps_span) first = std::min(first, n.steps_span->start_ns);
+        std::vector<std::string> spans;
+        for (const auto& n : report.nodes)
+            spans.push_back(n.steps_span ? fmt::format("{} {:.2f}-{:.2f} s", n.name, static_cast<double>(n.steps_span->start_ns - first) / 1e9,
+                                                       static_cast<double>(n.steps_span->end_ns - first) / 1e9)
+                                         : n.name + " none");
+        out += fmt::format("steps every node recorded: {:.0f}% of their time ({}; from the first step seen)\n", *report.steps_overlap * 100,
+                           fmt::join(spans, ", "));
+    }
     return out + "\n";
 }
 

@@ -38,6 +38,7 @@ struct CaptureOptions {
     bool off_cpu = true;         // --no-off-cpu: main threads' time asleep is not recorded
     // Scripted captures: what goes into the trace, and when the capture stops on its own.
     double delay_s = 0;                                 // --delay: record from this long after attach
+    std::optional<uint64_t> start_at_unix_ns;           // --start-at: record from this CLOCK_REALTIME (delay_s: how far ahead)
     std::optional<std::pair<uint32_t, uint32_t>> steps; // --steps A:B: from the A-th to the B-th step after attach
     std::string step_marker = kDefaultStepMarker;      // --step-marker: the torch range that ends a step
     uint64_t max_events = 0;                            // --max-events: stop after this many (0: no limit)

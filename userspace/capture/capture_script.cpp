@@ -30,7 +30,12 @@ void CaptureScript::start() {
     // --delay and --duration both count from gtrace's start, before attaching took its time.
     started_ns_ = now - static_cast<uint64_t>(
                             std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - s_.started).count());
-    window_open_ns_ = started_ns_ + static_cast<uint64_t>(s_.options.delay_s * 1e9);
+    record_from_ns_ = started_ns_ + static_cast<uint64_t>(s_.options.delay_s * 1e9);
+    if (s_.options.start_at_unix_ns) { // to the nanosecond of every node's wall clock, not of this gtrace's start
+        ClockReading c = read_clocks();
+        record_from_ns_ = c.monotonic_ns + (*s_.options.start_at_unix_ns > c.realtime_ns ? *s_.options.start_at_unix_ns - c.realtime_ns : 0);
+    }
+    window_open_ns_ = record_from_ns_;
     if (s_.options.steps || s_.options.trigger_signal) window_open_ns_ = kNever; // until the step or the signal
     else if (s_.options.delay_s == 0) window_open_ns_ = 0;                     // everything, as it comes
     s_.writer.set_window(window_open_ns_, window_close_ns_);
@@ -58,7 +63,7 @@ void CaptureScript::on_range(uint32_t pid, const std::string& range, uint64_t en
     ++torch_ranges_;
     bool counts_steps = s_.options.steps || s_.options.slow_step_factor > 0;
     if (!counts_steps || !stop_request_.empty() || !std::regex_search(range, step_regex_)) return;
-    if (s_.options.delay_s > 0 && end_ns < started_ns_ + static_cast<uint64_t>(s_.options.delay_s * 1e9)) return;
+    if (s_.options.delay_s > 0 && end_ns < record_from_ns_) return; // steps count from --delay / --start-at
     if (!lead_pid_) {
         // Rank 0's steps when the job has ranks; otherwise the first process that makes steps.
         lead_pid_ = pid;
@@ -102,6 +107,7 @@ nlohmann::json CaptureScript::facts() const {
     if (window_open_ns_ != kNever) j["window_open_ns"] = window_open_ns_;
     if (window_close_ns_ != kNever) j["window_close_ns"] = window_close_ns_;
     if (s_.options.delay_s > 0) j["delay_s"] = s_.options.delay_s;
+    if (s_.options.start_at_unix_ns) j["start_at_unix_ns"] = *s_.options.start_at_unix_ns;
     if (s_.options.steps) {
         j["steps"] = fmt::format("{}:{}", s_.options.steps->first, s_.options.steps->second);
         j["steps_seen"] = steps_completed(markers_seen_);

@@ -1,4 +1,4 @@
-// Scripted captures: --delay, --steps A:B, --max-events and --trigger decide which events go into
+// Scripted captures: --delay, --start-at, --steps A:B, --max-events and --trigger decide which events go into
 // the trace (a time window on the writer, and a limit) and when the capture ends by itself. The
 // lead process's steps (--step-marker) also drive --on-slow-step.
 #pragma once
@@ -33,6 +33,7 @@ private:
     std::function<void(uint64_t)> on_lead_step_;
     uint64_t torch_ranges_ = 0;
     uint64_t started_ns_ = 0; // CLOCK_MONOTONIC when the capture began
+    uint64_t record_from_ns_ = 0; // --delay / --start-at: CLOCK_MONOTONIC from which events and steps count
     uint64_t window_open_ns_ = 0, window_close_ns_ = UINT64_MAX;
     uint32_t lead_pid_ = 0;    // the process whose steps --steps counts (rank 0, or the first with steps)
     int64_t markers_seen_ = 0; // --steps: step markers of the lead process after attach

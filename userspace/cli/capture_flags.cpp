@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <csignal>
 #include <regex>
 
@@ -52,6 +53,9 @@ void add_capture_options(po::options_description& o) {
         ("folded", po::value<std::string>(), "also write the samples as folded stacks per rank (flamegraph.pl, speedscope)")
         ("delay", po::value<std::string>(),
          "record from this long after attach (seconds or 500ms, 2m; 1ms to 720h); --duration counts from then")
+        ("start-at", po::value<std::string>(),
+         "record from this UTC wall-clock time (2026-11-26T03:00:00Z, or @SECONDS since the epoch; up to 720h ahead): "
+         "one time for every node's gtrace, so their windows and --steps match; --duration counts from then")
         ("steps", po::value<std::string>(),
          "A:B: record from the start of the A-th to the end of the B-th training step after attach, then stop "
          "(steps of rank 0, ended by --step-marker; 1 <= A <= B <= 1000000)")
@@ -150,7 +154,7 @@ void read_flight_options(const po::variables_map& vm, CaptureOptions& options) {
     options.flight_window_s = or_fail(parse_flight_window(vm["flight-recorder"].as<std::string>()));
     if (vm.count("flight-memory")) options.flight_max_bytes = or_fail(parse_memory_size(vm["flight-memory"].as<std::string>(), "--flight-memory"));
     if (vm.count("on-slow-step")) options.slow_step_factor = or_fail(parse_slow_step_factor(vm["on-slow-step"].as<std::string>()));
-    for (const char* opt : {"trigger", "steps", "max-events"})
+    for (const char* opt : {"trigger", "steps", "max-events", "start-at"})
         if (vm.count(opt))
             fail(make_error(ExitCode::Usage, fmt::format("--{} and --flight-recorder both decide what is written (with "
                                                          "--flight-recorder, SIGUSR1 writes the window); give one", opt)));
@@ -158,6 +162,13 @@ void read_flight_options(const po::variables_map& vm, CaptureOptions& options) {
 
 void read_script_options(const po::variables_map& vm, CaptureOptions& options) {
     if (vm.count("delay")) options.delay_s = or_fail(parse_duration(vm["delay"].as<std::string>(), "--delay"));
+    if (vm.count("start-at")) {
+        if (vm.count("delay")) fail(make_error(ExitCode::Usage, "--start-at and --delay both say when to record; give one"));
+        auto now = static_cast<uint64_t>(
+            std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+        options.start_at_unix_ns = or_fail(parse_start_at(vm["start-at"].as<std::string>(), now));
+        options.delay_s = std::max(1e-3, static_cast<double>(*options.start_at_unix_ns - now) / 1e9);
+    }
     if (vm.count("steps")) options.steps = or_fail(parse_steps(vm["steps"].as<std::string>()));
     options.step_marker = vm["step-marker"].as<std::string>();
     check_step_marker(options.step_marker);
@@ -169,6 +180,7 @@ void read_script_options(const po::variables_map& vm, CaptureOptions& options) {
         else if (sig == "SIGUSR2" || sig == "USR2") options.trigger_signal = SIGUSR2;
         else fail(make_error(ExitCode::Usage, fmt::format("--trigger {}: use SIGUSR1 or SIGUSR2", sig)));
         if (options.steps) fail(make_error(ExitCode::Usage, "--trigger and --steps both decide when to record; give one"));
+        if (options.start_at_unix_ns) fail(make_error(ExitCode::Usage, "--trigger and --start-at both decide when to record; give one"));
     }
     read_flight_options(vm, options);
 }

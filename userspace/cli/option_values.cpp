@@ -1,6 +1,7 @@
 #include "cli/option_values.h"
 
 #include <charconv>
+#include <chrono>
 #include <cmath>
 #include <optional>
 
@@ -155,6 +156,54 @@ Result<double> parse_slow_step_factor(const std::string& text) {
         parsed->first > limits::kMaxSlowStepFactor)
         return usage("--on-slow-step", text, "give a factor of the median step time above 1 and up to 100, such as 2x or 1.5x");
     return parsed->first;
+}
+
+namespace {
+
+// "SS" or "SS.fff…" (up to nanoseconds): the second and its fraction in ns.
+std::optional<uint64_t> seconds_ns(std::string_view text, uint64_t max_seconds) {
+    auto dot = text.find('.');
+    std::string_view whole_part = text.substr(0, dot), fraction = dot == std::string_view::npos ? "" : text.substr(dot + 1);
+    if (whole_part.empty() || (dot != std::string_view::npos && (fraction.empty() || fraction.size() > 9))) return std::nullopt;
+    auto s = whole(std::string(whole_part));
+    if (!s || *s > max_seconds) return std::nullopt;
+    uint64_t ns = 0;
+    for (size_t i = 0; i < 9; ++i) {
+        char c = i < fraction.size() ? fraction[i] : '0';
+        if (c < '0' || c > '9') return std::nullopt;
+        ns = ns * 10 + static_cast<uint64_t>(c - '0');
+    }
+    return *s * 1'000'000'000ull + ns;
+}
+
+// YYYY-MM-DDTHH:MM:SS[.f]Z (or +00:00): ns since the epoch, UTC.
+std::optional<uint64_t> iso_utc_ns(std::string_view t) {
+    if (t.ends_with("Z")) t.remove_suffix(1);
+    else if (t.ends_with("+00:00")) t.remove_suffix(6);
+    else return std::nullopt;
+    if (t.size() < 19 || t[4] != '-' || t[7] != '-' || (t[10] != 'T' && t[10] != 't') || t[13] != ':' || t[16] != ':') return std::nullopt;
+    auto field = [&](size_t at, size_t len) { return whole(std::string(t.substr(at, len))); };
+    auto y = field(0, 4), mo = field(5, 2), d = field(8, 2), h = field(11, 2), mi = field(14, 2);
+    auto sec = seconds_ns(t.substr(17), 59);
+    if (!y || !mo || !d || !h || !mi || !sec || *h > 23 || *mi > 59) return std::nullopt;
+    std::chrono::year_month_day ymd{std::chrono::year(static_cast<int>(*y)), std::chrono::month(static_cast<unsigned>(*mo)),
+                                    std::chrono::day(static_cast<unsigned>(*d))};
+    if (!ymd.ok() || *y < 1970) return std::nullopt;
+    auto days = static_cast<uint64_t>(std::chrono::sys_days(ymd).time_since_epoch().count());
+    return ((days * 24 + *h) * 60 + *mi) * 60'000'000'000ull + *sec;
+}
+
+} // namespace
+
+Result<uint64_t> parse_start_at(const std::string& text, uint64_t now_unix_ns) {
+    constexpr uint64_t kMaxAheadNs = static_cast<uint64_t>(limits::kMaxSeconds) * 1'000'000'000ull;
+    std::optional<uint64_t> at = text.starts_with("@") ? seconds_ns(std::string_view(text).substr(1), 1ull << 40) : iso_utc_ns(text);
+    if (!at)
+        return usage("--start-at", text, "give a UTC time such as 2026-11-26T03:00:00Z, or @SECONDS since the epoch (date +@%s)");
+    if (*at < now_unix_ns)
+        return usage("--start-at", text, fmt::format("it was {:.1f} s ago; give a time to come", static_cast<double>(now_unix_ns - *at) / 1e9));
+    if (*at - now_unix_ns > kMaxAheadNs) return usage("--start-at", text, "give a time at most 720h from now");
+    return *at;
 }
 
 } // namespace gtrace

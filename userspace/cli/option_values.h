@@ -46,5 +46,8 @@ Result<double> parse_flight_window(const std::string& text);
 Result<uint64_t> parse_memory_size(const std::string& text, const std::string& option);
 // --on-slow-step: a factor above 1 and up to 100, with or without an x: 2x, 1.5x, 3.
 Result<double> parse_slow_step_factor(const std::string& text);
+// --start-at: a UTC wall-clock time, 2026-11-26T03:00:00Z (fraction of a second allowed) or
+// @SECONDS since the epoch, from `now_unix_ns` to 720 h after it; its CLOCK_REALTIME in ns.
+Result<uint64_t> parse_start_at(const std::string& text, uint64_t now_unix_ns);
 
 } // namespace gtrace
