@@ -95,7 +95,8 @@ def check_start_at(gtrace, job, tmp):
             fail(f"--start-at: the window opened {(start_mono - first_marker) / 1e6:.1f} ms before the time given")
         lead = [pid for pid, rank in ranks_of(trace).items() if rank == 0][0]
         steps.append([round(e["ts"]) for e in ranges(events, lead, "Optimizer.step")])
-    if len(steps[0]) != 2 or steps[0] != steps[1]:
+    # One range seen by two captures' probes: its times differ by the few µs between their handlers.
+    if len(steps[0]) != 2 or len(steps[1]) != 2 or any(abs(a - b) > 100 for a, b in zip(steps[0], steps[1])):
         fail(f"--start-at --steps 2:3: the two captures recorded different steps: {steps}")
     print(f"ok: start_at: two captures started 1 s apart recorded the same 2 steps from one --start-at")
 

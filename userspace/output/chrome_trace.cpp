@@ -54,30 +54,37 @@ Result<std::unique_ptr<ChromeTraceWriter>> ChromeTraceWriter::create(const std::
     return std::unique_ptr<ChromeTraceWriter>(new ChromeTraceWriter(std::move(*file)));
 }
 
-void ChromeTraceWriter::call(const ApiCall& c) {
-    buf_.clear();
-    auto out = std::back_inserter(buf_);
-    begin_slice(buf_, api_name(c.api), "cuda_api", c.pid, c.tid, c.start_ns, c.end_ns);
-    fmt::format_to(out, ",\"args\":{{\"ret\":{}", c.ret);
-    if (c.correlation) fmt::format_to(out, ",\"correlation\":{}", c.correlation);
-    if (c.by_agent) buf_ += ",\"recorded_by\":\"agent\"";
+void append_call_args(std::string& out, const ApiCall& c, std::string_view stream_key) {
+    auto to = std::back_inserter(out);
+    fmt::format_to(to, ",\"ret\":{}", c.ret);
+    if (c.by_agent) out += ",\"recorded_by\":\"agent\"";
     if (c.launch) {
         const LaunchArgs& l = *c.launch;
-        buf_ += ",\"kernel\":";
-        append_json_string(buf_, c.kernel);
-        fmt::format_to(out, ",\"grid\":[{},{},{}],\"block\":[{},{},{}],\"shared_mem\":{}", l.grid.x, l.grid.y, l.grid.z,
+        out += ",\"kernel\":";
+        append_json_string(out, c.kernel);
+        fmt::format_to(to, ",\"grid\":[{},{},{}],\"block\":[{},{},{}],\"shared_mem\":{}", l.grid.x, l.grid.y, l.grid.z,
                        l.block.x, l.block.y, l.block.z, l.shared_mem);
     }
-    if (c.stream) fmt::format_to(out, ",\"stream\":\"{}\"", hex(*c.stream));
-    if (c.bytes) fmt::format_to(out, ",\"bytes\":{}", *c.bytes);
-    if (c.copy_kind) fmt::format_to(out, ",\"kind\":\"{}\"", copy_kind_name(*c.copy_kind));
-    if (c.ptr) fmt::format_to(out, ",\"ptr\":\"{}\"", hex(*c.ptr));
-    if (c.event) fmt::format_to(out, ",\"event\":\"{}\"", hex(*c.event));
-    if (c.graph) fmt::format_to(out, ",\"graph\":\"{}\"", hex(*c.graph));
-    if (c.handle) fmt::format_to(out, ",\"handle\":\"{}\"", hex(*c.handle));
-    append_py_stack_args(buf_, c.stack, true);
-    if (c.stack_thread) fmt::format_to(out, ",\"stack_of_thread\":{}", c.stack_thread);
-    append_autograd_args(buf_, c);
+    if (c.stream) fmt::format_to(to, ",\"{}\":\"{}\"", stream_key, hex(*c.stream));
+    if (c.bytes) fmt::format_to(to, ",\"bytes\":{}", *c.bytes);
+    if (c.copy_kind) fmt::format_to(to, ",\"kind\":\"{}\"", copy_kind_name(*c.copy_kind));
+    if (c.ptr) fmt::format_to(to, ",\"ptr\":\"{}\"", hex(*c.ptr));
+    if (c.event) fmt::format_to(to, ",\"event\":\"{}\"", hex(*c.event));
+    if (c.graph) fmt::format_to(to, ",\"graph\":\"{}\"", hex(*c.graph));
+    if (c.handle) fmt::format_to(to, ",\"handle\":\"{}\"", hex(*c.handle));
+    append_py_stack_args(out, c.stack, true);
+    if (c.stack_thread) fmt::format_to(to, ",\"stack_of_thread\":{}", c.stack_thread);
+    append_autograd_args(out, c);
+}
+
+void ChromeTraceWriter::call(const ApiCall& c) {
+    buf_.clear();
+    begin_slice(buf_, api_name(c.api), "cuda_api", c.pid, c.tid, c.start_ns, c.end_ns);
+    buf_ += ",\"args\":{";
+    if (c.correlation) fmt::format_to(std::back_inserter(buf_), "\"correlation\":{}", c.correlation);
+    size_t first = buf_.size();
+    append_call_args(buf_, c);
+    if (!c.correlation) buf_.erase(first, 1); // the first argument's comma
     buf_ += "}}";
     file_.emit(buf_);
 }

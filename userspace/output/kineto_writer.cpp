@@ -113,22 +113,13 @@ void KinetoWriter::call(const ApiCall& c) {
     auto out = std::back_inserter(buf_);
     begin_x(buf_, call_category(api), api, c.pid, c.tid, c.start_ns, c.end_ns);
     buf_ += ",\"args\":{";
-    if (c.correlation) fmt::format_to(out, "\"External id\":{},\"correlation\":{},", c.correlation, c.correlation);
-    if (c.launch) {
-        const LaunchArgs& l = *c.launch;
-        buf_ += "\"kernel\":";
-        append_json_string(buf_, c.kernel);
-        // The launch's own configuration (Kineto's runtime events have none; the kernel row has it).
-        fmt::format_to(out, ",\"grid\":[{},{},{}],\"block\":[{},{},{}],\"shared_mem\":{},", l.grid.x, l.grid.y, l.grid.z, l.block.x,
-                       l.block.y, l.block.z, l.shared_mem);
-    }
-    if (c.bytes) fmt::format_to(out, "\"bytes\":{},", *c.bytes);
-    if (c.copy_kind) fmt::format_to(out, "\"kind\":\"{}\",", copy_kind_name(*c.copy_kind));
-    if (c.by_agent) buf_ += "\"recorded_by\":\"agent\",";
-    fmt::format_to(out, "\"ret\":{}", c.ret);
-    append_py_stack_args(buf_, c.stack, true);
-    if (c.stack_thread) fmt::format_to(out, ",\"stack_of_thread\":{}", c.stack_thread);
-    append_autograd_args(buf_, c);
+    // Kineto's join key first (HTA reads "External id" and "correlation"), then the same
+    // arguments as the Chrome JSON's, the launch's own configuration among them (Kineto's runtime
+    // events have none; the kernel row has it).
+    if (c.correlation) fmt::format_to(out, "\"External id\":{},\"correlation\":{}", c.correlation, c.correlation);
+    size_t first = buf_.size();
+    append_call_args(buf_, c, "cuda_stream");
+    if (!c.correlation) buf_.erase(first, 1); // the first argument's comma
     buf_ += "}}";
     emit(*f, buf_);
 }
