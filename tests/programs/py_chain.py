@@ -86,7 +86,8 @@ def main():
     if len(sys.argv) > 3:
         # gtrace reads code objects from the live image shortly after each call; an exec at once
         # would replace them first (those stacks are then dropped and counted, never shown wrong).
-        time.sleep(0.5)
+        # 0.5 s was too short for it beside two CPU hogs on 2 cores.
+        time.sleep(2.0)
         os.execv(sys.argv[3], [sys.argv[3], HERE, sys.argv[1], go_file])
     time.sleep(1.0)  # gtrace reads code objects from the live process; a real job outlives its calls
 

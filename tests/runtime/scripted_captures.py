@@ -74,7 +74,8 @@ def check_ranges(trace, events, source_file):
 def check_start_at(gtrace, job, tmp):
     """Two gtraces started a second apart with one --start-at and --steps 2:3, as two nodes' would
     be: each opens its window at that wall-clock time, and both record the same two steps."""
-    start_at = time.time() + 4
+    # Lead time for both to attach first: beside two CPU hogs an attach took over 3 s.
+    start_at = time.time() + 12
     outs = [os.path.join(tmp, f"start_at_{i}.json") for i in (0, 1)]
     procs = []
     for out in outs:
@@ -86,6 +87,8 @@ def check_start_at(gtrace, job, tmp):
         _, err = p.communicate(timeout=120)
         if p.returncode != 0:
             fail(f"--start-at @{start_at:.3f} --steps 2:3 exited {p.returncode}: {err[-500:]}")
+        if "--start-at passed" in err:
+            fail(f"a capture attached after the --start-at time (it says so: {err.strip()[:300]}); the test's lead time is too short")
         trace, events = load(out)
         facts, clocks = trace["otherData"]["capture_script"], trace["otherData"]["clocks"]
         # The wall-clock time on this trace's clock: CLOCK_REALTIME less (REALTIME - MONOTONIC).

@@ -33,7 +33,14 @@ void CaptureScript::start() {
     record_from_ns_ = started_ns_ + static_cast<uint64_t>(s_.options.delay_s * 1e9);
     if (s_.options.start_at_unix_ns) { // to the nanosecond of every node's wall clock, not of this gtrace's start
         ClockReading c = read_clocks();
-        record_from_ns_ = c.monotonic_ns + (*s_.options.start_at_unix_ns > c.realtime_ns ? *s_.options.start_at_unix_ns - c.realtime_ns : 0);
+        const uint64_t at = *s_.options.start_at_unix_ns;
+        record_from_ns_ = c.monotonic_ns + (at > c.realtime_ns ? at - c.realtime_ns : 0);
+        if (at < c.realtime_ns) { // attaching took longer than the lead given: steps before now are lost
+            late_s_ = static_cast<double>(c.realtime_ns - at) / 1e9;
+            print_safe(stderr, "gtrace: warning: --start-at passed {:.1f} s ago, while attaching: recording from now{}; give "
+                               "more lead time so that every node's capture is on before it\n",
+                       late_s_, s_.options.steps ? ", steps counted from the next step marker (other nodes' may differ)" : "");
+        }
     }
     window_open_ns_ = record_from_ns_;
     if (s_.options.steps || s_.options.trigger_signal) window_open_ns_ = kNever; // until the step or the signal
@@ -108,6 +115,7 @@ nlohmann::json CaptureScript::facts() const {
     if (window_close_ns_ != kNever) j["window_close_ns"] = window_close_ns_;
     if (s_.options.delay_s > 0) j["delay_s"] = s_.options.delay_s;
     if (s_.options.start_at_unix_ns) j["start_at_unix_ns"] = *s_.options.start_at_unix_ns;
+    if (late_s_ > 0) j["start_at_late_s"] = late_s_;
     if (s_.options.steps) {
         j["steps"] = fmt::format("{}:{}", s_.options.steps->first, s_.options.steps->second);
         j["steps_seen"] = steps_completed(markers_seen_);

@@ -34,6 +34,7 @@ private:
     uint64_t torch_ranges_ = 0;
     uint64_t started_ns_ = 0; // CLOCK_MONOTONIC when the capture began
     uint64_t record_from_ns_ = 0; // --delay / --start-at: CLOCK_MONOTONIC from which events and steps count
+    double late_s_ = 0;           // --start-at passed this long before the capture began
     uint64_t window_open_ns_ = 0, window_close_ns_ = UINT64_MAX;
     uint32_t lead_pid_ = 0;    // the process whose steps --steps counts (rank 0, or the first with steps)
     int64_t markers_seen_ = 0; // --steps: step markers of the lead process after attach
