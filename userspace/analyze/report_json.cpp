@@ -103,7 +103,7 @@ nlohmann::json nodes_json(const JobReport& report) {
         if (a.residual_ns) clock["residual_skew_us"] = static_cast<double>(*a.residual_ns) / 1e3;
         if (a.uncertainty_ns) clock["uncertainty_us"] = static_cast<double>(*a.uncertainty_ns) / 1e3;
         if (a.cpu_pressure) clock["cpu_pressure"] = *a.cpu_pressure;
-        if (!a.doubt().empty()) clock["doubt"] = a.doubt();
+        if (std::string doubt = a.doubt(); !doubt.empty()) clock["doubt"] = std::move(doubt);
         nlohmann::json node = {{"name", n.name}, {"host", n.host}, {"trace", n.trace}, {"ranks", n.ranks}, {"step_ms", n.step_ms},
                                {"verdict", n.verdict}, {"clock", clock}};
         if (n.steps_span) // on the first node's clock, as the collectives' times

@@ -108,10 +108,12 @@ std::string details(const ProcessAnalysis& r) {
 std::string clock_alignment_text(const NodeAlignment& a) {
     if (a.method == "reference" || a.method.starts_with("same host")) return a.method;
     std::string out = fmt::format("{} by its clock reading", signed_ms(a.clock_offset_ns));
-    if (a.matched)
+    if (a.matched) {
+        const std::string doubt = a.doubt();
         out += fmt::format(", {} from {} collectives' ends (±{:.0f} µs); residual skew {:.1f} µs{}", signed_ms(a.refined_ns), a.matched,
                            static_cast<double>(a.uncertainty_ns.value_or(0)) / 1e3, static_cast<double>(a.residual_ns.value_or(0)) / 1e3,
-                           a.doubt().empty() ? "" : " — " + a.doubt());
+                           doubt.empty() ? "" : " — " + doubt);
+    }
     else
         out += fmt::format(" ({})", a.method);
     return out;
