@@ -276,6 +276,8 @@ def decode_pftrace(path, problems=None):
             loc = lookup(seq, "source_locations", te.source_location_iid)
             if loc:
                 args["source"] = frame_text(loc.function_name, loc.file_name, loc.line_number)
+        elif args.get("py_stack"):  # no source location: the user's line is the stack's innermost frame
+            args["source"] = args["py_stack"][0]
         ev = {"name": name, "cat": cat, "ph": "X", "pid": pid, "tid": tid, "ts": us(ts), "args": args}
         events.append(ev)
         open_slices[uuid].append(ev)

@@ -6,6 +6,7 @@
 #include <map>
 #include <vector>
 
+#include "analyze/trace_reader.h"
 #include "format/proto_wire.h"
 #include "output/pftrace_flows.h"
 #include "output/pftrace_interning.h"
@@ -218,4 +219,50 @@ TEST_CASE("a GPU op written before its call is remembered a minute, not for the 
     for (uint32_t i = 0; i < 100; ++i) flows.op_written_unlinked(op(100 + i, 61'000'000'000ull + i));
     CHECK_FALSE(flows.take_written_unlinked(op(1, 1'000)));
     CHECK(flows.take_written_unlinked(op(150, 61'000'000'050ull)));
+}
+
+TEST_CASE("a .pftrace call names its user line as a source location only where the stack's top is not that line") {
+    TempDir dir("unit-source");
+    TraceModel model;
+    std::unique_ptr<TraceWriter> w = flows_writer(dir, model);
+    uint64_t ts = 5'000'000'000'000;
+    // ctypes from the user's loop: the innermost frame is the user's line.
+    ApiCall direct = launch(ts, 0);
+    direct.stack = make_py_stack({PyFrame{"loop", "/job/bench.py", 31}, PyFrame{"main", "/job/bench.py", 50}}, false);
+    // Under torch: the innermost frame is torch's, the user's line is further out.
+    ApiCall under_torch = launch(ts + 10'000, 0);
+    under_torch.stack = make_py_stack({PyFrame{"forward", "/venv/torch/nn/modules/linear.py", 125},
+                                       PyFrame{"step", "/job/train.py", 42}}, false);
+    w->call(direct);
+    w->call(under_torch);
+    REQUIRE(w->finish(model, {{"tool", "gtrace"}}));
+
+    // On the wire: source_location_iid (TrackEvent field 34) on the second call only.
+    std::string bytes = read_file(dir.at("t.pftrace"));
+    std::vector<bool> has_source;
+    proto::WireReader trace(bytes);
+    uint32_t field, type;
+    while (trace.next(field, type)) {
+        proto::WireReader p(trace.bytes_of(type));
+        while (p.next(field, type)) {
+            std::string_view te = p.bytes_of(type);
+            if (field != 11) continue;
+            proto::WireReader e(te);
+            bool callstack = false, source = false;
+            while (e.next(field, type)) {
+                callstack |= field == 56, source |= field == 34;
+                e.skip(type);
+            }
+            if (callstack) has_source.push_back(source);
+        }
+    }
+    CHECK(has_source == std::vector<bool>{false, true});
+
+    // gtrace's reader gives both calls their user line.
+    auto trace_data = load_trace(dir.at("t.pftrace"));
+    REQUIRE(trace_data);
+    const auto& calls = trace_data->processes.at(kFlowPid).calls;
+    REQUIRE(calls.size() == 2);
+    CHECK(calls[0].source == "loop (/job/bench.py:31)");
+    CHECK(calls[1].source == "step (/job/train.py:42)");
 }

@@ -178,6 +178,7 @@ private:
         uint64_t track = s.track;
         Open o;
         o.start = ts;
+        std::string_view stack_source;
         int64_t counter = 0;
         while (r.next(field, type)) {
             switch (field) {
@@ -186,6 +187,7 @@ private:
             case TE::kCategoryIids: o.cat = get(s.categories, r.varint_of(type)); break;
             case TE::kNameIid: o.name = get(s.names, r.varint_of(type)); break;
             case TE::kSourceLocationIid: o.source = get(s.sources, r.varint_of(type)); break;
+            case TE::kCallstackIid: stack_source = get(s.stack_sources, r.varint_of(type)); break;
             case TE::kCounterValue: counter = static_cast<int64_t>(r.varint_of(type)); break;
             case TE::kFlowIds:
             case TE::kTerminatingFlowIds: o.correlation = static_cast<uint32_t>(r.fixed64_of(type)); break;
@@ -197,6 +199,7 @@ private:
             }
         }
         if (r.failed()) return false;
+        if (o.source.empty()) o.source = stack_source; // the user's line is the stack's top (pftrace_writer's stack_fields)
         auto it = tracks_.find(track);
         if (it == tracks_.end()) return true;
         Track& tr = it->second;

@@ -1,6 +1,6 @@
 // One packet sequence's state while reading a .pftrace (analyze/pftrace_reader.h): its clocks
 // (format/pftrace_clocks.h) and the interned ids the analysis needs (event names, categories,
-// annotation names and string values, source locations).
+// annotation names and string values, source locations, callstacks' innermost frames).
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -22,8 +22,14 @@ T get(const std::vector<T>& table, uint64_t iid) {
 }
 
 // Its clocks (format/pftrace_clocks.h) and the interned ids the analysis reads.
+struct FrameIds {
+    uint64_t function = 0, path = 0, line = 0;
+};
+
 struct Sequence : SequenceClocks {
     std::vector<std::string_view> names, strings, sources;
+    std::vector<std::string_view> function_names, source_paths, stack_sources; // stack_sources: its innermost frame, as text
+    std::vector<FrameIds> frames;
     std::vector<Cat> categories;
     std::vector<Ann> annotations;
     void clear() { *this = Sequence(); }

@@ -202,6 +202,14 @@ void PftraceWriter::annotation_double(Track& t, std::string_view name, double va
     enc_.end();
 }
 
+// The callstack, and the user's line as a source location where it is not the callstack's
+// innermost frame (under torch's or ctypes' frames); where it is, readers take that frame's
+// (docs/trace-formats.md): 3 bytes a call (issue 28.3's budget) for a repeat of the stack's top.
+void PftraceWriter::stack_fields(proto::Encoder& e, Track& t, const PyStackRef& stack) {
+    e.varint(kCallstackIid, t.interning.callstack(stack));
+    if (stack->source_index > 0) e.varint(kSourceLocationIid, t.interning.source_location(*stack->source_frame()));
+}
+
 void PftraceWriter::call(const ApiCall& c) {
     Track& t = track(Kind::Thread, c.pid, c.tid);
     auto& e = begin_event(t, c.start_ns, kSliceBegin);
@@ -211,10 +219,7 @@ void PftraceWriter::call(const ApiCall& c) {
     // A flow only where GPU work follows: a synchronization, allocation or failed call makes none.
     const bool flow = c.correlation && c.ret == 0 && api_issues_gpu_work(c.api);
     if (flow) e.fixed64(kFlowIds, flows_.call_written(c.pid, c.tid, c.start_ns, c.end_ns, c.correlation));
-    if (c.stack) {
-        e.varint(kCallstackIid, t.interning.callstack(c.stack));
-        if (const PyFrame* src = c.stack->source_frame()) e.varint(kSourceLocationIid, t.interning.source_location(*src));
-    }
+    if (c.stack) stack_fields(e, t, c.stack);
     // The correlation id: in the flow id where there is one; a failed call launched nothing to join.
     if (c.correlation && !flow && c.ret == 0) annotation_uint(t, "correlation", c.correlation);
     if (c.stack_thread) annotation_uint(t, "stack_of_thread", c.stack_thread);
@@ -267,10 +272,7 @@ void PftraceWriter::torch_range(const TorchRange& r) {
     auto& e = begin_event(t, r.start_ns, kSliceBegin);
     e.varint(kCategoryIids, t.interning.category(range_category(r)));
     e.varint(kNameIid, t.interning.event_name(r.name));
-    if (r.stack) {
-        e.varint(kCallstackIid, t.interning.callstack(r.stack));
-        if (const PyFrame* src = r.stack->source_frame()) e.varint(kSourceLocationIid, t.interning.source_location(*src));
-    }
+    if (r.stack) stack_fields(e, t, r.stack);
     if (const NvtxRangeInfo* n = r.nvtx.get()) {
         annotation_string(t, "domain", n->domain);
         annotation_string(t, "kind", n->push_pop ? "push_pop" : "start_end");

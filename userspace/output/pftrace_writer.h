@@ -92,6 +92,7 @@ private:
     void annotation_string(Track& t, std::string_view name, std::string_view value);
     void annotation_uint(Track& t, std::string_view name, uint64_t value);
     void annotation_double(Track& t, std::string_view name, double value);
+    void stack_fields(proto::Encoder& e, Track& t, const PyStackRef& stack);
     void commit_with_metadata(); // new descriptors first, then the packets buffered
     // Flows started on calls whose GPU work did not come: each ends at an instant in its call.
     void end_flows(const std::vector<PftraceFlows::Dangling>& flows);
