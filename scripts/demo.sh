@@ -80,6 +80,9 @@ ranks = ", ".join(f"{n if n.startswith('pid') else 'rank ' + n}: {x or 'none'}"
 slow = f" (rank {s['straggler_rank']})" if "straggler_rank" in s else ""
 lead = f" (no dominant cause; leading cause: {v['leading']})" if v.get("leading") else ""
 print(f"demo: VERDICT: {v['job'] or 'none'}{slow}{lead} — {ranks}")
+if "host_cpu_pressure" in v:
+    print(f"demo: note: this host's CPUs were busy ({100 * v['host_cpu_pressure']:.0f}% of the capture a task waited for one): "
+          "the ranks lagged for want of a CPU, not for the scenario; run the demo on a quieter host")
 PY
 cat <<EOF
 

@@ -19,7 +19,7 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from demo_job import fail, require_root  # noqa: E402
-from report_scenarios import EXPECTED  # noqa: E402
+from report_scenarios import EXPECTED, contended_straggler  # noqa: E402
 
 RUNS = [("balanced", []), ("slow_loader", ["--scenario", "slow_loader"]), ("big_h2d", ["--scenario", "big_h2d"]),
         ("tiny_kernels", ["--scenario", "tiny_kernels"]), ("long_kernels", ["--scenario", "long_kernels", "--json"]),
@@ -44,11 +44,11 @@ def run_demo(source, build, tmp, scenario, args):
     if not re.search(rf"demo: trace: +{re.escape(trace)} ", r.stdout):
         fail(f"{what} did not name its trace {trace}")
     verdict = re.search(r"demo: VERDICT: (\S+)", r.stdout).group(1)
-    if verdict != EXPECTED[scenario]:
+    report = json.load(open(os.path.join(out_dir, "report.json")))
+    if verdict != EXPECTED[scenario] and not contended_straggler(EXPECTED[scenario], report["verdict"]):
         fail(f"{what}: verdict {verdict}, the scenario's bottleneck is {EXPECTED[scenario]}")
     if scenario == "straggler" and "(rank 1)" not in r.stdout:
         fail(f"{what} did not name rank 1 as the straggler")
-    report = json.load(open(os.path.join(out_dir, "report.json")))
     if report["verdict"]["job"] != verdict:
         fail(f"{what} printed {verdict}, its report.json says {report['verdict']['job']}")
     size = os.path.getsize(trace) / 2**20

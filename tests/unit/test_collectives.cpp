@@ -151,6 +151,35 @@ TEST_CASE("time in collectives is Communication; the rank that waits for a late 
     CHECK(j["ranks"][0]["collectives"][0]["on"] == "cpu");
 }
 
+TEST_CASE("a straggler on a host whose CPUs were contended: the evidence and remedy say so, the verdict stays") {
+    for (double pressure : {0.05, 0.40}) {
+        TraceData t;
+        add_job(t, 30);
+        JobReport r;
+        r.processes = analyze_processes(t);
+        match_collectives(r.processes);
+        for (auto& p : r.processes) judge_process(p, "^Optimizer\\.step");
+        r.verdict = judge_job(r.processes);
+        r.nodes.push_back(JobNode{});
+        r.nodes[0].cpu_pressure = pressure;
+        say_contended_host(r);
+        CHECK(r.verdict.verdict == "straggler");
+        auto j = report_json(r);
+        INFO(r.verdict.evidence);
+        if (pressure < kContendedCpuShare) {
+            CHECK_FALSE(r.verdict.host_cpu_pressure);
+            CHECK(r.verdict.evidence == "rank 0 waits in all_reduce for rank 1 (30.00 ms per step)");
+            CHECK_FALSE(j["verdict"].contains("host_cpu_pressure"));
+        } else {
+            CHECK(r.verdict.host_cpu_pressure == pressure);
+            CHECK(r.verdict.evidence.find("its host's CPUs were contended (a runnable task waited for a CPU 40% of the capture") !=
+                  std::string::npos);
+            CHECK(r.verdict.remedy.starts_with("first give the job CPUs of its own"));
+            CHECK(j["verdict"]["host_cpu_pressure"] == pressure);
+        }
+    }
+}
+
 TEST_CASE("ranks that arrive together wait for no one: no straggler") {
     TraceData t;
     add_job(t, 0);

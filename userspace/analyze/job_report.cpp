@@ -92,6 +92,19 @@ void summarize_nodes(JobReport& report) {
 
 } // namespace
 
+void say_contended_host(JobReport& report) {
+    JobVerdict& v = report.verdict;
+    if (!v.straggler) return;
+    const JobNode* node = report.node_of_rank(v.straggler->rank);
+    if (!node || !node->cpu_pressure || *node->cpu_pressure < kContendedCpuShare) return;
+    v.host_cpu_pressure = node->cpu_pressure;
+    v.evidence += fmt::format("; its host's CPUs were contended (a runnable task waited for a CPU {:.0f}% of the capture, "
+                              "/proc/pressure/cpu): rank {} may lag for want of a CPU, not for its own work",
+                              100 * *node->cpu_pressure, v.straggler->rank);
+    v.remedy = "first give the job CPUs of its own (other processes on the host, fewer DataLoader workers than cores, "
+               "taskset/cgroup limits), then capture again; " + v.remedy;
+}
+
 size_t JobReport::rank_count() const {
     return static_cast<size_t>(std::count_if(processes.begin(), processes.end(), [](const auto& p) { return p.rank.has_value(); }));
 }
@@ -127,6 +140,7 @@ Result<JobReport> analyze_job(const std::vector<std::string>& traces, const Anal
         }
         JobNode n;
         n.host = clock.host;
+        n.cpu_pressure = clock.cpu_pressure;
         n.trace = traces[node];
         report.nodes.push_back(std::move(n));
         clocks.push_back(std::move(clock));
@@ -137,6 +151,7 @@ Result<JobReport> analyze_job(const std::vector<std::string>& traces, const Anal
     std::stable_sort(report.processes.begin(), report.processes.end(), report_order);
     for (auto& p : report.processes) judge_process(p, options.step_marker);
     report.verdict = judge_job(report.processes);
+    say_contended_host(report);
     summarize_nodes(report);
     report.steps_overlap = steps_overlap(report.nodes);
     return report;

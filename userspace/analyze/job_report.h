@@ -25,6 +25,7 @@ struct JobNode {
     // The time its ranks' steps cover, first step's start to last step's end, on the first
     // node's clock (CLOCK_MONOTONIC ns); none without steps.
     std::optional<Span> steps_span;
+    std::optional<double> cpu_pressure; // the share of its capture a runnable task waited for a CPU (PSI)
 };
 
 struct JobReport {
@@ -44,5 +45,11 @@ struct JobReport {
 // argument is a node, aligned to the first (analyze/clock_alignment.h) before the collectives of
 // all ranks are matched. An unreadable trace is the error (exit 11).
 Result<JobReport> analyze_job(const std::vector<std::string>& traces, const AnalysisOptions& options);
+
+// A straggler on a host whose CPUs were contended (JobNode::cpu_pressure >= kContendedCpuShare):
+// ranks of a balanced job lag there for want of a CPU (beside two busy loops on 2 cores, one rank
+// waited for the other every step). The verdict stays what was measured; the evidence and remedy
+// say to look at the host first (JobVerdict::host_cpu_pressure). analyze_job calls it.
+void say_contended_host(JobReport& report);
 
 } // namespace gtrace

@@ -131,6 +131,7 @@ nlohmann::json report_json(const JobReport& report) {
     nlohmann::json verdict = {{"job", v.verdict}, {"ranks", verdicts}, {"remedy", v.remedy}, {"evidence", v.evidence},
                               {"causes", causes_json(v.causes, std::nullopt)}};
     if (!v.leading.empty()) verdict["leading"] = v.leading;
+    if (v.host_cpu_pressure) verdict["host_cpu_pressure"] = *v.host_cpu_pressure;
     nlohmann::json out = {{"traces", report.traces}, {"verdict", verdict}, {"ranks", entries}};
     if (v.straggler) out["straggler_rank"] = v.straggler->rank;
     if (report.nodes.size() > 1) {

@@ -42,6 +42,9 @@ struct JobVerdict {
     std::string remedy;
     std::vector<std::pair<Category, double>> causes; // that process's step parts ranked by share
     std::optional<Straggler> straggler;
+    // The straggler's host had its CPUs contended (PSI, >= kContendedCpuShare of the capture): the
+    // lag may be the host's, not the rank's own work. The share, when so.
+    std::optional<double> host_cpu_pressure;
 };
 
 // Judges the job: a straggler when the other ranks wait for one in collectives (measured: a tenth
