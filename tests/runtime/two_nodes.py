@@ -14,7 +14,9 @@ output/clocks.cpp): by the clock readings alone, node-b's times would be 2.5 ms 
 - gtrace merge -o job.pftrace writes one trace (valid as trace_processor reads it) in which every
   all_reduce of rank 1 ends within 100 µs of the same all_reduce on rank 0, each process named
   with its node; gtrace report on it still names rank 1;
-- bad input: one trace, the same node twice, a JSON trace: one-line errors with their exit codes.
+- bad input: one trace, the same node twice, a JSON trace: one-line errors with their exit codes;
+- gtrace report --summaries over the two captures' --summary-json files (no trace read) names
+  node-b and rank 1 as well, saying the wait was inferred (issue 30.4).
 
 About 15 s (torch's import and the two captures). Usage: two_nodes.py --build BUILD --source SOURCE"""
 import argparse
@@ -62,8 +64,38 @@ def start_gtrace(gtrace, host, pid, out, tmp, env_extra):
     env = dict(os.environ, **env_extra)
     # Its own UTS namespace: the trace names this host.
     cmd = ["unshare", "--uts", "sh", "-c", f'hostname {host} && exec "$0" "$@"', gtrace, "attach", "--pid", str(pid), "-o", out,
-           "--sample-hz", "0"]
+           "--sample-hz", "0", "--summary-json", summary_path(out)]
     return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=open(err, "w"), env=env), err
+
+
+def summary_path(trace):
+    return trace.replace(".pftrace", ".summary.json")
+
+
+def check_summaries(gtrace, traces, tmp):
+    """gtrace report --summaries over the nodes' --summary-json files (no trace read): the same
+    straggler node and rank as the traces' report, said as inferred; bad input refused in one line."""
+    summaries = [summary_path(t) for t in traces]
+    merged_json = os.path.join(tmp, "summaries-report.json")
+    r = run(gtrace, "report", "--summaries", *summaries, "--json", merged_json)
+    if r.returncode != 0 or "JOB VERDICT: straggler" not in r.stdout or "from 2 node summaries (no trace read)" not in r.stdout:
+        fail(f"gtrace report --summaries: exit {r.returncode}, no straggler verdict from 2 node summaries")
+    merged = json.load(open(merged_json))
+    if merged.get("straggler_rank") != 1 or merged.get("straggler_node") != "node-b" or not merged.get("from_summaries"):
+        fail(f"--summaries: straggler_rank {merged.get('straggler_rank')}, straggler_node {merged.get('straggler_node')}")
+    if "inferred" not in merged["verdict"]["evidence"]:
+        fail(f"--summaries: the evidence does not say the wait was inferred: {merged['verdict']['evidence']!r}")
+    bad = os.path.join(tmp, "not-a-summary.json")
+    with open(bad, "w") as f:
+        json.dump({"traceEvents": []}, f)
+    for args, code, pattern in [(["report", "--summaries", summaries[0], bad], 11, "not a gtrace summary"),
+                                (["report", "--summaries", traces[0]], 11, "not JSON"),
+                                (["report", "--summaries", *summaries, "--html", os.path.join(tmp, "x.html")], 2, "--html needs traces")]:
+        r = run(gtrace, *args)
+        lines = r.stderr.strip().splitlines()
+        if r.returncode != code or len(lines) != 1 or pattern not in lines[0]:
+            fail(f"gtrace {' '.join(args)}: exit {r.returncode} (expected {code}), stderr {r.stderr!r}")
+    print("ok: report --summaries names node-b rank 1 from the nodes' summaries", flush=True)
 
 
 def run(gtrace, *args):
@@ -141,6 +173,7 @@ def main():
                     fail(f"gtrace exited {proc.returncode}: " + open(err).read()[-2000:])
             print(f"captured in {time.time() - started:.1f} s", flush=True)
 
+            check_summaries(gtrace, traces, tmp)
             report_json = os.path.join(tmp, "report.json")
             report_html = os.path.join(tmp, "report.html")
             r = run(gtrace, "report", *traces, "--json", report_json, "--html", report_html)

@@ -2,11 +2,14 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
 
 #include <fmt/format.h>
 
 #include "analyze/collectives.h"
+#include "analyze/summary_reader.h"
 #include "analyze/trace_data.h"
+#include "foundation/json_file.h"
 #include "foundation/output_file.h"
 
 namespace gtrace {
@@ -154,6 +157,39 @@ Result<JobReport> analyze_job(const std::vector<std::string>& traces, const Anal
     say_contended_host(report);
     summarize_nodes(report);
     report.steps_overlap = steps_overlap(report.nodes);
+    return report;
+}
+
+Result<JobReport> merge_summaries(const std::vector<std::string>& paths) {
+    JobReport report;
+    report.traces = paths, report.from_summaries = true;
+    std::map<int, std::string> rank_from; // each rank once: the first summary that holds it
+    for (size_t node = 0; node < paths.size(); ++node) {
+        auto j = read_json_file(paths[node], 256u << 20, "a gtrace summary", kSummarySkippedKeys);
+        if (!j) return j.error();
+        auto summary = read_node_summary(*j, paths[node]);
+        if (!summary) return summary.error();
+        JobNode n;
+        n.host = summary->host, n.trace = paths[node], n.cpu_pressure = summary->cpu_pressure;
+        n.clock.method = "not aligned (summaries hold no collective times)";
+        report.nodes.push_back(std::move(n));
+        for (auto& p : summary->processes) {
+            if (p.rank) {
+                auto [it, first] = rank_from.emplace(*p.rank, paths[node]);
+                if (!first) {
+                    report.notes.push_back(fmt::format("rank {} is in {} and in {}: taken from the first", *p.rank, it->second, paths[node]));
+                    continue;
+                }
+            }
+            p.node = node;
+            report.processes.push_back(std::move(p));
+        }
+    }
+    name_nodes(report.nodes);
+    std::stable_sort(report.processes.begin(), report.processes.end(), report_order);
+    report.verdict = judge_job(report.processes, CollectiveMatching::WithinNodes);
+    say_contended_host(report);
+    summarize_nodes(report);
     return report;
 }
 

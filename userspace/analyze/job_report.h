@@ -37,6 +37,7 @@ struct JobReport {
     // Several nodes: the share of the nodes' steps' time that every node recorded (the spans'
     // intersection over their union): 1 when --start-at and --steps gave each node one window.
     std::optional<double> steps_overlap;
+    bool from_summaries = false; // merged from nodes' summaries (merge_summaries), not read from traces
     size_t rank_count() const;
     const JobNode* node_of_rank(int rank) const;
 };
@@ -45,6 +46,13 @@ struct JobReport {
 // argument is a node, aligned to the first (analyze/clock_alignment.h) before the collectives of
 // all ranks are matched. An unreadable trace is the error (exit 11).
 Result<JobReport> analyze_job(const std::vector<std::string>& traces, const AnalysisOptions& options);
+
+// gtrace report --summaries: each file one node's summary (analyze/summary_reader.h), read as the
+// invoking user (at most 256 MiB each); the ranks keep the verdicts their node gave them and the
+// job is judged across all of them (verdict.h: CollectiveMatching::WithinNodes). No trace is
+// read: clocks are not aligned, how well the nodes' steps overlap is not known. A rank in two
+// summaries is taken from the first (a note says so).
+Result<JobReport> merge_summaries(const std::vector<std::string>& paths);
 
 // A straggler on a host whose CPUs were contended (JobNode::cpu_pressure >= kContendedCpuShare):
 // ranks of a balanced job lag there for want of a CPU (beside two busy loops on 2 cores, one rank

@@ -34,7 +34,7 @@ nlohmann::json per_step(const ProcessAnalysis& r) {
 // Per collective: count, time and wait for the last rank to arrive, over the steps and per step.
 // Bytes are not measured (reading tensor sizes would need libtorch's private struct layouts).
 nlohmann::json collectives_json(const ProcessAnalysis& r) {
-    double n = r.steps.empty() ? 1 : static_cast<double>(r.steps.size());
+    double n = r.step_count() == 0 ? 1 : static_cast<double>(r.step_count());
     nlohmann::json out = nlohmann::json::array();
     for (const auto& f : r.collectives) {
         nlohmann::json waited = nlohmann::json::object();
@@ -62,7 +62,7 @@ nlohmann::json process_json(const ProcessAnalysis& r) {
                         {"label", r.label},
                         {"clock_origin_ns", r.origin_ns},
                         {"step_rule", r.step_rule},
-                        {"steps", r.steps.size()},
+                        {"steps", r.step_count()},
                         {"step_ms", r.step_ms},
                         {"breakdown_ms", breakdown},
                         {"breakdown_share", share},
@@ -79,6 +79,7 @@ nlohmann::json process_json(const ProcessAnalysis& r) {
                         {"top_kernels", top},
                         {"verdict", r.verdict},
                         {"evidence", r.evidence},
+                        {"cause_share", r.cause_share},
                         {"causes", causes_json(r.causes, r.step_ms)},
                         {"per_step", per_step(r)},
                         {"memory", memory},
@@ -106,6 +107,7 @@ nlohmann::json nodes_json(const JobReport& report) {
         if (std::string doubt = a.doubt(); !doubt.empty()) clock["doubt"] = std::move(doubt);
         nlohmann::json node = {{"name", n.name}, {"host", n.host}, {"trace", n.trace}, {"ranks", n.ranks}, {"step_ms", n.step_ms},
                                {"verdict", n.verdict}, {"clock", clock}};
+        if (n.cpu_pressure) node["cpu_pressure"] = *n.cpu_pressure;
         if (n.steps_span) // on the first node's clock, as the collectives' times
             node["steps_span_ns"] = {n.steps_span->start_ns, n.steps_span->end_ns};
         out.push_back(std::move(node));
@@ -134,6 +136,11 @@ nlohmann::json report_json(const JobReport& report) {
     if (v.host_cpu_pressure) verdict["host_cpu_pressure"] = *v.host_cpu_pressure;
     nlohmann::json out = {{"traces", report.traces}, {"verdict", verdict}, {"ranks", entries}};
     if (v.straggler) out["straggler_rank"] = v.straggler->rank;
+    if (report.nodes.size() == 1) { // what a merge of summaries names the node by (analyze/summary_reader.h)
+        if (!report.nodes[0].host.empty()) out["host"] = report.nodes[0].host;
+        if (report.nodes[0].cpu_pressure) out["cpu_pressure"] = *report.nodes[0].cpu_pressure;
+    }
+    if (report.from_summaries) out["from_summaries"] = true;
     if (report.nodes.size() > 1) {
         out["nodes"] = nodes_json(report);
         if (report.steps_overlap) out["steps_overlap"] = *report.steps_overlap;

@@ -1,9 +1,12 @@
 #include "analyze/report_text.h"
 
 #include <algorithm>
+#include <map>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+
+#include "foundation/rank_ranges.h"
 
 namespace gtrace {
 namespace {
@@ -22,15 +25,52 @@ std::string heading(const JobReport& report) {
     size_t ranks = report.rank_count(), others = report.processes.size() - ranks;
     std::string what = ranks ? fmt::format("{} rank{}", ranks, ranks == 1 ? "" : "s") : "";
     if (others) what += fmt::format("{}{} process{} without a rank", ranks ? " and " : "", others, others == 1 ? "" : "es");
+    if (report.from_summaries)
+        return fmt::format("gtrace report: {} from {} node summar{} (no trace read); times from each capture's start\n\n", what,
+                           report.traces.size(), report.traces.size() == 1 ? "y" : "ies");
     return fmt::format("gtrace report: {} from {} trace(s); times from the capture's start\n\n", what, report.traces.size());
 }
 
-std::string table(const JobReport& report) {
+// Which processes get a row and their details: every one, or — past kShownRanks ranks, merged
+// from summaries — the straggler, the rank that waits for it most and the rank that waits least.
+constexpr size_t kShownRanks = 16;
+
+std::vector<bool> shown_rows(const JobReport& report) {
+    std::vector<bool> shown(report.processes.size(), !report.from_summaries || report.processes.size() <= kShownRanks);
+    if (shown.empty() || shown[0]) return shown;
+    const JobVerdict& v = report.verdict;
+    auto waiting = [](const ProcessAnalysis& p) { return p.share[kOther] + p.share[kBlocked] + p.share[kCommunication]; };
+    size_t least = shown.size();
+    for (size_t i = 0; i < shown.size(); ++i) {
+        const ProcessAnalysis& p = report.processes[i];
+        if (v.straggler && p.rank && (*p.rank == v.straggler->rank || *p.rank == v.straggler->waiting_rank)) shown[i] = true;
+        if (p.step_count() > 0 && (least == shown.size() || waiting(p) < waiting(report.processes[least]))) least = i;
+    }
+    if (least < shown.size()) shown[least] = true;
+    return shown;
+}
+
+// Many ranks: who got which verdict, as rank ranges ("data_loading: ranks 0-511, 513-1023").
+std::string verdict_groups(const JobReport& report) {
+    if (!report.from_summaries || report.processes.size() <= kShownRanks) return "";
+    std::map<std::string, std::vector<int>> by_verdict;
+    for (const auto& r : report.processes)
+        if (r.rank) by_verdict[r.verdict.empty() ? "no steps" : r.verdict].push_back(*r.rank);
+    std::string out = "rank verdicts:";
+    for (const auto& [verdict, ranks] : by_verdict)
+        out += fmt::format(" {}: {} {};", verdict, ranks.size() == 1 ? "rank" : "ranks", rank_ranges(ranks));
+    out.back() = '\n';
+    return out + fmt::format("(rows and details below for the ranks the verdict names; every rank's in --json)\n\n");
+}
+
+std::string table(const JobReport& report, const std::vector<bool>& shown) {
     std::string out = fmt::format("{:>10} {:>6} {:>9}", "process", "steps", "step ms");
     for (int c = 0; c < kCategoryCount; ++c) out += fmt::format(" {:>13}", category_name(static_cast<Category>(c)));
     out += fmt::format(" {:>6}  verdict\n", "GPU%");
-    for (const auto& r : report.processes) {
-        out += fmt::format("{:>10} {:>6} {:>9.2f}", r.rank ? fmt::format("rank {}", *r.rank) : fmt::format("pid {}", r.pid), r.steps.size(),
+    for (size_t i = 0; i < report.processes.size(); ++i) {
+        const ProcessAnalysis& r = report.processes[i];
+        if (!shown[i]) continue;
+        out += fmt::format("{:>10} {:>6} {:>9.2f}", r.rank ? fmt::format("rank {}", *r.rank) : fmt::format("pid {}", r.pid), r.step_count(),
                            r.step_ms);
         for (int c = 0; c < kCategoryCount; ++c) out += fmt::format(" {:>12.1f}%", r.share[static_cast<size_t>(c)] * 100);
         out += fmt::format(" {:>5.1f}%  {}\n", r.gpu_utilization * 100, r.verdict.empty() ? "-" : r.verdict);
@@ -42,15 +82,31 @@ std::string table(const JobReport& report) {
 std::string signed_ms(int64_t ns) { return fmt::format("{:+.3f} ms", static_cast<double>(ns) / 1e6); }
 
 // Several traces: one line per node (trace argument), and how its clock was aligned.
-std::string nodes_table(const JobReport& report) {
+std::string nodes_table(const JobReport& report, const std::vector<bool>& shown) {
     if (report.nodes.size() < 2) return "";
     size_t width = 4;
     for (const auto& n : report.nodes) width = std::max(width, n.name.size());
-    std::string out = fmt::format("{:>{}} {:>8} {:>9}  {:<14} clock (times put on {}'s)\n", "node", width, "ranks", "step ms", "verdict",
-                                  report.nodes[0].name);
-    for (const auto& n : report.nodes)
-        out += fmt::format("{:>{}} {:>8} {:>9.2f}  {:<14} {}\n", n.name, width, fmt::format("{}", fmt::join(n.ranks, ",")), n.step_ms,
-                           n.verdict.empty() ? "-" : n.verdict, clock_alignment_text(n.clock));
+    std::string out = report.from_summaries
+                          ? fmt::format("{:>{}} {:>8} {:>9}  verdict (clocks not aligned: summaries hold no collective times)\n",
+                                        "node", width, "ranks", "step ms")
+                          : fmt::format("{:>{}} {:>8} {:>9}  {:<14} clock (times put on {}'s)\n", "node", width, "ranks", "step ms",
+                                        "verdict", report.nodes[0].name);
+    const bool few = !report.from_summaries || report.nodes.size() <= kShownRanks;
+    std::vector<bool> node_shown(report.nodes.size(), few); // many nodes from summaries: those of the ranks with rows
+    for (size_t i = 0; i < report.processes.size(); ++i)
+        if (shown[i] && report.processes[i].node < node_shown.size()) node_shown[report.processes[i].node] = true;
+    size_t left_out = 0;
+    for (size_t i = 0; i < report.nodes.size(); ++i) {
+        const JobNode& n = report.nodes[i];
+        if (!node_shown[i]) {
+            ++left_out;
+            continue;
+        }
+        std::string row = fmt::format("{:>{}} {:>8} {:>9.2f}  {:<14} {}", n.name, width, rank_ranges(n.ranks), n.step_ms,
+                                      n.verdict.empty() ? "-" : n.verdict, report.from_summaries ? "" : clock_alignment_text(n.clock));
+        out += row.substr(0, row.find_last_not_of(' ') + 1) + "\n";
+    }
+    if (left_out) out += fmt::format("({} other nodes: their rows in --json)\n", left_out);
     if (report.steps_overlap) {
         uint64_t first = UINT64_MAX;
         for (const auto& n : report.nodes)
@@ -69,7 +125,7 @@ std::string nodes_table(const JobReport& report) {
 std::string details(const ProcessAnalysis& r) {
     std::string out = fmt::format("{}: {}: {}{}\n", r.name, r.verdict.empty() ? "no verdict" : r.verdict, r.evidence,
                                   r.step_rule.empty() ? "" : " [" + r.step_rule + "]");
-    if (!r.steps.empty()) {
+    if (r.step_count() > 0) {
         out += fmt::format("  launches: {:.1f} per step, median call {:.1f} µs, median interval to the thread's next launch {:.1f} µs; "
                            "kernels: median {:.1f} µs, {:.0f}% shorter than that interval; launch to kernel start: median {:.1f} µs\n",
                            r.launches_per_step, r.median_launch_us, r.median_launch_interval_us, r.median_kernel_us,
@@ -84,10 +140,10 @@ std::string details(const ProcessAnalysis& r) {
         if (!r.top_kernels_ms.empty()) out += "  top kernels (GPU time over the steps):\n";
         for (const auto& [name, ms] : r.top_kernels_ms) out += fmt::format("    {:>10.2f} ms  {}\n", ms, shortened(name, 100));
     }
-    double n = r.steps.empty() ? 1 : static_cast<double>(r.steps.size());
+    double n = r.step_count() == 0 ? 1 : static_cast<double>(r.step_count());
     if (!r.collectives.empty())
         out += fmt::format("  collectives ({}; waits for the last rank to arrive: {:.2f} ms per step):\n",
-                           r.steps.empty() ? "over the capture" : "per step", r.collective_wait_ms_per_step);
+                           r.step_count() == 0 ? "over the capture" : "per step", r.collective_wait_ms_per_step);
     for (const auto& f : r.collectives) {
         std::string waited;
         for (const auto& [rank, ms] : f.waited_for_ms) waited += fmt::format("{}rank {} {:.2f} ms", waited.empty() ? "" : ", ", rank, ms / n);
@@ -120,8 +176,10 @@ std::string clock_alignment_text(const NodeAlignment& a) {
 }
 
 std::string format_report(const JobReport& report) {
-    std::string out = "\n" + heading(report) + table(report) + "\n" + nodes_table(report);
-    for (const auto& r : report.processes) out += details(r);
+    const std::vector<bool> shown = shown_rows(report);
+    std::string out = "\n" + heading(report) + verdict_groups(report) + table(report, shown) + "\n" + nodes_table(report, shown);
+    for (size_t i = 0; i < report.processes.size(); ++i)
+        if (shown[i]) out += details(report.processes[i]);
     const JobVerdict& v = report.verdict;
     if (v.straggler) {
         out += fmt::format("\nJOB VERDICT: straggler — {}\n", v.evidence);

@@ -80,6 +80,10 @@ struct ProcessAnalysis {
     uint64_t origin_ns = 0;  // the capture's start (its trace's first event): every time below is relative to it
     std::string step_rule;   // how the steps were found
     std::vector<StepBreakdown> steps;
+    // A rank read from a summary (gtrace report --summaries) keeps its figures and its step count,
+    // not its steps: step_count() is what every figure "per step" divides by.
+    size_t summarized_steps = 0;
+    size_t step_count() const { return steps.empty() ? summarized_steps : steps.size(); }
     // Over all steps:
     std::array<double, kCategoryCount> share{}; // of step time
     double step_ms = 0, gpu_utilization = 0, kernel_ms_per_step = 0;

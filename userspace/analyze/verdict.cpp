@@ -49,7 +49,7 @@ std::string bandwidths(const ProcessAnalysis& r) {
 // "all_reduce 31.20 ms per step (2 calls), 30.10 ms of it waiting for rank 1": the two largest.
 std::string collective_summary(const ProcessAnalysis& r) {
     std::string out;
-    double n = static_cast<double>(r.steps.size());
+    double n = static_cast<double>(r.step_count());
     for (size_t i = 0; i < r.collectives.size() && i < 2; ++i) {
         const CollectiveFigures& f = r.collectives[i];
         double per_step = static_cast<double>(f.count) / n;
@@ -254,7 +254,7 @@ std::pair<double, std::string> waits_for(const ProcessAnalysis& r, int rank) {
             total += it->second;
             if (it->second > most) most = it->second, in = f.name;
         }
-    return {r.steps.empty() ? 0 : total / static_cast<double>(r.steps.size()), in};
+    return {r.step_count() == 0 ? 0 : total / static_cast<double>(r.step_count()), in};
 }
 
 // Measured: the rank another waits for longest in collectives, when that wait is a tenth of the
@@ -269,6 +269,28 @@ std::optional<Straggler> collective_straggler(const std::vector<const ProcessAna
             best = Straggler{*s->rank, s->kernel_ms_per_step, w->kernel_ms_per_step, in, *w->rank, ms};
         }
     return best;
+}
+
+// Summaries of several nodes: the rank that spends least of its step in collectives (the last to
+// arrive waits least), when the others' median is a tenth of a step or more and it is under half
+// of that; the rank that spends most is named as waiting for it, by the difference.
+std::optional<Straggler> least_in_collectives(const std::vector<const ProcessAnalysis*>& ranks) {
+    if (ranks.size() < 2) return std::nullopt;
+    auto in_collectives = [](const ProcessAnalysis* r) { return r->share[kCommunication] * r->step_ms; };
+    auto by_time = [&](const auto* a, const auto* b) { return in_collectives(a) < in_collectives(b); };
+    const ProcessAnalysis* least = *std::min_element(ranks.begin(), ranks.end(), by_time);
+    const ProcessAnalysis* most = *std::max_element(ranks.begin(), ranks.end(), by_time);
+    std::vector<double> others;
+    for (const auto* r : ranks)
+        if (r != least) others.push_back(in_collectives(r));
+    std::nth_element(others.begin(), others.begin() + static_cast<long>(others.size() / 2), others.end());
+    const double median = others[others.size() / 2];
+    if (median < 0.1 * most->step_ms || in_collectives(least) >= 0.5 * median) return std::nullopt;
+    std::string in = most->collectives.empty() ? "collectives" : most->collectives.front().name;
+    Straggler s{*least->rank, least->kernel_ms_per_step, most->kernel_ms_per_step, in, *most->rank,
+                in_collectives(most) - in_collectives(least)};
+    s.inferred = true, s.in_collectives_ms = in_collectives(least), s.others_in_collectives_ms = median;
+    return s;
 }
 
 // Measured stragglers only: whether every rank's own verdict is the straggler's, and that cause
@@ -314,11 +336,11 @@ const ProcessAnalysis* most_common(const std::vector<const ProcessAnalysis*>& ps
 
 } // namespace
 
-JobVerdict judge_job(std::vector<ProcessAnalysis>& processes) {
+JobVerdict judge_job(std::vector<ProcessAnalysis>& processes, CollectiveMatching matching) {
     bool has_ranks = std::any_of(processes.begin(), processes.end(), [](const auto& p) { return p.rank.has_value(); });
     std::vector<const ProcessAnalysis*> judged; // the ranks with steps; without ranks, every process with steps
     for (const auto& p : processes)
-        if (!p.steps.empty() && (p.rank || !has_ranks)) judged.push_back(&p);
+        if (p.step_count() > 0 && (p.rank || !has_ranks)) judged.push_back(&p);
     JobVerdict v;
     if (judged.empty()) return v;
     const ProcessAnalysis* lead = has_ranks ? bounding_rank(judged) : most_common(judged);
@@ -334,6 +356,7 @@ JobVerdict judge_job(std::vector<ProcessAnalysis>& processes) {
     // The straggler is measured in collectives where they were probed; else judged on kernel
     // time, which blaming leaves alone.
     if (has_ranks) v.straggler = collective_straggler(judged);
+    if (has_ranks && !v.straggler && matching == CollectiveMatching::WithinNodes) v.straggler = least_in_collectives(judged);
     if (has_ranks && !v.straggler) v.straggler = straggler(judged);
     if (v.straggler && shared_cause_outweighs(judged, *v.straggler)) {
         // Every rank is held back by the same cause, one a little more this time (each waits for
@@ -354,11 +377,17 @@ JobVerdict judge_job(std::vector<ProcessAnalysis>& processes) {
         if (slow.collective.empty())
             v.evidence = fmt::format("rank {} runs {:.2f} ms of kernels per step, the others about {:.2f} ms", slow.rank, slow.kernel_ms,
                                      slow.others_ms);
+        else if (slow.inferred)
+            v.evidence = fmt::format("rank {} spends least of its step in collectives ({:.2f} ms per step; the other ranks {:.2f} ms "
+                                     "at the median, rank {} most: {:.2f} ms more, in {} above all): the others wait for it "
+                                     "(inferred: the nodes' summaries hold no collective times to match across nodes)",
+                                     slow.rank, slow.in_collectives_ms, slow.others_in_collectives_ms,
+                                     slow.waiting_rank, slow.wait_ms, slow.collective);
         else
             v.evidence = fmt::format("rank {} waits in {} for rank {} ({:.2f} ms per step)", slow.waiting_rank, slow.collective, slow.rank,
                                      slow.wait_ms);
         for (auto& r : processes)
-            if (r.rank && *r.rank != slow.rank && !r.steps.empty()) {
+            if (r.rank && *r.rank != slow.rank && r.step_count() > 0) {
                 auto [ms, in] = waits_for(r, slow.rank);
                 if (!slow.collective.empty() && ms > 0)
                     r.evidence = fmt::format("waits in {} for rank {} ({:.2f} ms per step, {} of its step); own figures: {}", in,

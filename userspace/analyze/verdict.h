@@ -33,6 +33,10 @@ struct Straggler {
     std::string collective;
     int waiting_rank = -1;
     double wait_ms = 0;
+    // Inferred, not matched: summaries hold no collective times to match across nodes, so the
+    // rank that spends least of its step in collectives is taken for the one the others wait for.
+    bool inferred = false;
+    double in_collectives_ms = 0, others_in_collectives_ms = 0; // then: its time in collectives per step, the others' median
 };
 
 struct JobVerdict {
@@ -56,6 +60,11 @@ struct JobVerdict {
 // it. Otherwise, ranks step in lockstep, so the rank that waits least for the others (least
 // Other and Communication) bounds the job: its verdict is the job's. A job without ranks gets
 // its processes' most common verdict — a single process's own.
-JobVerdict judge_job(std::vector<ProcessAnalysis>& processes);
+// `matching`: WithinNodes for ranks merged from per-node summaries — a wait for a rank on another
+// node is attributed to no one there, so when no matched wait names a straggler, the rank that
+// spends least of its step in collectives, under half the others' median while theirs is a tenth
+// of their step or more, is taken for it (every collective waits for the last rank to arrive).
+enum class CollectiveMatching { Job, WithinNodes };
+JobVerdict judge_job(std::vector<ProcessAnalysis>& processes, CollectiveMatching matching = CollectiveMatching::Job);
 
 } // namespace gtrace

@@ -82,8 +82,8 @@ UprobeLink::~UprobeLink() {
 
 namespace {
 
-int create_uprobe_multi_link(int prog_fd, const std::string& path, const std::vector<ApiProbeSite>& sites, bool at_return,
-                             uint32_t attach_type = kTraceUprobeMulti) {
+int link_probe_sites(int prog_fd, const std::string& path, const std::vector<ApiProbeSite>& sites, bool at_return,
+                     uint32_t attach_type = kTraceUprobeMulti) {
     std::vector<uint64_t> offsets, cookies;
     for (const auto& s : sites) {
         offsets.push_back(s.offset);
@@ -241,7 +241,7 @@ Result<std::vector<UprobeLink>> BpfSession::attach_api_probes(const std::string&
                                                               const std::vector<ApiProbeSite>& sites, bool at_return) {
     if (cuda_->mode() == CudaProbeMode::Session) {
         if (at_return) return std::vector<UprobeLink>{}; // the session program serves both
-        int fd = create_uprobe_multi_link(bpf_program__fd(cuda_->entry()), path, sites, false, kTraceUprobeSession);
+        int fd = link_probe_sites(bpf_program__fd(cuda_->entry()), path, sites, false, kTraceUprobeSession);
         if (fd < 0) return probe_error(shown, errno);
         std::vector<UprobeLink> links;
         links.emplace_back(fd);
@@ -265,7 +265,7 @@ Result<std::vector<UprobeLink>> BpfSession::attach_probes(bpf_program* prog, con
     auto failed = [&](int err) { return probe_error(shown, err); };
     std::vector<UprobeLink> links;
     if (cuda_->mode() != CudaProbeMode::PerProbe) {
-        int fd = create_uprobe_multi_link(bpf_program__fd(prog), path, sites, at_return);
+        int fd = link_probe_sites(bpf_program__fd(prog), path, sites, at_return);
         if (fd < 0) return failed(errno);
         links.emplace_back(fd);
         return links;
@@ -291,7 +291,7 @@ void BpfSession::clear_python_layout(uint32_t pid) { bpf_map__delete_elem(proc_-
 
 Result<UprobeLink> BpfSession::attach_agent_probe(const std::string& path, uint64_t offset) {
     if (cuda_->mode() != CudaProbeMode::PerProbe) {
-        int fd = create_uprobe_multi_link(bpf_program__fd(cuda_->announce()), path, {{offset, 0}}, false);
+        int fd = link_probe_sites(bpf_program__fd(cuda_->announce()), path, {{offset, 0}}, false);
         if (fd < 0) return bpf_error(("attaching a uprobe to the agent " + path).c_str(), errno);
         return UprobeLink(fd);
     }

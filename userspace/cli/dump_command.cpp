@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <ctime>
-#include <fstream>
 
 #include <fmt/format.h>
 
@@ -16,6 +15,7 @@
 #include "discover/proc_maps.h"
 #include "discover/python_runtime.h"
 #include "model/trace_model.h"
+#include "foundation/json_file.h"
 #include "foundation/output_file.h"
 #include "foundation/privilege.h"
 #include "output/clocks.h"
@@ -25,26 +25,6 @@
 namespace gtrace {
 
 namespace {
-
-// A dump's JSON, read as the user who ran gtrace (under sudo: their file-system credentials, so
-// root's files stay root's), bounded.
-Result<nlohmann::json> read_dump_json(const std::string& path) {
-    constexpr size_t kMaxBytes = 64 << 20;
-    std::string text;
-    {
-        AsInvoker as_invoker;
-        if (!as_invoker.ok()) return make_error(ExitCode::Privileges, "cannot take the file-system credentials of the user who ran sudo");
-        std::ifstream in(path, std::ios::binary);
-        if (!in) return make_error(ExitCode::BadTrace, fmt::format("{}: cannot read it", path));
-        text.resize(kMaxBytes + 1);
-        in.read(text.data(), static_cast<std::streamsize>(text.size()));
-        text.resize(static_cast<size_t>(in.gcount()));
-    }
-    if (text.size() > kMaxBytes) return make_error(ExitCode::BadTrace, fmt::format("{}: larger than a dump's JSON (64 MiB)", path));
-    nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
-    if (j.is_discarded()) return make_error(ExitCode::BadTrace, fmt::format("{}: not JSON", path));
-    return j;
-}
 
 nlohmann::json thread_json(const DumpedThread& t) {
     return {{"owner", t.owner}, {"pid", t.pid}, {"tid", t.tid}, {"name", t.thread_name}, {"python", t.python},
@@ -121,7 +101,7 @@ Result<void> run_dump(const DumpOptions& options, const std::atomic<int>& stop) 
 Result<void> run_dump_merge(const std::vector<std::string>& paths) {
     std::vector<RankStanding> ranks;
     for (const auto& path : paths) {
-        auto j = read_dump_json(path);
+        auto j = read_json_file(path, 64 << 20, "a dump's JSON");
         if (!j) return j.error();
         auto part = standings_from_json(*j, path);
         if (!part) return part.error();

@@ -253,14 +253,17 @@ int run_report_command(const std::vector<std::string>& args) {
         ("force,f", "replace an existing --json or --html file (a regular file only: a link there is refused)")
         ("step-marker", po::value<std::string>()->default_value(kDefaultStepMarker),
          "regex (ECMAScript) on the names of PyTorch record_function ranges and NVTX ranges (their message): a matching range ends a step")
-        ("no-redact", "keep secret values in the command lines of the traces' process labels (hidden as *** by default)");
+        ("no-redact", "keep secret values in the command lines of the traces' process labels (hidden as *** by default)")
+        ("summaries", "the files are nodes' summaries (gtrace report --json, attach/record --summary-json), not traces: "
+                      "merge them into the job's report without reading a trace");
     po::options_description all = desc;
     all.add_options()("trace", po::value<std::vector<std::string>>(), "trace files"); // positional, not in --help
     po::positional_options_description pos;
     pos.add("trace", -1);
     po::variables_map vm = parse_options(args, all, "report", &pos);
     if (vm.count("help")) {
-        std::cout << "Usage: gtrace report TRACE... [--json FILE] [--html FILE] [--force]\n\n"
+        std::cout << "Usage: gtrace report TRACE... [--json FILE] [--html FILE] [--force]\n"
+                  << "       gtrace report --summaries SUMMARY.json... [--json FILE] [--force]\n\n"
                   << "Per rank: steps, where the step time goes (Kernel, Memcpy, Memset, Communication, Runtime,\n"
                   << "DataLoader, CPU Exec, Other, adding up to the step), GPU utilization, launch statistics, and\n"
                   << "a verdict with the figures behind it; then one for the whole job. A partial trace\n"
@@ -281,6 +284,14 @@ int run_report_command(const std::vector<std::string>& args) {
     or_fail(check_outputs(outputs, traces, options.force));
     options.analysis.step_marker = vm["step-marker"].as<std::string>();
     options.analysis.redact = vm.count("no-redact") == 0;
+    options.summaries = vm.count("summaries") > 0;
+    if (options.summaries) {
+        // A summary holds each rank's figures, found and redacted when it was written.
+        if (vm.count("html")) fail(make_error(ExitCode::Usage, "--html needs traces: summaries hold no per-step rows to chart"));
+        if (!vm["step-marker"].defaulted() || vm.count("no-redact"))
+            fail(make_error(ExitCode::Usage, "--step-marker and --no-redact apply to traces: a summary's steps were found, and its "
+                                             "command lines redacted, when it was written"));
+    }
     check_step_marker(options.analysis.step_marker);
     or_fail(run_report(traces, options));
     return 0;

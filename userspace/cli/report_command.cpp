@@ -14,9 +14,11 @@
 namespace gtrace {
 
 Result<void> run_report(const std::vector<std::string>& traces, const ReportOptions& options) {
-    auto report = analyze_job(traces, options.analysis);
+    auto report = options.summaries ? merge_summaries(traces) : analyze_job(traces, options.analysis);
     if (!report) return report.error();
     for (const auto& note : report->notes) print_safe(stderr, "gtrace: {}\n", note);
+    if (report->processes.empty() && options.summaries)
+        return make_error(ExitCode::BadTrace, "no process in the summaries: each names the ranks of one node's capture");
     if (report->processes.empty() && options.processes_required)
         return make_error(ExitCode::BadTrace, "no process with CUDA work in the trace(s): trace a job that uses the GPU "
                                               "(gtrace attach --pid PID, or gtrace record -- COMMAND)");

@@ -17,6 +17,7 @@ struct ReportOptions {
     bool processes_required = true;   // false: a trace without a process that did CUDA work prints nothing, is no error
     bool print = true;                // the terminal summary on stdout
     AnalysisOptions analysis;
+    bool summaries = false;           // the files are nodes' summaries to merge (analyze/job_report.h merge_summaries)
     nlohmann::json capture;           // the facts of the capture that just wrote the trace (--summary-json)
 };
 

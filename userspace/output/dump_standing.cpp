@@ -59,18 +59,6 @@ std::vector<RankStanding> rank_standings(const std::vector<DumpedThread>& thread
     return out;
 }
 
-std::string rank_ranges(std::vector<int> ranks) {
-    std::sort(ranks.begin(), ranks.end());
-    std::string out;
-    for (size_t i = 0; i < ranks.size();) {
-        size_t j = i;
-        while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
-        out += fmt::format("{}{}", out.empty() ? "" : ", ", j == i ? fmt::format("{}", ranks[i]) : fmt::format("{}-{}", ranks[i], ranks[j]));
-        i = j + 1;
-    }
-    return out;
-}
-
 namespace {
 
 struct Group {

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "foundation/rank_ranges.h"
 #include "foundation/result.h"
 #include "output/dump_report.h"
 
@@ -37,8 +38,5 @@ std::vector<int> odd_ones_out(const std::vector<RankStanding>& ranks);
 nlohmann::json standings_json(const std::vector<RankStanding>& ranks);
 // From a dump's JSON (`standings_json` under "ranks"); a one-line error if it is not one.
 Result<std::vector<RankStanding>> standings_from_json(const nlohmann::json& j, const std::string& path);
-
-// "0-6, 8-15".
-std::string rank_ranges(std::vector<int> ranks);
 
 } // namespace gtrace
