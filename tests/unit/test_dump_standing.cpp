@@ -58,3 +58,32 @@ TEST_CASE("ranks all in one place have no odd one out; ranges are compact") {
     CHECK(rank_ranges({5, 0, 1, 2, 9, 10}) == "0-2, 5, 9-10");
     CHECK(rank_ranges({}) == "");
 }
+
+TEST_CASE("how long the ranks have stood there: asleep seconds per group, through --json and back") {
+    std::vector<DumpedThread> threads;
+    for (int r = 0; r < 4; ++r) {
+        threads.push_back(rank_main(r, {"all_reduce (/t/torch/distributed/distributed_c10d.py:1)"}, "train (/job/train.py:120)"));
+        threads.back().asleep_s = 211.6 + r * 0.2;
+    }
+    threads.push_back(rank_main(4, {"all_reduce (/t/torch/distributed/distributed_c10d.py:1)"}, "train (/job/train.py:120)"));
+    threads.back().asleep_s = 198.2; // woke 14 s later than the others
+    threads.push_back(rank_main(5, {"forward (/job/model.py:40)"}, "forward (/job/model.py:40)")); // on a CPU: no time
+    threads.push_back(rank_main(6, {"step (/job/train.py:99)"}, "step (/job/train.py:99)"));
+    threads.back().asleep_s = 0.3; // under a second: not said
+    auto ranks = rank_standings(threads, "node-a");
+    std::string text = format_standings(ranks);
+    INFO(text);
+    CHECK(text.find("ranks 0-4 wait in all_reduce at train (/job/train.py:120) (for 198-212 s, asleep)") != std::string::npos);
+    CHECK(text.find("rank 5 is in forward (/job/model.py:40) <- the odd one out") != std::string::npos);
+    CHECK(text.find("rank 6 is in step (/job/train.py:99) <- the odd one out") != std::string::npos);
+    auto back = standings_from_json({{"ranks", standings_json(ranks)}}, "d.json");
+    REQUIRE(back);
+    CHECK(format_standings(*back) == text);
+    CHECK_FALSE(back->at(5).asleep_s);
+    // A hostile file: wrong types read as absent, an impossible rank refused, never an exception.
+    auto odd = standings_from_json({{"ranks", {{{"rank", 1}, {"pid", "x"}, {"asleep_s", -5}, {"what", 3}}}}}, "d.json");
+    REQUIRE(odd);
+    CHECK_FALSE(odd->at(0).asleep_s);
+    CHECK(odd->at(0).pid == 0);
+    CHECK_FALSE(standings_from_json({{"ranks", {{{"rank", -1}}}}}, "d.json"));
+}

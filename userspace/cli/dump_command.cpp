@@ -14,6 +14,7 @@
 #include "decode/python_frames.h"
 #include "discover/proc_maps.h"
 #include "discover/python_runtime.h"
+#include "discover/thread_sleep.h"
 #include "model/trace_model.h"
 #include "foundation/json_file.h"
 #include "foundation/output_file.h"
@@ -28,7 +29,8 @@ namespace {
 
 nlohmann::json thread_json(const DumpedThread& t) {
     return {{"owner", t.owner}, {"pid", t.pid}, {"tid", t.tid}, {"name", t.thread_name}, {"python", t.python},
-            {"caller", t.caller}, {"native", t.native}, {"error", t.error}};
+            {"caller", t.caller}, {"native", t.native}, {"error", t.error},
+            {"asleep_s", t.asleep_s ? nlohmann::json(*t.asleep_s) : nlohmann::json()}};
 }
 
 } // namespace
@@ -60,6 +62,8 @@ Result<void> run_dump(const DumpOptions& options, const std::atomic<int>& stop) 
         addresses.set_maps(p, maps);
         std::string owner = info.ranks.rank ? fmt::format("rank {}{}", *info.ranks.rank, info.forked_from ? " worker" : "")
                                             : fmt::format("pid {} ({})", p, short_command(info.cmdline, 40));
+        // Before any thread is stopped: a ptrace stop wakes a sleeping thread.
+        const auto asleep = asleep_seconds(static_cast<int>(p));
         for (const ThreadStack& ts : read_thread_stacks(static_cast<int>(p), python.runtime, stop)) {
             DumpedThread t;
             t.owner = owner;
@@ -68,6 +72,7 @@ Result<void> run_dump(const DumpOptions& options, const std::atomic<int>& stop) 
             t.thread_name = ts.name;
             t.is_rank_main = info.ranks.rank && !info.forked_from && ts.tid == p;
             t.error = ts.error;
+            if (auto it = asleep.find(ts.tid); it != asleep.end()) t.asleep_s = it->second;
             if (ts.python) {
                 std::vector<PyFrame> frames = python_frames.symbolize(*ts.python);
                 for (const PyFrame& f : frames) t.python.push_back(f.text());

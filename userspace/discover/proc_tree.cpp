@@ -69,6 +69,8 @@ std::optional<ProcStat> read_proc_stat(int pid, int tid) {
     auto start = parse_decimal<uint64_t>(f[19]);
     if (!ppid || !flags || !start) return std::nullopt;
     st.ppid = *ppid, st.flags = *flags, st.start_time_ticks = *start;
+    if (f.size() > 36)
+        if (auto cpu = parse_decimal<int>(f[36])) st.processor = *cpu; // field 39
     return st;
 }
 

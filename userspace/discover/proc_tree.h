@@ -16,6 +16,7 @@ struct ProcStat {
     std::string comm;
     unsigned long flags = 0;       // PF_* flags
     uint64_t start_time_ticks = 0; // identifies the process across PID reuse
+    int processor = -1;            // the CPU it last ran on (-1: not given)
     bool is_kernel_thread() const { return flags & 0x00200000UL; } // PF_KTHREAD
 };
 

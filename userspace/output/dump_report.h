@@ -2,6 +2,7 @@
 // once, with the ranks and threads that share it ("ranks 0,2 (2 threads)").
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,7 @@ struct DumpedThread {
     std::string caller;
     std::vector<std::string> native; // innermost first
     std::string error;
+    std::optional<double> asleep_s; // asleep now, this long (discover/thread_sleep.h); none: running
 };
 
 std::string format_dump(const std::string& heading, const std::vector<DumpedThread>& threads);

@@ -39,7 +39,7 @@ std::vector<RankStanding> rank_standings(const std::vector<DumpedThread>& thread
         if (!t.is_rank_main || !t.owner.starts_with("rank ")) continue;
         RankStanding s;
         s.rank = std::atoi(t.owner.c_str() + 5);
-        s.pid = t.pid, s.node = node, s.where = t.caller;
+        s.pid = t.pid, s.node = node, s.where = t.caller, s.asleep_s = t.asleep_s;
         // The innermost known wait: Python's frames first (they name the collective), then native.
         for (const auto& f : t.python)
             if (auto w = known_wait(f, true)) {
@@ -65,6 +65,7 @@ struct Group {
     std::string what, where;
     bool in_collective = false;
     std::vector<int> ranks;
+    std::optional<double> asleep_min, asleep_max; // over its ranks asleep
 };
 
 std::vector<Group> groups_of(const std::vector<RankStanding>& ranks) {
@@ -73,11 +74,23 @@ std::vector<Group> groups_of(const std::vector<RankStanding>& ranks) {
         Group& g = by_place[{r.what, r.where}];
         g.what = r.what, g.where = r.where, g.in_collective = r.in_collective;
         g.ranks.push_back(r.rank);
+        if (r.asleep_s) {
+            g.asleep_min = std::min(g.asleep_min.value_or(*r.asleep_s), *r.asleep_s);
+            g.asleep_max = std::max(g.asleep_max.value_or(*r.asleep_s), *r.asleep_s);
+        }
     }
     std::vector<Group> out;
     for (auto& [place, g] : by_place) out.push_back(std::move(g));
     std::stable_sort(out.begin(), out.end(), [](const Group& a, const Group& b) { return a.ranks.size() > b.ranks.size(); });
     return out;
+}
+
+// " (for 212 s, asleep)": how long the group's main threads have slept (since they last ran),
+// when a second or more; " (for 198-212 s, asleep)" when they differ by a second or more.
+std::string asleep_text(const Group& g) {
+    if (!g.asleep_min || *g.asleep_max < 1) return "";
+    if (*g.asleep_max - *g.asleep_min < 1) return fmt::format(" (for {:.0f} s, asleep)", *g.asleep_max);
+    return fmt::format(" (for {:.0f}-{:.0f} s, asleep)", *g.asleep_min, *g.asleep_max);
 }
 
 } // namespace
@@ -105,7 +118,8 @@ std::string format_standings(const std::vector<RankStanding>& ranks) {
         std::string place = g.where.empty() ? printable(g.what)
                             : function_of(g.where) == g.what ? printable(g.where)
                                                              : printable(g.what) + " at " + printable(g.where);
-        out += fmt::format("  {} {} {}{}\n", who, g.in_collective ? "wait in" : (g.ranks.size() == 1 ? "is in" : "are in"), place,
+        out += fmt::format("  {} {} {}{}{}\n", who, g.in_collective ? "wait in" : (g.ranks.size() == 1 ? "is in" : "are in"), place,
+                           asleep_text(g),
                            is_odd ? fmt::format(" <- the odd one{} out: the others wait for {}", g.ranks.size() == 1 ? "" : "s",
                                                 g.ranks.size() == 1 ? "it" : "them")
                                   : "");
@@ -117,7 +131,7 @@ nlohmann::json standings_json(const std::vector<RankStanding>& ranks) {
     nlohmann::json out = nlohmann::json::array();
     for (const auto& r : ranks)
         out.push_back({{"rank", r.rank}, {"pid", r.pid}, {"node", r.node}, {"what", r.what}, {"where", r.where},
-                       {"in_collective", r.in_collective}});
+                       {"in_collective", r.in_collective}, {"asleep_s", r.asleep_s ? nlohmann::json(*r.asleep_s) : nlohmann::json()}});
     return out;
 }
 
@@ -128,12 +142,15 @@ Result<std::vector<RankStanding>> standings_from_json(const nlohmann::json& j, c
     for (const auto& r : j["ranks"]) {
         if (!r.is_object() || !r.value("rank", nlohmann::json()).is_number_integer()) return bad("a rank without its number");
         RankStanding s;
-        s.rank = r["rank"].get<int>();
-        s.pid = r.value("pid", 0u);
-        s.node = r.value("node", std::string());
-        s.what = r.value("what", std::string());
-        s.where = r.value("where", std::string());
-        s.in_collective = r.value("in_collective", false);
+        const int64_t rank = r["rank"].get<int64_t>();
+        if (rank < 0 || rank > (1 << 24)) return bad("a rank number out of range");
+        s.rank = static_cast<int>(rank);
+        auto text = [&](const char* key) { return r.contains(key) && r[key].is_string() ? r[key].get<std::string>() : std::string(); };
+        if (r.contains("pid") && r["pid"].is_number_unsigned()) s.pid = static_cast<uint32_t>(std::min<uint64_t>(r["pid"].get<uint64_t>(), UINT32_MAX));
+        s.node = text("node"), s.what = text("what"), s.where = text("where");
+        s.in_collective = r.contains("in_collective") && r["in_collective"].is_boolean() && r["in_collective"].get<bool>();
+        if (r.contains("asleep_s") && r["asleep_s"].is_number() && r["asleep_s"].get<double>() >= 0 && r["asleep_s"].get<double>() < 1e9)
+            s.asleep_s = r["asleep_s"].get<double>();
         out.push_back(std::move(s));
     }
     return out;

@@ -24,6 +24,7 @@ struct RankStanding {
     std::string what;     // "all_reduce", "DataLoader.__next__", "cudaStreamSynchronize", or a frame
     std::string where;    // the user's line: "train_step (train.py:120)"
     bool in_collective = false;
+    std::optional<double> asleep_s; // its main thread asleep this long when dumped (none: on a CPU)
 };
 
 // The main thread of each rank in `threads` (DumpedThread::is_rank_main), owners "rank N".

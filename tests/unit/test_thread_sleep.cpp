@@ -1,0 +1,51 @@
+// How long a thread has slept, from the scheduler's clock (discover/thread_sleep.h), on real
+// processes: one asleep in nanosleep, one spinning.
+#include <catch2/catch.hpp>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+
+#include "discover/thread_sleep.h"
+
+using namespace gtrace;
+
+namespace {
+
+pid_t child(bool spin) {
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (spin)
+            for (volatile uint64_t i = 0;; ++i) {
+            }
+        for (;;) pause();
+    }
+    return pid;
+}
+
+void end(pid_t pid) {
+    kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+}
+
+} // namespace
+
+TEST_CASE("a thread asleep 1.5 s is said asleep that long; a spinning one is not said asleep") {
+    auto forked = std::chrono::steady_clock::now();
+    pid_t sleeper = child(false), spinner = child(true);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    auto asleep = asleep_seconds(sleeper);
+    double since_fork = std::chrono::duration<double>(std::chrono::steady_clock::now() - forked).count();
+    auto busy = asleep_seconds(spinner);
+    end(sleeper);
+    end(spinner);
+    REQUIRE(asleep.count(static_cast<uint32_t>(sleeper)) == 1);
+    double s = asleep.at(static_cast<uint32_t>(sleeper));
+    INFO(s << " s asleep, " << since_fork << " s since the fork");
+    CHECK(s >= 1.2);
+    CHECK(s <= since_fork + 0.5); // the CPUs' task clocks may drift apart a little; never by seconds
+    CHECK(busy.count(static_cast<uint32_t>(spinner)) == 0);
+}
