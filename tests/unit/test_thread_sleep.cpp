@@ -19,8 +19,7 @@ pid_t child(bool spin) {
     pid_t pid = fork();
     if (pid == 0) {
         if (spin)
-            for (volatile uint64_t i = 0;; ++i) {
-            }
+            for (;;) __asm__ volatile(""); // busy on a CPU, never asleep
         for (;;) pause();
     }
     return pid;

@@ -11,10 +11,11 @@
 
 #include "capture/capture_state.h"
 #include "gtrace/events.h"
+#include "foundation/process_observer.h"
 
 namespace gtrace {
 
-class CallEvents {
+class CallEvents final : public ProcessObserver {
 public:
     explicit CallEvents(CaptureState& s) : s_(s) {}
 
@@ -26,6 +27,8 @@ public:
     void update_sources(const std::map<uint32_t, std::string>& gpu_warnings);
     void set_python_layout(uint32_t pid, const gt_py_layout& layout);
     void forget_process(uint32_t pid);
+    void process_exec(uint32_t pid) override { forget_process(pid); }
+    void process_exited(uint32_t pid) override { forget_process(pid); }
     // pid's agent ring just became ours: ask it for the calls before its session begins.
     void agent_adopted(uint32_t pid);
 

@@ -47,7 +47,13 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 
 } // namespace
 
-Capture::Capture(const CaptureOptions& o) : s_(o) {}
+Capture::Capture(const CaptureOptions& o) : s_(o) {
+    // Each component that keeps state per process, in the order they let it go.
+    for (ProcessObserver* c : std::initializer_list<ProcessObserver*>{&s_.target_files, &s_.kernel_names, &s_.addresses, &s_.python_frames,
+                                                                     &s_.stacks, &calls_, &s_.memory, &s_.backward, &s_.autograd,
+                                                                     &gpu_, &samples_, &s_.writer})
+        lifecycle_.add(*c);
+}
 Capture::~Capture() = default;
 
 Result<std::unique_ptr<Capture>> Capture::attach(const CaptureOptions& options) {
@@ -150,10 +156,7 @@ Result<CaptureResult> Capture::run() {
         if (seconds_since(last_full_rescan) >= kRescanAllEvery_s) {
             last_full_rescan = std::chrono::steady_clock::now();
             processes_.rescan_all();
-            for (uint32_t pid : processes_.take_gone(kForgetExitedAfter)) {
-                samples_.forget_process(pid);
-                s_.writer.forget_process(pid);
-            }
+            for (uint32_t pid : processes_.take_gone(kForgetExitedAfter)) lifecycle_.gone(pid);
             // What a kill -9 would leave: the names known so far, and the events on disk.
             s_.writer.metadata(s_.model);
             s_.writer.flush();

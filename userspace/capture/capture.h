@@ -59,7 +59,8 @@ private:
     CaptureScript script_{s_};
     NvtxEvents nvtx_{s_, script_};
     GpuEvents gpu_{s_, calls_, nvtx_};
-    ProcessEvents processes_{s_, calls_, gpu_};
+    ProcessObservers lifecycle_; // every component above with per-process state (registered in the constructor)
+    ProcessEvents processes_{s_, calls_, gpu_, lifecycle_};
     SampleEvents samples_{s_};
     RangeEvents ranges_{s_, script_};
     std::unique_ptr<FlightDumps> flight_; // --flight-recorder

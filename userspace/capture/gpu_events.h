@@ -15,10 +15,11 @@
 #include "capture/capture_state.h"
 #include "capture/nvtx_events.h"
 #include "discover/proc_maps.h"
+#include "foundation/process_observer.h"
 
 namespace gtrace {
 
-class GpuEvents final : public AgentSink {
+class GpuEvents final : public AgentSink, public ProcessObserver {
 public:
     GpuEvents(CaptureState& s, CallEvents& calls, NvtxEvents& nvtx) : s_(s), calls_(calls), nvtx_(nvtx) {}
 
@@ -29,7 +30,7 @@ public:
     void poll();   // the agents' rings and states
     // pid exited: its agent's last records read, its ring and pipe let go, its pid free for
     // a new process (which is asked afresh).
-    void process_exited(uint32_t pid);
+    void process_exited(uint32_t pid) override;
     void finish(); // detaches every agent, its last records read
     void update_lost(); // the agents' losses (their rings, CUPTI) into the model
 

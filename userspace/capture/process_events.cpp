@@ -178,21 +178,16 @@ uint64_t ProcessEvents::code_fingerprint(const std::vector<Mapping>& maps) {
 }
 
 void ProcessEvents::forget_python(uint32_t pid) {
-    s_.python_frames.forget_process(pid);
-    s_.stacks.forget_process(pid);
     python_unsupported_.erase(pid);
     s_.bpf->clear_python_layout(pid);
-    calls_.forget_process(pid);
 }
 
 void ProcessEvents::on_proc(const gt_proc_event& e) {
     switch (e.kind) {
     case GT_PROC_FORK:
         skipped_.forget(e.pid); // a new process in a PID the lists may hold from before
-        s_.target_files.forget(static_cast<int>(e.pid));
         s_.model.add_process(e.pid, e.ppid, false, e.ppid);
-        s_.kernel_names.inherit(e.pid, e.ppid);
-        s_.addresses.inherit(e.pid, e.ppid);
+        lifecycle_.forked(e.pid, e.ppid);
         pending_scan_.insert(static_cast<int>(e.pid)); // a forked interpreter: same layout, own memory
         break;
     case GT_PROC_EXEC:
@@ -201,8 +196,7 @@ void ProcessEvents::on_proc(const gt_proc_event& e) {
         // when the process is gone before /proc can be read (a race a test cannot force).
         static const bool exec_argv_only = GTRACE_TEST_HOOK("EXEC_ARGV_ONLY") != nullptr;
         s_.model.refresh_identity(e.pid, exec_argv(e), exec_argv_only);
-        s_.kernel_names.forget_process(e.pid);
-        s_.addresses.forget_process(e.pid);
+        lifecycle_.exec(e.pid);
         scanned_code_.erase(e.pid);
         forget_python(e.pid); // BPF dropped its layout and agent slots at the exec itself
         // A setuid program a user's job started is not the user's to trace.
@@ -228,13 +222,8 @@ void ProcessEvents::exited(uint32_t pid, int exit_code) {
     // Only the model keeps the process (for the trace and the report); the rest is let go, so a
     // capture left on for days holds nothing per process that came and went.
     s_.model.mark_exited(pid, exit_code);
-    s_.kernel_names.forget_process(pid);
-    s_.addresses.forget_process(pid);
+    lifecycle_.exited(pid);
     forget_python(pid);
-    s_.memory.forget_process(pid);
-    s_.backward.forget_process(pid);
-    s_.autograd.forget_process(pid);
-    gpu_.process_exited(pid);
     pending_scan_.erase(static_cast<int>(pid));
     scanned_code_.erase(pid);
     gone_.emplace_back(pid, std::chrono::steady_clock::now());

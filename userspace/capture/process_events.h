@@ -12,12 +12,15 @@
 #include "capture/gpu_events.h"
 #include "capture/skipped_processes.h"
 #include "discover/proc_maps.h"
+#include "foundation/process_observer.h"
 
 namespace gtrace {
 
 class ProcessEvents {
 public:
-    ProcessEvents(CaptureState& s, CallEvents& calls, GpuEvents& gpu) : s_(s), calls_(calls), gpu_(gpu) {}
+    // `lifecycle`: every component with per-process state, told of each fork, exec and exit.
+    ProcessEvents(CaptureState& s, CallEvents& calls, GpuEvents& gpu, const ProcessObservers& lifecycle)
+        : s_(s), calls_(calls), gpu_(gpu), lifecycle_(lifecycle) {}
 
     // Enters the tree of options.pid (started at `root_start_ticks`) and probes what it mapped.
     Result<void> track_tree(uint64_t root_start_ticks);
@@ -42,7 +45,7 @@ private:
     std::string not_ours(int pid) const;
     void skip(uint32_t pid, const std::string& reason);
     void detect_python(int pid, const std::vector<Mapping>& maps);
-    void forget_python(uint32_t pid);
+    void forget_python(uint32_t pid); // what the observers do not hold: the BPF layout, the warnings
     void exited(uint32_t pid, int exit_code);
     static std::vector<std::string> exec_argv(const gt_proc_event& e); // what BPF read at the exec
     static uint64_t code_fingerprint(const std::vector<Mapping>& maps); // of the executable file mappings
@@ -50,6 +53,7 @@ private:
     CaptureState& s_;
     CallEvents& calls_;
     GpuEvents& gpu_;
+    const ProcessObservers& lifecycle_;
     std::set<int> pending_scan_;
     std::map<uint32_t, uint64_t> scanned_code_; // pid -> the code mappings its last scan probed
     std::deque<std::pair<uint32_t, std::chrono::steady_clock::time_point>> gone_; // exits, oldest first

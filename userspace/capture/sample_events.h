@@ -9,10 +9,11 @@
 #include "gtrace/offcpu.h"
 #include "gtrace/sampling.h"
 #include "output/sample_tracks.h"
+#include "foundation/process_observer.h"
 
 namespace gtrace {
 
-class SampleEvents {
+class SampleEvents final : public ProcessObserver {
 public:
     explicit SampleEvents(CaptureState& s) : s_(s), tracks_(s.writer, s.options.sample_hz, !s.options.folded.empty()) {}
 
@@ -24,6 +25,7 @@ public:
     uint64_t off_cpu_left_out() const { return off_cpu_left_out_; } // of processes no breakdown covers
     void finish() { tracks_.finish(); }
     void forget_process(uint32_t pid) { tracks_.forget_process(pid); }
+    void process_gone(uint32_t pid) override { forget_process(pid); }
     uint64_t samples() const { return tracks_.samples(); }
     Result<void> write_folded() const { return tracks_.write_folded(s_.options.folded, s_.model, s_.options.force); }
 

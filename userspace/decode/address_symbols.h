@@ -13,10 +13,11 @@
 #include "foundation/elf_address_table.h"
 #include "discover/proc_maps.h"
 #include "discover/target_files.h"
+#include "foundation/process_observer.h"
 
 namespace gtrace {
 
-class AddressSymbols {
+class AddressSymbols final : public ProcessObserver {
 public:
     // Tables held at most (least recently used let go), at 16 bytes a symbol: pip torch 2.x's
     // libtorch_cpu (390,000 functions, 6 MiB), libtorch_cuda (3.5 MiB), libtorch_python, libpython
@@ -33,6 +34,9 @@ public:
     void set_maps(uint32_t pid, std::vector<Mapping> maps);
     void inherit(uint32_t child, uint32_t parent); // a forked child starts with its parent's maps
     void forget_process(uint32_t pid);
+    void process_forked(uint32_t pid, uint32_t parent) override { inherit(pid, parent); }
+    void process_exec(uint32_t pid) override { forget_process(pid); }
+    void process_exited(uint32_t pid) override { forget_process(pid); }
 
 private:
     struct ProcessState {

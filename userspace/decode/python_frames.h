@@ -10,6 +10,7 @@
 
 #include "discover/python_runtime.h"
 #include "gtrace/pystack.h"
+#include "foundation/process_observer.h"
 
 namespace gtrace {
 
@@ -26,10 +27,12 @@ int line_from_lnotab(const std::string& table, int firstlineno, uint64_t offset)
 int line_from_linetable(const std::string& table, int firstlineno, uint64_t offset); // 3.10
 int line_from_locations(const std::string& table, int firstlineno, uint64_t offset); // 3.11+
 
-class PythonFrames {
+class PythonFrames final : public ProcessObserver {
 public:
     void set_runtime(uint32_t pid, const PythonRuntime& rt);
     void forget_process(uint32_t pid);
+    void process_exec(uint32_t pid) override { forget_process(pid); }
+    void process_exited(uint32_t pid) override { forget_process(pid); }
     bool has_runtime(uint32_t pid) const { return processes_.contains(pid); }
 
     // Symbolized stack of a complete walk, innermost first; empty if any frame could not be read

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "decode/python_frames.h"
+#include "foundation/process_observer.h"
 
 namespace gtrace {
 
@@ -25,7 +26,7 @@ using PyStackRef = std::shared_ptr<const PyStack>;
 // A stack from its frames (innermost first): texts and source worked out; null if no frames.
 PyStackRef make_py_stack(std::vector<PyFrame> frames, bool truncated);
 
-class PythonStacks {
+class PythonStacks final : public ProcessObserver {
 public:
     explicit PythonStacks(PythonFrames& symbolizer) : symbolizer_(symbolizer) {}
 
@@ -35,6 +36,8 @@ public:
     PyStackRef find(uint32_t pid, uint64_t id);
     // The process exec'ed or exited: its ids mean nothing any more.
     void forget_process(uint32_t pid) { by_pid_.erase(pid); }
+    void process_exec(uint32_t pid) override { forget_process(pid); }
+    void process_exited(uint32_t pid) override { forget_process(pid); }
 
     uint64_t unknown_ids() const { return unknown_; } // events naming an id never defined (lost)
     size_t size() const;

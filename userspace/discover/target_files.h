@@ -20,6 +20,7 @@
 #include "discover/proc_maps.h"
 #include "foundation/input_file.h"
 #include "foundation/result.h"
+#include "foundation/process_observer.h"
 
 namespace gtrace {
 
@@ -28,7 +29,7 @@ struct OpenedMapping {
     InputFile file;
 };
 
-class TargetFiles {
+class TargetFiles final : public ProcessObserver {
 public:
     // Bounds on what one target can make gtrace look at.
     static constexpr size_t kMaxDirectories = 16;   // candidate library directories per process
@@ -53,6 +54,7 @@ public:
     // The process's file work missed its deadline once: what it names is not looked at again.
     bool hung(int pid) const { return hung_.contains(pid); }
     void forget(int pid) { hung_.erase(pid); }
+    void process_forked(uint32_t pid, uint32_t) override { forget(static_cast<int>(pid)); }
 
 private:
     std::set<int> hung_;

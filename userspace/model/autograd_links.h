@@ -17,10 +17,11 @@
 #include <nlohmann/json.hpp>
 
 #include "decode/python_stacks.h"
+#include "foundation/process_observer.h"
 
 namespace gtrace {
 
-class AutogradLinks {
+class AutogradLinks final : public ProcessObserver {
 public:
     void forward_op(uint32_t pid, uint64_t sequence_nr, PyStackRef stack);
     // `sp` is the node's frame on its thread: it pairs the end with its begin, and a begin at or
@@ -28,6 +29,7 @@ public:
     void node_begun(uint32_t pid, uint32_t tid, uint64_t sequence_nr, uint64_t sp, uint64_t ts_ns);
     void node_ended(uint32_t pid, uint32_t tid, uint64_t sp, uint64_t ts_ns);
     void forget_process(uint32_t pid);
+    void process_exited(uint32_t pid) override { forget_process(pid); }
 
     struct Link {
         uint64_t sequence_nr = 0;

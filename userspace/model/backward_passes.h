@@ -16,14 +16,16 @@
 #include <nlohmann/json.hpp>
 
 #include "decode/python_stacks.h"
+#include "foundation/process_observer.h"
 
 namespace gtrace {
 
-class BackwardPasses {
+class BackwardPasses final : public ProcessObserver {
 public:
     void begun(uint32_t pid, uint32_t tid, uint64_t start_ns, PyStackRef stack);
     void ended(uint32_t pid, uint32_t tid, uint64_t end_ns);
     void forget_process(uint32_t pid) { passes_of_.erase(pid); }
+    void process_exited(uint32_t pid) override { forget_process(pid); }
 
     struct Origin {
         PyStackRef stack;

@@ -17,6 +17,7 @@
 
 #include "decode/api_call.h"
 #include "gtrace/agent.h"
+#include "foundation/process_observer.h"
 
 namespace gtrace {
 
@@ -41,7 +42,7 @@ struct MemorySample {
 // reserved at attach (device N)", "torch allocated at attach (device N)".
 std::string memory_counter_name(const MemorySample& m);
 
-class GpuMemory {
+class GpuMemory final : public ProcessObserver {
 public:
     using Sink = std::function<void(const MemorySample&)>;
     explicit GpuMemory(Sink sink) : sink_(std::move(sink)) {}
@@ -53,6 +54,7 @@ public:
     // The agent's figures at attach (its ts already on CLOCK_MONOTONIC, as `ts_ns`).
     void on_state(uint32_t pid, const gt_gpu_memory_state& s, uint64_t ts_ns);
     void forget_process(uint32_t pid);
+    void process_exited(uint32_t pid) override { forget_process(pid); }
     uint64_t peak_bytes() const { return peak_; }
 
 private:

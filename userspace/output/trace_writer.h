@@ -22,6 +22,7 @@
 #include "model/gpu_join.h"
 #include "model/gpu_memory.h"
 #include "model/trace_model.h"
+#include "foundation/process_observer.h"
 
 namespace gtrace {
 
@@ -63,7 +64,7 @@ std::string process_labels_json(const ProcessInfo& p);
 // The category a GPU op's slice has in every format: kernel, gpu_memcpy, gpu_memset, gpu_sync.
 const char* gpu_op_category(GpuOpKind k);
 
-class TraceWriter {
+class TraceWriter : public ProcessObserver {
 public:
     virtual ~TraceWriter() = default;
 
@@ -86,6 +87,7 @@ public:
     // The process exited a while ago (no event of it is expected any more): what the writer
     // holds per process and thread can go. An event of it after all starts that state over.
     virtual void forget_process(uint32_t /*pid*/) {}
+    void process_gone(uint32_t pid) override { forget_process(pid); }
     // Process and thread names and labels as known now: what is new or changed is written, so
     // that a capture killed with -9 leaves them in its partial trace.
     virtual void metadata(const TraceModel& model) = 0;
