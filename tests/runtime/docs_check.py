@@ -10,6 +10,9 @@
             #anchor to a heading of that file (GitHub's slugs).
   length    the README stays something a newcomer reads in five minutes: at most 150 lines;
             the reference lives in docs/.
+  call args every argument name of a CUDA call event, as userspace/output/call_args.h's
+            kCallArgNames has them (the one table the three writers encode), is in
+            docs/trace-formats.md (`name` or args.name), and no other is documented there as one.
 
 Usage: docs_check.py --build BUILD --source SOURCE"""
 import argparse
@@ -153,6 +156,24 @@ def check_links(source):
     print(f"ok: {count} relative links checked", flush=True)
 
 
+def check_call_args(source):
+    header = open(os.path.join(source, "userspace/output/call_args.h")).read()
+    table = re.search(r"kCallArgNames = \{(.*?)\};", header, re.S)
+    names = re.findall(r'"([a-z_]+)"', table.group(1)) if table else []
+    if not names:
+        return fail("no kCallArgNames table in userspace/output/call_args.h")
+    doc = open(os.path.join(source, "docs/trace-formats.md")).read()
+    for name in names:
+        if f"`{name}`" not in doc and not re.search(rf"args\.{name}\b", doc):
+            fail(f"docs/trace-formats.md does not describe the call argument {name!r} (output/call_args.h)")
+    # The list of a call's arguments, as the docs give it, names no argument the writers lack.
+    listed = re.search(r"with `args`: (.*?)\. Chrome JSON and Kineto", doc, re.S)
+    for name in re.findall(r"`([a-z_]+)`", listed.group(1) if listed else ""):
+        if name not in names:
+            fail(f"docs/trace-formats.md lists {name!r} among a call's arguments; output/call_args.h has no such argument")
+    print(f"ok: {len(names)} call arguments documented", flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", required=True)
@@ -161,6 +182,7 @@ def main():
     source = os.path.abspath(a.source)
     check_options(os.path.join(os.path.abspath(a.build), "gtrace"), source)
     check_links(source)
+    check_call_args(source)
     lines = open(os.path.join(source, "README.md")).read().count("\n")
     if lines > README_MAX_LINES:
         fail(f"the README has {lines} lines (at most {README_MAX_LINES}): move reference to docs/")

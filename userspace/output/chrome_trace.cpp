@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "format/api_table.h"
+#include "output/call_args.h"
 #include "foundation/output_file.h"
 
 namespace gtrace {
@@ -23,7 +24,7 @@ void begin_slice(std::string& out, std::string_view name, std::string_view cat, 
 
 } // namespace
 
-void append_py_stack_args(std::string& out, const PyStackRef& stack, bool source_first) {
+void append_py_stack_args(std::string& out, const PyStack* stack, bool source_first) {
     if (!stack) return;
     auto source = [&] {
         out += ",\"source\":";
@@ -39,52 +40,36 @@ void append_py_stack_args(std::string& out, const PyStackRef& stack, bool source
     if (!source_first) source();
 }
 
-void append_autograd_args(std::string& out, const ApiCall& c) {
-    if (!c.sequence_nr) return;
-    fmt::format_to(std::back_inserter(out), ",\"sequence_nr\":{}", *c.sequence_nr);
-    if (c.forward_stack) {
-        out += ",\"forward_source\":";
-        append_json_string(out, c.forward_stack->source);
-    }
-}
-
 Result<std::unique_ptr<ChromeTraceWriter>> ChromeTraceWriter::create(const std::string& path, bool force) {
     auto file = JsonEventFile::create(path, force, kChromeTraceHeader);
     if (!file) return file.error();
     return std::unique_ptr<ChromeTraceWriter>(new ChromeTraceWriter(std::move(*file)));
 }
 
-void append_call_args(std::string& out, const ApiCall& c, std::string_view stream_key) {
+void append_call_args(std::string& out, const ApiCall& c, JsonFlavor flavor) {
     auto to = std::back_inserter(out);
-    fmt::format_to(to, ",\"ret\":{}", c.ret);
-    if (c.by_agent) out += ",\"recorded_by\":\"agent\"";
-    if (c.launch) {
-        const LaunchArgs& l = *c.launch;
-        out += ",\"kernel\":";
-        append_json_string(out, c.kernel);
-        fmt::format_to(to, ",\"grid\":[{},{},{}],\"block\":[{},{},{}],\"shared_mem\":{}", l.grid.x, l.grid.y, l.grid.z,
-                       l.block.x, l.block.y, l.block.z, l.shared_mem);
-    }
-    if (c.stream) fmt::format_to(to, ",\"{}\":\"{}\"", stream_key, hex(*c.stream));
-    if (c.bytes) fmt::format_to(to, ",\"bytes\":{}", *c.bytes);
-    if (c.copy_kind) fmt::format_to(to, ",\"kind\":\"{}\"", copy_kind_name(*c.copy_kind));
-    if (c.ptr) fmt::format_to(to, ",\"ptr\":\"{}\"", hex(*c.ptr));
-    if (c.event) fmt::format_to(to, ",\"event\":\"{}\"", hex(*c.event));
-    if (c.graph) fmt::format_to(to, ",\"graph\":\"{}\"", hex(*c.graph));
-    if (c.handle) fmt::format_to(to, ",\"handle\":\"{}\"", hex(*c.handle));
-    append_py_stack_args(out, c.stack, true);
-    if (c.stack_thread) fmt::format_to(to, ",\"stack_of_thread\":{}", c.stack_thread);
-    append_autograd_args(out, c);
+    for_each_call_arg(c, [&](const CallArg& a) {
+        if (a.type == CallArgType::Stack) return append_py_stack_args(out, a.stack, true);
+        if (flavor == JsonFlavor::Kineto && a.name == "correlation") fmt::format_to(to, ",\"External id\":{}", a.unsigned_value());
+        fmt::format_to(to, ",\"{}\":", flavor == JsonFlavor::Kineto && a.name == "stream" ? "cuda_stream" : a.name);
+        switch (a.type) {
+        case CallArgType::Int: fmt::format_to(to, "{}", a.number); break;
+        case CallArgType::Uint: fmt::format_to(to, "{}", a.unsigned_value()); break;
+        case CallArgType::Text: append_json_string(out, a.text); break;
+        case CallArgType::Pointer: fmt::format_to(to, "\"{}\"", hex(a.unsigned_value())); break;
+        case CallArgType::Dims: fmt::format_to(to, "[{},{},{}]", a.dims[0], a.dims[1], a.dims[2]); break;
+        case CallArgType::Stack: break;
+        }
+    });
 }
 
 void ChromeTraceWriter::call(const ApiCall& c) {
     buf_.clear();
     begin_slice(buf_, api_name(c.api), "cuda_api", c.pid, c.tid, c.start_ns, c.end_ns);
     buf_ += ",\"args\":{";
-    if (c.correlation) fmt::format_to(std::back_inserter(buf_), "\"correlation\":{}", c.correlation);
     size_t first = buf_.size();
-    append_call_args(buf_, c);
-    if (!c.correlation) buf_.erase(first, 1); // the first argument's comma
+    append_call_args(buf_, c, JsonFlavor::Chrome);
+    buf_.erase(first, 1); // the first argument's comma (every call has its ret)
     buf_ += "}}";
     file_.emit(buf_);
 }

@@ -65,14 +65,15 @@ private:
 
 // The Python stack as gtrace's JSON writes it: `"py_stack":["qualname (file:line)",...]`
 // (innermost first, a marker when truncated) and `"source":"..."`, each after a comma.
-void append_py_stack_args(std::string& out, const PyStackRef& stack, bool source_first);
-// --autograd-links: ,"sequence_nr":N,"forward_source":"..." of a call made in a backward node.
-void append_autograd_args(std::string& out, const ApiCall& c);
-// A CUDA call's arguments after the first (each with its leading comma), as both JSON formats
-// (Chrome JSON and Kineto) write them: ret, who recorded it, the launch, stream, bytes, copy
-// kind, the pointers and handles it was given, its Python stack, its autograd link. Kineto names
+void append_py_stack_args(std::string& out, const PyStack* stack, bool source_first);
+inline void append_py_stack_args(std::string& out, const PyStackRef& stack, bool source_first) {
+    append_py_stack_args(out, stack.get(), source_first);
+}
+// A CUDA call's arguments (output/call_args.h), each with its leading comma, as both JSON formats
+// write them. Kineto's flavour puts its join key `External id` beside `correlation`, and names
 // the stream handle `cuda_stream`: HTA takes a row with a `stream` argument for a GPU row, and
 // checks that it is a number (validate_trace).
-void append_call_args(std::string& out, const ApiCall& c, std::string_view stream_key = "stream");
+enum class JsonFlavor { Chrome, Kineto };
+void append_call_args(std::string& out, const ApiCall& c, JsonFlavor flavor);
 
 } // namespace gtrace

@@ -110,16 +110,14 @@ void KinetoWriter::call(const ApiCall& c) {
     if (!f) return;
     std::string_view api = api_name(c.api);
     buf_.clear();
-    auto out = std::back_inserter(buf_);
     begin_x(buf_, call_category(api), api, c.pid, c.tid, c.start_ns, c.end_ns);
     buf_ += ",\"args\":{";
-    // Kineto's join key first (HTA reads "External id" and "correlation"), then the same
-    // arguments as the Chrome JSON's, the launch's own configuration among them (Kineto's runtime
-    // events have none; the kernel row has it).
-    if (c.correlation) fmt::format_to(out, "\"External id\":{},\"correlation\":{}", c.correlation, c.correlation);
+    // The same arguments as the Chrome JSON's, Kineto's join key among them (HTA reads "External
+    // id" and "correlation"), the launch's own configuration too (Kineto's runtime events have
+    // none; the kernel row has it).
     size_t first = buf_.size();
-    append_call_args(buf_, c, "cuda_stream");
-    if (!c.correlation) buf_.erase(first, 1); // the first argument's comma
+    append_call_args(buf_, c, JsonFlavor::Kineto);
+    buf_.erase(first, 1); // the first argument's comma (every call has its ret)
     buf_ += "}}";
     emit(*f, buf_);
 }

@@ -1,5 +1,7 @@
 #include "output/pftrace_writer.h"
 
+#include "output/call_args.h"
+
 #include <cstring>
 
 #include <fmt/format.h>
@@ -219,34 +221,40 @@ void PftraceWriter::call(const ApiCall& c) {
     // A flow only where GPU work follows: a synchronization, allocation or failed call makes none.
     const bool flow = c.correlation && c.ret == 0 && api_issues_gpu_work(c.api);
     if (flow) e.fixed64(kFlowIds, flows_.call_written(c.pid, c.tid, c.start_ns, c.end_ns, c.correlation));
-    if (c.stack) stack_fields(e, t, c.stack);
-    // The correlation id: in the flow id where there is one; a failed call launched nothing to join.
-    if (c.correlation && !flow && c.ret == 0) annotation_uint(t, "correlation", c.correlation);
-    if (c.stack_thread) annotation_uint(t, "stack_of_thread", c.stack_thread);
-    if (c.sequence_nr) annotation_uint(t, "sequence_nr", *c.sequence_nr);
-    if (c.forward_stack) annotation_string(t, "forward_source", c.forward_stack->source);
-    if (c.ret) {
-        e.begin(kDebugAnnotations);
-        e.varint(DA::kNameIid, t.interning.annotation_name("ret"));
-        e.int64(DA::kIntValue, c.ret);
-        e.end();
-    }
-    if (c.launch) {
-        const LaunchArgs& l = *c.launch;
-        annotation_string(t, "kernel", c.kernel);
-        annotation_string(t, "launch", fmt::format("grid [{},{},{}] block [{},{},{}] shared_mem {}", l.grid.x, l.grid.y, l.grid.z,
-                                                   l.block.x, l.block.y, l.block.z, l.shared_mem));
-    }
-    if (c.stream) annotation_string(t, "stream", fmt::format("{:#x}", *c.stream));
-    if (c.bytes) annotation_uint(t, "bytes", *c.bytes);
-    if (c.copy_kind) annotation_string(t, "kind", copy_kind_name(*c.copy_kind));
-    for (auto [name, value] : {std::pair{"ptr", c.ptr}, {"event", c.event}, {"graph", c.graph}, {"handle", c.handle}})
-        if (value) {
-            e.begin(kDebugAnnotations);
-            e.varint(DA::kNameIid, t.interning.annotation_name(name));
-            e.varint(DA::kPointerValue, *value);
-            e.end();
+    // The arguments every writer shares (output/call_args.h), encoded for bytes: the correlation in
+    // the flow where there is one, ret only when not 0, the launch's grid, block and shared memory
+    // as one interned text, pointers as pointer values, the stack as an interned callstack.
+    std::array<uint32_t, 3> grid{}, block{};
+    for_each_call_arg(c, [&](const CallArg& a) {
+        if (a.name == "recorded_by") return; // in the category
+        if (a.name == "correlation" && (flow || c.ret != 0)) return; // the flow's; a failed call launched nothing to join
+        if (a.name == "ret" && a.number == 0) return;
+        if (a.name == "grid") {
+            grid = a.dims;
+            return;
         }
+        if (a.name == "block") {
+            block = a.dims;
+            return;
+        }
+        if (a.name == "shared_mem")
+            return annotation_string(t, "launch", fmt::format("grid [{},{},{}] block [{},{},{}] shared_mem {}", grid[0], grid[1], grid[2],
+                                                              block[0], block[1], block[2], a.unsigned_value()));
+        switch (a.type) {
+        case CallArgType::Stack: return stack_fields(e, t, c.stack);
+        case CallArgType::Text: return annotation_string(t, a.name, a.text);
+        case CallArgType::Uint: return annotation_uint(t, a.name, a.unsigned_value());
+        case CallArgType::Dims: return annotation_string(t, a.name, fmt::format("[{},{},{}]", a.dims[0], a.dims[1], a.dims[2]));
+        case CallArgType::Int:
+        case CallArgType::Pointer:
+            e.begin(kDebugAnnotations);
+            e.varint(DA::kNameIid, t.interning.annotation_name(a.name));
+            if (a.type == CallArgType::Int) e.int64(DA::kIntValue, a.number);
+            else e.varint(DA::kPointerValue, a.unsigned_value());
+            e.end();
+            return;
+        }
+    });
     end_event(t);
     begin_event(t, std::max(c.end_ns, c.start_ns), kSliceEnd);
     end_event(t);
