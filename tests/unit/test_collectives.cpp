@@ -108,16 +108,22 @@ void add_job(TraceData& t, double late_ms, int steps = 6) {
     }
 }
 
-} // namespace
-
-TEST_CASE("time in collectives is Communication; the rank that waits for a late one names it and the collective") {
-    TraceData t;
-    add_job(t, 30);
+// The job's report as analyze_job makes it from the traces: ranks analysed, collectives matched, judged.
+JobReport judged(const TraceData& t) {
     JobReport r;
     r.processes = analyze_processes(t);
     match_collectives(r.processes);
     for (auto& p : r.processes) judge_process(p, "^Optimizer\\.step");
     r.verdict = judge_job(r.processes);
+    return r;
+}
+
+} // namespace
+
+TEST_CASE("time in collectives is Communication; the rank that waits for a late one names it and the collective") {
+    TraceData t;
+    add_job(t, 30);
+    JobReport r = judged(t);
     REQUIRE(r.processes.size() == 2);
     const ProcessAnalysis& r0 = r.processes[0];
     const ProcessAnalysis& r1 = r.processes[1];
@@ -155,11 +161,7 @@ TEST_CASE("a straggler on a host whose CPUs were contended: the evidence and rem
     for (double pressure : {0.05, 0.40}) {
         TraceData t;
         add_job(t, 30);
-        JobReport r;
-        r.processes = analyze_processes(t);
-        match_collectives(r.processes);
-        for (auto& p : r.processes) judge_process(p, "^Optimizer\\.step");
-        r.verdict = judge_job(r.processes);
+        JobReport r = judged(t);
         r.nodes.push_back(JobNode{});
         r.nodes[0].cpu_pressure = pressure;
         say_contended_host(r);
