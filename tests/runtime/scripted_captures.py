@@ -175,17 +175,26 @@ def main():
         out = os.path.join(tmp, "trigger.json")
         g = subprocess.Popen([gtrace, "attach", "--pid", str(job), "-o", out, "--trigger", "SIGUSR1", "-d", "60"],
                              stderr=subprocess.PIPE, text=True)
-        # Signal only once it has attached (a loaded host takes longer than any fixed wait): the
-        # window must then be the 2 s between the signals.
-        attached = threading.Event()
+        # Signal only once it has attached and both ranks' agents record their calls (a loaded
+        # host takes longer than any fixed wait: beside a package build the job made no call in
+        # the 1 s after "attached"): the window must then be the 2 s between the signals, and
+        # the calls before it left out.
+        attached, agents = threading.Event(), threading.Event()
 
         def watch(stream):
+            active = 0
             for line in stream:
                 if "attached to PID" in line:
                     attached.set()
+                if "GPU agent active in pid" in line:
+                    active += 1
+                    if active == 2:
+                        agents.set()
         threading.Thread(target=watch, args=(g.stderr,), daemon=True).start()
         if not attached.wait(120):
             fail("--trigger: gtrace did not attach within 120 s")
+        if not agents.wait(120):
+            fail("--trigger: the ranks' GPU agents did not answer within 120 s")
         time.sleep(1)  # recording nothing
         g.send_signal(signal.SIGUSR1)
         time.sleep(2)
