@@ -1,5 +1,6 @@
 #include "analyze/summary_reader.h"
 
+#include <charconv>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -42,12 +43,14 @@ std::vector<CollectiveFigures> collectives(const nlohmann::json& list) {
         if (!c.is_object()) continue;
         CollectiveFigures f;
         f.name = text(c, "name"), f.gpu = text(c, "on") == "gpu";
-        f.count = static_cast<uint64_t>(number(c, "count")), f.ms = number(c, "ms"), f.wait_ms = number(c, "wait_ms");
+        f.count = static_cast<uint64_t>(std::min(number(c, "count"), 1e15)), f.ms = number(c, "ms"), f.wait_ms = number(c, "wait_ms");
         const nlohmann::json& waited = member(c, "waited_for_ms");
         if (waited.is_object())
             for (const auto& [rank, ms] : waited.items()) {
                 int r = -1;
-                if (sscanf(rank.c_str(), "%d", &r) == 1 && r >= 0 && r <= kMaxRank && ms.is_number() && std::isfinite(ms.get<double>()))
+                auto [end, ec] = std::from_chars(rank.data(), rank.data() + rank.size(), r);
+                if (ec == std::errc{} && end == rank.data() + rank.size() && r >= 0 && r <= kMaxRank && ms.is_number() &&
+                    std::isfinite(ms.get<double>()))
                     f.waited_for_ms[r] = std::max(0.0, ms.get<double>());
             }
         out.push_back(std::move(f));
@@ -85,7 +88,7 @@ ProcessAnalysis process(const nlohmann::json& r) {
     p.verdict = text(r, "verdict"), p.leading = text(r, "leading"), p.evidence = text(r, "evidence");
     if (const auto& causes = member(r, "causes"); causes.is_array())
         for (const auto& c : causes)
-            if (auto cat = c.is_object() ? category_by_name(text(c, "category")) : std::nullopt) p.causes.emplace_back(*cat, number(c, "share"));
+            if (auto cat = c.is_object() ? category_by_name(text(c, "category")) : std::nullopt) p.causes.emplace_back(*cat, std::min(number(c, "share"), 1.0));
     p.cause_share = std::min(number(r, "cause_share"), 1.0);
     return p;
 }

@@ -389,7 +389,9 @@ JobVerdict judge_job(std::vector<ProcessAnalysis>& processes, CollectiveMatching
         for (auto& r : processes)
             if (r.rank && *r.rank != slow.rank && r.step_count() > 0) {
                 auto [ms, in] = waits_for(r, slow.rank);
-                if (!slow.collective.empty() && ms > 0)
+                if (r.evidence.find("; own figures: ") != std::string::npos) {
+                    // Judged before (a node's summary, merged): its evidence already says whom it waits for.
+                } else if (!slow.collective.empty() && ms > 0)
                     r.evidence = fmt::format("waits in {} for rank {} ({:.2f} ms per step, {} of its step); own figures: {}", in,
                                              slow.rank, ms, pct(r.step_ms > 0 ? ms / r.step_ms : 0), r.evidence);
                 else

@@ -19,7 +19,7 @@ constexpr size_t kMaxThreads = 4096;
 // se.exec_start of a /proc/.../sched file, in ms (the file prints "ms.ns" of the task clock).
 std::optional<double> exec_start_ms(const std::string& path) {
     std::string text = read_input_file(path, 8192);
-    constexpr std::string_view key = "se.exec_start";
+    constexpr std::string_view key = "\nse.exec_start"; // at a line's start: the first line holds the thread's own name
     size_t at = text.find(key);
     if (at == std::string::npos) return std::nullopt;
     size_t colon = text.find(':', at);
