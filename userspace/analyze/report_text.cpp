@@ -32,21 +32,19 @@ std::string heading(const JobReport& report) {
 }
 
 // Which processes get a row and their details: every one, or — past kShownRanks ranks, merged
-// from summaries — the straggler, the rank that waits for it most and the rank that waits least.
+// from summaries — the straggler, the rank that waits for it most, the rank that waits least
+// (JobVerdict::bounding_rank) and any process without a rank.
 constexpr size_t kShownRanks = 16;
 
 std::vector<bool> shown_rows(const JobReport& report) {
     std::vector<bool> shown(report.processes.size(), !report.from_summaries || report.processes.size() <= kShownRanks);
     if (shown.empty() || shown[0]) return shown;
     const JobVerdict& v = report.verdict;
-    auto waiting = [](const ProcessAnalysis& p) { return p.share[kOther] + p.share[kBlocked] + p.share[kCommunication]; };
-    size_t least = shown.size();
     for (size_t i = 0; i < shown.size(); ++i) {
-        const ProcessAnalysis& p = report.processes[i];
-        if (v.straggler && p.rank && (*p.rank == v.straggler->rank || *p.rank == v.straggler->waiting_rank)) shown[i] = true;
-        if (p.step_count() > 0 && (least == shown.size() || waiting(p) < waiting(report.processes[least]))) least = i;
+        const std::optional<int>& rank = report.processes[i].rank;
+        // Processes without a rank are in no rank-verdict group: each keeps its row.
+        shown[i] = !rank || rank == v.bounding_rank || (v.straggler && (*rank == v.straggler->rank || *rank == v.straggler->waiting_rank));
     }
-    if (least < shown.size()) shown[least] = true;
     return shown;
 }
 

@@ -344,6 +344,7 @@ JobVerdict judge_job(std::vector<ProcessAnalysis>& processes, CollectiveMatching
     JobVerdict v;
     if (judged.empty()) return v;
     const ProcessAnalysis* lead = has_ranks ? bounding_rank(judged) : most_common(judged);
+    if (has_ranks) v.bounding_rank = lead->rank;
     v.verdict = lead->verdict, v.leading = lead->leading, v.causes = lead->causes, v.evidence = lead->evidence;
     if (judged.size() > 1 && has_ranks)
         v.evidence = fmt::format("{} waits least for the others ({} of its step in Other, Blocked and Communication), so they wait "

@@ -49,6 +49,8 @@ struct JobVerdict {
     // The straggler's host had its CPUs contended (PSI, >= kContendedCpuShare of the capture): the
     // lag may be the host's, not the rank's own work. The share, when so.
     std::optional<double> host_cpu_pressure;
+    // With ranks: the rank that waits least for the others, whose verdict is the job's (when no straggler).
+    std::optional<int> bounding_rank;
 };
 
 // Judges the job: a straggler when the other ranks wait for one in collectives (measured: a tenth
