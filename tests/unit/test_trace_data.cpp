@@ -202,6 +202,13 @@ std::string many_events(int n, bool nested) {
         default: out += fmt::format(R"J({{"name":"s{}","cat":"sample","ph":"X","pid":{},"tid":{},"ts":{},"dur":1}})J", i % 4, pid, pid + kSampleTrackTidOffset, ts);
         }
         out += ",\n";
+        // Every kind of span the reader keeps, off-CPU slices and collectives included (the merge
+        // of the threads' spans once left off-CPU slices out).
+        if (i % 10 == 7)
+            out += fmt::format(R"J({{"name":"blocked: a lock","cat":"off_cpu","ph":"X","pid":{},"tid":{},"ts":{},"dur":3,"args":{{"source":"f (m.py:{})"}}}},)J",
+                               pid, pid + kOffCpuTrackTidOffset, ts, i % 17) + "\n";
+        if (i % 10 == 8)
+            out += fmt::format(R"J({{"name":"all_reduce","cat":"collective","ph":"X",{},"args":{{"phase":"wait","issued_us":{}}}}},)J", common, ts) + "\n";
     }
     for (uint32_t pid : {100u, 200u, 300u})
         out += fmt::format(R"J({{"args":{{"labels":"{{\"rank\":{},\"cmdline\":\"cmd {}\"}}"}},"name":"process_labels","ph":"M","pid":{},"tid":0}},)J", pid / 100, pid, pid) + "\n" +
@@ -233,6 +240,12 @@ void check_same(const TraceData& a, const TraceData& b) {
         for (size_t i = 0; i < p.main_samples.size(); ++i) CHECK(p.main_samples[i].name == q.main_samples[i].name);
         REQUIRE(p.memory.size() == q.memory.size());
         for (size_t i = 0; i < p.memory.size(); ++i) CHECK(p.memory[i].allocated_bytes == q.memory[i].allocated_bytes);
+        REQUIRE(p.off_cpu.size() == q.off_cpu.size());
+        for (size_t i = 0; i < p.off_cpu.size(); ++i)
+            CHECK((p.off_cpu[i].start_ns == q.off_cpu[i].start_ns && p.off_cpu[i].source == q.off_cpu[i].source && p.off_cpu[i].tid == q.off_cpu[i].tid));
+        REQUIRE(p.collectives.size() == q.collectives.size());
+        for (size_t i = 0; i < p.collectives.size(); ++i)
+            CHECK((p.collectives[i].start_ns == q.collectives[i].start_ns && p.collectives[i].issued_ns == q.collectives[i].issued_ns));
     }
 }
 
@@ -252,6 +265,7 @@ TEST_CASE("reading traceEvents on several threads gives the same trace as one") 
         auto one = load_trace(path, 1);
         REQUIRE(one);
         CHECK(one->processes.at(100).calls.size() == (text == &junk ? 17u : 167u));
+        CHECK(one->processes.at(100).off_cpu.size() == (text == &junk ? 9u : 99u));
         for (unsigned readers : {2u, 3u, 5u, 8u}) {
             auto many = load_trace(path, readers);
             REQUIRE(many);

@@ -25,6 +25,7 @@ std::string_view StringPool::intern(std::string_view s) {
     if (s.size() > free_left_) {
         size_t size = std::max(kBlock, s.size());
         blocks_.push_back(std::make_unique<char[]>(size));
+        blocks_bytes_ += size;
         free_ = blocks_.back().get(), free_left_ = size;
     }
     memcpy(free_, s.data(), s.size());
@@ -193,7 +194,7 @@ private:
             to.pid = pid;
             append(to.calls, from.calls), append(to.gpu, from.gpu), append(to.main_samples, from.main_samples);
             append(to.ranges, from.ranges), append(to.memory, from.memory);
-            append(to.collectives, from.collectives);
+            append(to.collectives, from.collectives), append(to.off_cpu, from.off_cpu);
             if (auto it = w.reader.meta().find(pid); it != w.reader.meta().end()) {
                 if (it->second.label) to.label = std::move(from.label);
                 if (it->second.labels) to.forked = from.forked, to.cmdline = std::move(from.cmdline);

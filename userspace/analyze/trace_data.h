@@ -22,11 +22,14 @@ class StringPool {
 public:
     std::string_view intern(std::string_view s);
     size_t size() const { return index_.size(); }
+    // The characters' blocks and the index, about.
+    size_t bytes() const { return blocks_bytes_ + index_.size() * (sizeof(std::string_view) + 2 * sizeof(void*)); }
 
 private:
     std::vector<std::unique_ptr<char[]>> blocks_;
     char* free_ = nullptr;
     size_t free_left_ = 0;
+    size_t blocks_bytes_ = 0;
     std::unordered_set<std::string_view> index_;
 };
 
