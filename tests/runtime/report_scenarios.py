@@ -7,7 +7,9 @@ the step's wall time, and its Kernel, Memcpy and DataLoader shares must be withi
 scenario's ground truth (the simulator's log of every GPU op, the program's own timing of each
 wait for a batch: tests/runtime/breakdown_truth.py); GPU memory over time must show the demo's
 256 MiB allocations; every time in the report counts from the capture's start (none negative).
-The HTML report is checked in Chromium.
+The HTML report is checked in Chromium. The report the capture wrote at its end (--summary-json,
+from its live analysis of the events, analyze/live_trace.h) must be the same JSON as `gtrace
+report` on the trace it wrote.
 
 --single record|attach: the same scenario as a plain `python3 demo/train.py` (one process, no
 RANK), started by `gtrace record` or traced by `gtrace attach`: the process is reported as
@@ -32,10 +34,39 @@ EXPECTED = {"slow_loader": "data_loading", "big_h2d": "copy", "tiny_kernels": "l
 PORTS = {name: 29600 + i for i, name in enumerate(sorted(EXPECTED))}
 
 
-def record_single(a, gtrace, env, trace):
+def json_differences(a, b, path="", out=None):
+    """Where two JSON documents differ: a list of 'path: a != b' (the first 10)."""
+    out = [] if out is None else out
+    if len(out) >= 10:
+        return out
+    if isinstance(a, dict) and isinstance(b, dict):
+        for k in sorted(set(a) | set(b)):
+            json_differences(a.get(k, "<absent>"), b.get(k, "<absent>"), f"{path}.{k}", out)
+    elif isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        for i, (x, y) in enumerate(zip(a, b)):
+            json_differences(x, y, f"{path}[{i}]", out)
+    elif a != b:
+        out.append(f"{path}: {str(a)[:120]} != {str(b)[:120]}")
+    return out
+
+
+def check_live_equals_file(live_path, file_summary):
+    """The report the capture gave at its end, from its live analysis of the events it wrote, is
+    the report `gtrace report` gives on reading that trace back: the same JSON, but the capture's
+    facts."""
+    live = json.load(open(live_path))
+    live.pop("capture", None)
+    if live.get("findings_left_out"):
+        fail(f"the capture left its findings out: {live['findings_left_out']}")
+    diff = json_differences(live, file_summary)
+    if diff:
+        fail("the capture's own report (live analysis) differs from gtrace report on its trace:\n  " + "\n  ".join(diff))
+
+
+def record_single(a, gtrace, env, trace, live):
     """`gtrace record -- python3 demo/train.py …` for 8 s (then the job is stopped); what gtrace printed."""
     job_env = {k: v for k, v in os.environ.items() if k not in ("RANK", "LOCAL_RANK", "WORLD_SIZE")}
-    r = subprocess.run([gtrace, "record", "-d", "8", "-o", trace, "--", "/usr/bin/python3", *train_command(a.build, a.source, a.scenario)],
+    r = subprocess.run([gtrace, "record", "-d", "8", "-o", trace, "--summary-json", live, "--", "/usr/bin/python3", *train_command(a.build, a.source, a.scenario)],
                        env=dict(job_env, **env), capture_output=True, text=True, timeout=180, cwd=os.path.dirname(trace))
     if r.returncode != 0:
         fail(f"gtrace record exited {r.returncode}: {r.stderr[-2000:]}")
@@ -91,12 +122,13 @@ def main():
         env.update(GTSIM_SLOW_RANK="1", GTSIM_SLOW_FACTOR="3")
     with tempfile.TemporaryDirectory() as truth_dir:
         env.update(GTSIM_LOG=os.path.join(truth_dir, "sim.jsonl"), GTRACE_TRUTH_LOG=os.path.join(truth_dir, "steps"))
-        trace, summary, html = (os.path.join(truth_dir, f) for f in ("trace.json", "summary.json", "report.html"))
+        trace, summary, html, live = (os.path.join(truth_dir, f) for f in ("trace.json", "summary.json", "report.html", "live.json"))
         if a.single == "record":
-            printed = record_single(a, gtrace, env, trace)
+            printed = record_single(a, gtrace, env, trace, live)
         else:
             with demo_job(a.build, a.source, a.scenario, PORTS[a.scenario], env, single=a.single == "attach") as (job, _):
-                r = subprocess.run([gtrace, "attach", "--pid", str(job), "-d", "6", *([] if a.single else ["-q"]), "-o", trace],
+                r = subprocess.run([gtrace, "attach", "--pid", str(job), "-d", "6", *([] if a.single else ["-q"]), "-o", trace,
+                                    "--summary-json", live],
                                    capture_output=True, text=True, timeout=120)
                 printed = r.stdout
                 if r.returncode != 0:
@@ -106,6 +138,7 @@ def main():
         if r.returncode != 0:
             fail(f"gtrace report exited {r.returncode}")
         s = json.load(open(summary))
+        check_live_equals_file(live, s)
         # The HTML report in headless Chromium: no errors, charts painted, numbers as in the JSON.
         check = subprocess.run([sys.executable, os.path.join(a.source, "tests/runtime/html_report_check.py"), html, summary])
         if check.returncode not in (0, 77):

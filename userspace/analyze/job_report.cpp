@@ -118,6 +118,43 @@ const JobNode* JobReport::node_of_rank(int rank) const {
     return nullptr;
 }
 
+namespace {
+
+// One trace's processes into the report, as the node's; its host, clock and CPU pressure to the node's clock.
+void add_trace(JobReport& report, NodeClock& clock, size_t node, const TraceData& t, const AnalysisOptions& options) {
+    if (clock.host.empty()) clock.host = t.host;
+    if (!clock.realtime_offset_ns) clock.realtime_offset_ns = t.realtime_offset_ns;
+    if (t.cpu_pressure) clock.cpu_pressure = std::max(clock.cpu_pressure.value_or(0), *t.cpu_pressure);
+    for (auto& p : analyze_processes(t, options)) {
+        p.node = node;
+        report.processes.push_back(std::move(p));
+    }
+}
+
+void add_node(JobReport& report, std::vector<NodeClock>& clocks, NodeClock clock, const std::string& trace) {
+    JobNode n;
+    n.host = clock.host;
+    n.cpu_pressure = clock.cpu_pressure;
+    n.trace = trace;
+    report.nodes.push_back(std::move(n));
+    clocks.push_back(std::move(clock));
+}
+
+// Every node's processes are in: clocks aligned, collectives matched, every process and the job judged.
+void judge(JobReport& report, std::vector<NodeClock>& clocks, const AnalysisOptions& options) {
+    name_nodes(report.nodes);
+    if (report.nodes.size() > 1) align(report, clocks);
+    match_collectives(report.processes); // every rank of the job, whichever file it is in (Kineto: a file per rank)
+    std::stable_sort(report.processes.begin(), report.processes.end(), report_order);
+    for (auto& p : report.processes) judge_process(p, options.step_marker);
+    report.verdict = judge_job(report.processes);
+    say_contended_host(report);
+    summarize_nodes(report);
+    report.steps_overlap = steps_overlap(report.nodes);
+}
+
+} // namespace
+
 Result<JobReport> analyze_job(const std::vector<std::string>& traces, const AnalysisOptions& options) {
     JobReport report;
     report.traces = traces;
@@ -133,30 +170,22 @@ Result<JobReport> analyze_job(const std::vector<std::string>& traces, const Anal
             else if (t->partial_events)
                 report.notes.push_back(fmt::format("{} is a partial trace (its capture was killed): read its {} whole events; "
                                                    "complete it with: gtrace recover {}", path, *t->partial_events, path));
-            if (clock.host.empty()) clock.host = t->host;
-            if (!clock.realtime_offset_ns) clock.realtime_offset_ns = t->realtime_offset_ns;
-            if (t->cpu_pressure) clock.cpu_pressure = std::max(clock.cpu_pressure.value_or(0), *t->cpu_pressure);
-            for (auto& p : analyze_processes(*t, options)) {
-                p.node = node;
-                report.processes.push_back(std::move(p));
-            }
+            add_trace(report, clock, node, *t, options);
         }
-        JobNode n;
-        n.host = clock.host;
-        n.cpu_pressure = clock.cpu_pressure;
-        n.trace = traces[node];
-        report.nodes.push_back(std::move(n));
-        clocks.push_back(std::move(clock));
+        add_node(report, clocks, std::move(clock), traces[node]);
     }
-    name_nodes(report.nodes);
-    if (traces.size() > 1) align(report, clocks);
-    match_collectives(report.processes); // every rank of the job, whichever file it is in (Kineto: a file per rank)
-    std::stable_sort(report.processes.begin(), report.processes.end(), report_order);
-    for (auto& p : report.processes) judge_process(p, options.step_marker);
-    report.verdict = judge_job(report.processes);
-    say_contended_host(report);
-    summarize_nodes(report);
-    report.steps_overlap = steps_overlap(report.nodes);
+    judge(report, clocks, options);
+    return report;
+}
+
+JobReport analyze_capture(const TraceData& trace, const std::string& output, const AnalysisOptions& options) {
+    JobReport report;
+    report.traces = {output};
+    std::vector<NodeClock> clocks;
+    NodeClock clock;
+    add_trace(report, clock, 0, trace, options);
+    add_node(report, clocks, std::move(clock), output);
+    judge(report, clocks, options);
     return report;
 }
 

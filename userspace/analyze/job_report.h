@@ -8,6 +8,7 @@
 
 #include "analyze/clock_alignment.h"
 #include "analyze/step_analysis.h"
+#include "analyze/trace_data.h"
 #include "analyze/verdict.h"
 #include "foundation/result.h"
 
@@ -46,6 +47,10 @@ struct JobReport {
 // argument is a node, aligned to the first (analyze/clock_alignment.h) before the collectives of
 // all ranks are matched. An unreadable trace is the error (exit 11).
 Result<JobReport> analyze_job(const std::vector<std::string>& traces, const AnalysisOptions& options);
+
+// The report of one capture from its spans as the capture built them (analyze/live_trace.h), the
+// trace it wrote named `output`: what analyze_job({output}) gives on reading that trace back.
+JobReport analyze_capture(const TraceData& trace, const std::string& output, const AnalysisOptions& options);
 
 // gtrace report --summaries: each file one node's summary (analyze/summary_reader.h), read as the
 // invoking user (at most 256 MiB each); the ranks keep the verdicts their node gave them and the

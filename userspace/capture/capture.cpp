@@ -1,5 +1,6 @@
 #include "foundation/printable.h"
 #include "capture/capture.h"
+#include "output/tee_writer.h"
 
 #include "discover/cpu_pressure.h"
 #include "foundation/test_hooks.h"
@@ -97,7 +98,12 @@ Result<void> Capture::open_writer() {
     if (!o.flight_window_s) {
         auto writer = create_trace_writer(out, o.force, s_.model);
         if (!writer) return writer.error();
-        s_.writer.set_writer(std::move(*writer));
+        if (o.quiet && o.summary_json.empty()) { // nobody reads a report
+            s_.writer.set_writer(std::move(*writer));
+            return {};
+        }
+        analysis_ = std::make_unique<LiveTrace>(o.analysis_max_bytes);
+        s_.writer.set_writer(std::make_unique<ObservedWriter>(std::move(*writer), *analysis_));
         return {};
     }
     FlightLimits limits;
@@ -201,6 +207,10 @@ Result<CaptureResult> Capture::finish(const std::string& reason, double elapsed_
     result.lost = s_.model.lost_events();
     result.script_incomplete = script_.incomplete();
     result.tree_exited = s_.model.live_processes() == 0;
+    if (LiveTrace* live = flight_ ? &flight_->final_analysis() : analysis_.get()) {
+        if (auto spans = live->take(facts)) result.analysis = std::make_shared<TraceData>(std::move(*spans));
+        else result.analysis_left_out = spans.error().message;
+    }
     result.facts = std::move(facts);
     if (*cut) {
         result.write_failure = fmt::format("writing {} failed mid-capture: {}; the capture stopped and the trace keeps its first {} "

@@ -17,6 +17,7 @@
 #include "capture/process_events.h"
 #include "capture/range_events.h"
 #include "capture/sample_events.h"
+#include "analyze/live_trace.h"
 #include "collect/ring_reader.h"
 #include "foundation/result.h"
 #include "output/capture_registry.h"
@@ -63,6 +64,7 @@ private:
     ProcessEvents processes_{s_, calls_, gpu_, lifecycle_};
     SampleEvents samples_{s_};
     RangeEvents ranges_{s_, script_};
+    std::unique_ptr<LiveTrace> analysis_;  // the report's spans, built as the events go to the writer
     std::unique_ptr<FlightDumps> flight_; // --flight-recorder
     std::optional<RingReader> reader_;
     RegisteredCapture registration_; // lists the partial trace if this gtrace is killed

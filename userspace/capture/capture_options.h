@@ -3,6 +3,7 @@
 #pragma once
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -10,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gtrace/agent.h"
+#include "analyze/trace_data.h"
 #include "decode/torch_range.h"
 #include "output/trace_formats.h"
 
@@ -44,6 +46,7 @@ struct CaptureOptions {
     uint64_t max_events = 0;                            // --max-events: stop after this many (0: no limit)
     int trigger_signal = 0;                             // --trigger: start, then stop, on this signal
     std::string summary_json;                           // --summary-json: facts and findings at the end
+    uint64_t analysis_max_bytes = 256ull << 20;         // the live analysis's spans at most (analyze/live_trace.h)
     bool bpf_stats = false;                             // --bpf-stats: runs and run time per BPF program
     // --flight-recorder: keep the last window in memory, write it out on SIGUSR1 or a slow step.
     std::optional<double> flight_window_s;
@@ -58,6 +61,10 @@ struct CaptureResult {
     std::string script_incomplete; // why --steps did not reach its last step; empty when it did
     bool tree_exited = false;      // it stopped because every traced process had exited
     nlohmann::json facts;          // the trace's otherData: stop reason, window, losses, GPU side
+    // The spans the live analysis built of the trace's events (null: none was asked for, or
+    // analysis_left_out says why there are none).
+    std::shared_ptr<TraceData> analysis;
+    std::string analysis_left_out;
     // A write failed mid-capture (disk full, quota, I/O error): the one line that says so. The
     // capture stopped and the trace was cut short; nothing else is written or printed.
     std::string write_failure;

@@ -33,21 +33,25 @@ struct DumpJob {
     TraceModel model;
     nlohmann::json facts;
     AnalysisOptions analysis;
+    uint64_t max_analysis_bytes = 0; // the dump's spans, at most (as its store's events)
 };
 
-// The verdict of the dump's steps, as `gtrace report` gives it, and the report beside it.
-std::string judge_dump(const std::string& path, const AnalysisOptions& analysis, bool force) {
-    auto report = analyze_job({path}, analysis);
-    if (!report) return fmt::format("none ({})", report.error().message);
-    if (report->processes.empty()) return "none (no process with CUDA work in the window)";
-    if (auto written = write_output(flight_report_path(path), format_report(*report), force); !written)
-        return fmt::format("{} (report not written: {})", report->verdict.verdict, written.error().message);
-    return report->verdict.verdict.empty() ? "none (no step in the window)" : report->verdict.verdict;
+// The verdict of the dump's steps, as `gtrace report` gives it on the dump, and the report
+// beside it: from the spans the dump's events made as they were written (analyze/live_trace.h).
+std::string judge_dump(const std::string& path, const TraceData* spans, const std::string& left_out, const AnalysisOptions& analysis,
+                       bool force) {
+    if (!spans) return fmt::format("none ({})", left_out);
+    JobReport report = analyze_capture(*spans, path, analysis);
+    if (report.processes.empty()) return "none (no process with CUDA work in the window)";
+    if (auto written = write_output(flight_report_path(path), format_report(report), force); !written)
+        return fmt::format("{} (report not written: {})", report.verdict.verdict, written.error().message);
+    return report.verdict.verdict.empty() ? "none (no step in the window)" : report.verdict.verdict;
 }
 
 FlightDumps::Outcome write_dump(const DumpJob& job) {
     FlightDumps::Outcome o{job.n, job.reason, {}, {}, {}, 0};
-    auto dump = write_flight_window(job.window, job.end_ns, job.out, job.force, job.model, job.facts);
+    LiveTrace analysis(job.max_analysis_bytes);
+    auto dump = write_flight_window(job.window, job.end_ns, job.out, job.force, job.model, job.facts, &analysis);
     if (!dump) {
         o.error = dump.error().message;
         return o;
@@ -56,7 +60,8 @@ FlightDumps::Outcome write_dump(const DumpJob& job) {
     o.seconds = dump->seconds;
     if (dump->cut) o.error = fmt::format("writing it failed: {}; it holds its first {} events", dump->cut->error,
                                          dump->cut->events_kept);
-    o.verdict = judge_dump(o.path, job.analysis, job.force);
+    auto spans = analysis.take(job.facts);
+    o.verdict = judge_dump(o.path, spans ? &*spans : nullptr, spans ? std::string() : spans.error().message, job.analysis, job.force);
     return o;
 }
 
@@ -137,6 +142,7 @@ void FlightDumps::start_next() {
     job.facts = facts_now_(fmt::format("flight recorder dump {} ({}); the capture went on", job.n, p.reason));
     job.facts["flight_recorder"] = facts(job.n, p.reason, p.trigger_ns);
     job.analysis = {s_.options.step_marker, s_.options.redact};
+    job.max_analysis_bytes = recorder_.limits().max_bytes;
     running_ = std::async(std::launch::async, [job = std::make_unique<DumpJob>(std::move(job))]() mutable {
         Outcome o = write_dump(*job);
         job.reset();
@@ -199,7 +205,8 @@ void FlightDumps::finish(const std::string& reason, nlohmann::json& trace_facts)
 }
 
 void FlightDumps::report_final(const CaptureResult& result) const {
-    std::string verdict = judge_dump(result.output, {s_.options.step_marker, s_.options.redact}, s_.options.force);
+    std::string verdict = judge_dump(result.output, result.analysis.get(), result.analysis_left_out,
+                                     {s_.options.step_marker, s_.options.redact}, s_.options.force);
     const nlohmann::json& fr = result.facts["flight_recorder"];
     if (!s_.options.quiet)
         print_safe(stderr, "gtrace: flight recorder dump {} ({}): {}, {:.1f} s, verdict: {}\n", fr["dump"].get<int>(),

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "analyze/live_trace.h"
 #include "capture/capture_state.h"
 #include "output/flight_recorder.h"
 
@@ -20,13 +21,18 @@ public:
     // `facts_now(stop_reason)`: the trace's facts as they stand, for a dump's otherData.
     using FactsNow = std::function<nlohmann::json(const std::string& stop_reason)>;
     FlightDumps(CaptureState& s, FlightRecorder& recorder, FactsNow facts_now)
-        : s_(s), recorder_(recorder), facts_now_(std::move(facts_now)) {}
+        : s_(s), recorder_(recorder), facts_now_(std::move(facts_now)) {
+        recorder_.set_final_analysis(&final_analysis_);
+    }
 
     void poll();                  // signals, a finished dump, a dump whose grace is over
     void on_step(uint64_t end_ns); // the lead process's step ended (--on-slow-step)
     // The end: the dump being written is waited for; the last window is the last dump.
     void finish(const std::string& reason, nlohmann::json& facts);
+    // The last dump's verdict from its analysis (result.analysis, taken from final_analysis()),
+    // and its report beside it.
     void report_final(const CaptureResult& result) const;
+    LiveTrace& final_analysis() { return final_analysis_; }
 
     struct Outcome {
         int n = 0;
@@ -47,6 +53,8 @@ private:
     CaptureState& s_;
     FlightRecorder& recorder_;
     FactsNow facts_now_;
+    // The last window's events, as the last dump is written; its spans bounded as the store is.
+    LiveTrace final_analysis_{recorder_.limits().max_bytes};
     std::deque<Pending> pending_;
     std::future<Outcome> running_;
     int signals_seen_ = 0;

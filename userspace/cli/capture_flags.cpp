@@ -1,4 +1,5 @@
 #include "cli/capture_flags.h"
+#include "foundation/test_hooks.h"
 
 #include <unistd.h>
 
@@ -173,6 +174,8 @@ void read_script_options(const po::variables_map& vm, CaptureOptions& options) {
     options.step_marker = vm["step-marker"].as<std::string>();
     check_step_marker(options.step_marker);
     if (vm.count("summary-json")) options.summary_json = vm["summary-json"].as<std::string>();
+    // Test only: GTRACE_TEST_MAX_REPORT_BYTES lowers the live analysis's budget (a test cannot fill 256 MiB).
+    if (auto v = test_hook_number<uint64_t>(GTRACE_TEST_HOOK("MAX_REPORT_BYTES"))) options.analysis_max_bytes = *v;
     if (vm.count("max-events")) options.max_events = or_fail(parse_max_events(vm["max-events"].as<std::string>()));
     if (vm.count("trigger")) {
         std::string sig = vm["trigger"].as<std::string>();

@@ -110,48 +110,37 @@ void read_output_options(const po::variables_map& vm, int pid, CaptureOptions& o
     options.output = vm.count("output") ? output : default_output(pid, options.format);
 }
 
-// The capture's findings, as `gtrace report` gives them: printed when a process did CUDA work —
-// a rank, or a plain `python train.py` (unless quiet) — and written with the capture's facts for
-// --summary-json. One pass over the trace, which holds it in memory (about twice its size): a
-// trace past kMaxReportBytes (an hour of a busy job) is left to `gtrace report`, so that a capture
-// left on for long does not end with a spike of gigabytes on the job's host.
+// The capture's findings, as `gtrace report` gives them on its trace: printed when a process did
+// CUDA work — a rank, or a plain `python train.py` (unless quiet) — and written with the
+// capture's facts for --summary-json. From the spans the capture's live analysis built of the
+// events it wrote (analyze/live_trace.h): the trace is not read back. Past that analysis's memory
+// budget (an hour of a busy job) the report is left to `gtrace report`.
 void report_capture(const CaptureOptions& options, const CaptureResult& result) {
-    uintmax_t max_report_bytes = 256ull << 20;
-    // Test only: GTRACE_TEST_MAX_REPORT_BYTES lowers the limit (a test cannot write 256 MiB).
-    if (auto v = test_hook_number<uintmax_t>(GTRACE_TEST_HOOK("MAX_REPORT_BYTES"))) max_report_bytes = *v;
     bool print = !options.quiet;
-    std::error_code ec;
-    uintmax_t size = std::filesystem::file_size(result.output, ec);
-    if (ec) print = false;
-    if (!ec && size > max_report_bytes) {
+    if (!print && options.summary_json.empty()) return;
+    nlohmann::json capture;
+    if (!options.summary_json.empty()) {
+        capture = result.facts;
+        capture["trace"] = result.output;
+        if (!result.script_incomplete.empty()) capture["script_incomplete"] = result.script_incomplete;
+    }
+    if (!result.analysis) {
         std::string how = fmt::format("gtrace report {}{}", result.output, options.summary_json.empty() ? "" : " --json FILE");
-        if (print) print_safe(stderr, "gtrace: for the step breakdown and verdict run: {}\n", how);
+        if (print) print_safe(stderr, "gtrace: {}; for the step breakdown and verdict run: {}\n", result.analysis_left_out, how);
         if (options.summary_json.empty()) return;
-        nlohmann::json summary = {{"traces", nlohmann::json::array({result.output})}, {"capture", result.facts},
-                                  {"findings_left_out", fmt::format("the trace is {:.1f} MiB, over the {:.1f} MiB the end of a capture "
-                                                                    "reads back: run {}", size / 1048576.0, max_report_bytes / 1048576.0, how)}};
-        summary["capture"]["trace"] = result.output;
-        if (!result.script_incomplete.empty()) summary["capture"]["script_incomplete"] = result.script_incomplete;
-        if (auto w = write_output(options.summary_json, report_json_text(summary), options.force); !w)
-            fail(w.error());
+        nlohmann::json summary = {{"traces", nlohmann::json::array({result.output})}, {"capture", capture},
+                                  {"findings_left_out", fmt::format("{}: run {}", result.analysis_left_out, how)}};
+        if (auto w = write_output(options.summary_json, report_json_text(summary), options.force); !w) fail(w.error());
         return;
     }
-    if (!print && options.summary_json.empty()) return;
     ReportOptions report;
     report.json_path = options.summary_json;
     report.processes_required = false;
     report.print = print;
     report.analysis.step_marker = options.step_marker;
     report.analysis.redact = options.redact;
-    if (!options.summary_json.empty()) {
-        report.capture = result.facts;
-        report.capture["trace"] = result.output;
-        if (!result.script_incomplete.empty()) report.capture["script_incomplete"] = result.script_incomplete;
-    }
-    if (auto r = run_report({result.output}, report); !r) {
-        if (!options.summary_json.empty()) fail(r.error());
-        print_safe(stderr, "gtrace: no verdict: {}\n", r.error().message);
-    }
+    report.capture = std::move(capture);
+    if (auto r = present_report(analyze_capture(*result.analysis, result.output, report.analysis), report); !r) fail(r.error());
 }
 
 // The end of attach and record: the verdict, and exit code 12 when --steps fell short.

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "analyze/job_report.h"
 #include "analyze/step_analysis.h" // AnalysisOptions
 #include "foundation/result.h"
 
@@ -22,5 +23,7 @@ struct ReportOptions {
 };
 
 Result<void> run_report(const std::vector<std::string>& traces, const ReportOptions& options);
+// The findings printed and written as `options` asks (what run_report does once it has them).
+Result<void> present_report(const JobReport& report, const ReportOptions& options);
 
 } // namespace gtrace

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "foundation/elf_symbols.h"
+
 namespace gtrace {
 
 std::string KernelNames::name_of(const ApiCall& call) {

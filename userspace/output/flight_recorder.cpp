@@ -45,11 +45,17 @@ bool is_flight_dump_file(const std::string& output, const std::string& path) {
 }
 
 Result<FlightDump> write_flight_window(const FlightWindow& window, uint64_t end_ns, const TraceOutput& out, bool force,
-                                       const TraceModel& model, nlohmann::json facts) {
+                                       const TraceModel& model, nlohmann::json facts, EventConsumer* analysis) {
     auto writer = create_trace_writer(out, force, model);
     if (!writer) return writer.error();
     FlightDump dump;
-    dump.events = replay_window(window, end_ns, **writer);
+    if (analysis) {
+        EventTee both(**writer, *analysis);
+        dump.events = replay_window(window, end_ns, both);
+        analysis->metadata(model);
+    } else {
+        dump.events = replay_window(window, end_ns, **writer);
+    }
     (*writer)->metadata(model);
     // The window this trace holds, and the capture's own length beside it.
     double seconds = end_ns > window.from_ns ? static_cast<double>(end_ns - window.from_ns) / 1e9 : 0;
@@ -168,7 +174,7 @@ Result<std::optional<TraceCut>> FlightRecorder::finish(const TraceModel& model, 
     TraceOutput out = output_;
     out.path = next_dump().second;
     uint64_t from = now_ns_ > limits_.window_ns ? now_ns_ - limits_.window_ns : 0;
-    auto dump = write_flight_window(window_from(from), now_ns_, out, force_, model, facts);
+    auto dump = write_flight_window(window_from(from), now_ns_, out, force_, model, facts, final_analysis_);
     if (!dump) return dump.error();
     last_output_ = dump->path;
     last_seconds_ = dump->seconds;

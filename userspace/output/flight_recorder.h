@@ -47,10 +47,11 @@ struct FlightDump {
 // Writes a window as a complete trace at `out.path`: its events, then the model's metadata,
 // then `facts` (their duration_s becomes the window's, the capture's moves to
 // capture_duration_s; flight_recorder gains the window's bounds and event count), as the
-// capture's writer would have. (Safe on another thread: everything it reads is its own or
-// shared read-only.)
+// capture's writer would have; `analysis`, when given, is fed the same events (the dump's
+// verdict comes from them, not from reading the dump back). (Safe on another thread: everything
+// it reads is its own or shared read-only.)
 Result<FlightDump> write_flight_window(const FlightWindow& window, uint64_t end_ns, const TraceOutput& out, bool force,
-                                       const TraceModel& model, nlohmann::json facts);
+                                       const TraceModel& model, nlohmann::json facts, EventConsumer* analysis = nullptr);
 
 class FlightRecorder final : public TraceWriter {
 public:
@@ -70,8 +71,10 @@ public:
     void flush() override {}
     bool write_failed() const override { return false; } // a dump that fails is reported; recording goes on
     std::string write_error() const override { return {}; }
-    // The last window, as the last dump (facts as given; the capture adds flight_recorder's).
+    // The last window, as the last dump (facts as given; the capture adds flight_recorder's),
+    // its events also to `analysis` when set (set_final_analysis).
     Result<std::optional<TraceCut>> finish(const TraceModel& model, const nlohmann::json& facts) override;
+    void set_final_analysis(EventConsumer* analysis) { final_analysis_ = analysis; }
     std::string output() const override { return last_output_; }
     std::vector<std::string> partials() const override { return {}; }
 
@@ -108,6 +111,7 @@ private:
     uint64_t seq_ = 0, now_ns_ = 0;
     uint64_t evicted_by_age_ = 0, evicted_by_memory_ = 0, evicted_through_ns_ = 0;
     int dumps_ = 0;
+    EventConsumer* final_analysis_ = nullptr;
     std::string last_output_;
     double last_seconds_ = 0;
 };

@@ -117,7 +117,7 @@ void apply(OpenFrames& open, const StoredFrame& f) {
 // frame's end is written only after its begin, and every frame is closed once.
 class FrameReplay {
 public:
-    explicit FrameReplay(TraceWriter& out) : out_(out) {}
+    explicit FrameReplay(EventConsumer& out) : out_(out) {}
 
     void begin(const StoredFrame& f, uint64_t ts_ns) {
         std::vector<bool>& open = open_[{f.pid, f.tid}];
@@ -141,13 +141,13 @@ private:
             open.pop_back();
         }
     }
-    TraceWriter& out_;
+    EventConsumer& out_;
     std::map<std::pair<uint32_t, uint32_t>, std::vector<bool>> open_;
 };
 
 } // namespace
 
-uint64_t replay_window(const FlightWindow& window, uint64_t end_ns, TraceWriter& out) {
+uint64_t replay_window(const FlightWindow& window, uint64_t end_ns, EventConsumer& out) {
     const FlightEvents& ev = window.events;
     const uint64_t from = window.from_ns;
     // What is open at `from`: the store's front state, then the events before `from`.

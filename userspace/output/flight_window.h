@@ -1,6 +1,6 @@
 // The flight recorder's store: the events of the last minutes, kept compactly (texts interned and
 // shared, no per-event string copies; Python stacks shared with the capture), in the order they
-// came, one queue per kind, so that a window of them can be replayed into any TraceWriter as
+// came, one queue per kind, so that a window of them can be replayed into any EventConsumer as
 // the capture handed them over. An event's key is the time it last overlaps the window: a call,
 // GPU op or range its end, a flow the earlier end of its two slices, a sample its time.
 #pragma once
@@ -196,6 +196,6 @@ GpuOp load_op(const StoredOp& s);
 // The window's events from `from_ns` on, in the order they came; frames open at from_ns begin
 // there, memory counters start there at their value then, and every frame still open at the
 // end closes at `end_ns`. Returns the number of events written.
-uint64_t replay_window(const FlightWindow& window, uint64_t end_ns, TraceWriter& out);
+uint64_t replay_window(const FlightWindow& window, uint64_t end_ns, EventConsumer& out);
 
 } // namespace gtrace

@@ -1,0 +1,172 @@
+#include "analyze/live_trace.h"
+
+#include <fmt/format.h>
+
+#include "analyze/trace_reader.h"
+#include "format/api_table.h"
+
+namespace gtrace {
+namespace {
+
+constexpr uint64_t kCheckEvery = 4096; // spans between two looks at the budget
+
+template <typename T>
+uint64_t capacity_bytes(const std::vector<T>& v) {
+    return v.capacity() * sizeof(T);
+}
+
+} // namespace
+
+// Each span as trace_reader.h makes it of the event a writer makes of it (chrome_trace.cpp):
+// the same names, the same strings, an end never before its start.
+
+ProcessData* LiveTrace::process(uint32_t pid) {
+    if (dropped_) return nullptr;
+    ProcessData& p = data_.processes[pid];
+    p.pid = pid;
+    return &p;
+}
+
+void LiveTrace::counted() {
+    if (++spans_ % kCheckEvery == 0) check_budget();
+}
+
+void LiveTrace::check_budget() {
+    if (dropped_ || held_bytes() <= max_bytes_) return;
+    dropped_ = true;
+    spans_at_drop_ = spans_, bytes_at_drop_ = held_bytes();
+    data_ = TraceData();
+    open_frames_.clear();
+}
+
+void LiveTrace::call(const ApiCall& c) {
+    ProcessData* p = process(c.pid);
+    if (!p) return;
+    CallSpan s;
+    s.start_ns = c.start_ns, s.end_ns = std::max(c.start_ns, c.end_ns), s.tid = c.tid;
+    s.name = data_.strings.intern(api_name(c.api));
+    if (c.stack) s.source = data_.strings.intern(c.stack->source);
+    if (c.copy_kind) s.kind = data_.strings.intern(copy_kind_name(*c.copy_kind));
+    s.bytes = c.bytes.value_or(0), s.correlation = c.correlation;
+    p->calls.push_back(s);
+    counted();
+}
+
+void LiveTrace::torch_range(const TorchRange& r) {
+    ProcessData* p = process(r.pid);
+    if (!p) return;
+    RangeSpan s;
+    s.start_ns = r.start_ns, s.end_ns = std::max(r.start_ns, r.end_ns), s.tid = r.tid;
+    s.name = data_.strings.intern(r.name);
+    if (r.off_cpu) {
+        if (r.stack) s.source = data_.strings.intern(r.stack->source);
+        p->off_cpu.push_back(s);
+    } else {
+        p->ranges.push_back(s);
+    }
+    counted();
+}
+
+void LiveTrace::collective(const Collective& c) {
+    ProcessData* p = process(c.pid);
+    if (!p) return;
+    CollectiveSpan s;
+    s.start_ns = c.start_ns, s.end_ns = std::max(c.start_ns, c.end_ns), s.tid = c.tid;
+    s.name = data_.strings.intern(c.name);
+    s.wait = c.wait, s.issued_ns = c.wait ? c.issued_ns : 0;
+    p->collectives.push_back(s);
+    counted();
+}
+
+void LiveTrace::gpu_op(const GpuOp& op) {
+    if (op.kind == GpuOpKind::Sync) return; // not a slice in gtrace's own formats
+    ProcessData* p = process(op.pid);
+    if (!p) return;
+    GpuSpan g;
+    g.start_ns = op.start_ns, g.end_ns = std::max(op.start_ns, op.end_ns);
+    g.name = data_.strings.intern(op.name);
+    g.kind = op.kind == GpuOpKind::Kernel ? GpuKind::Kernel : op.kind == GpuOpKind::Memcpy ? GpuKind::Memcpy : GpuKind::Memset;
+    g.bytes = op.kind == GpuOpKind::Kernel ? 0 : op.bytes;
+    std::string_view copy_kind = op.kind == GpuOpKind::Memcpy ? std::string_view(op.copy_kind) : std::string_view();
+    g.copy_kind = data_.strings.intern(copy_kind.empty() ? trace_reader::copy_kind_of(g.name) : copy_kind);
+    g.correlation = op.correlation;
+    p->gpu.push_back(g);
+    counted();
+}
+
+void LiveTrace::memory(const MemorySample& m) {
+    if (m.counter != MemoryCounter::Allocated) return; // the counters at attach are not the curve
+    ProcessData* p = process(m.pid);
+    if (!p) return;
+    p->memory.push_back({m.ts_ns, m.device >= 0 ? static_cast<uint32_t>(m.device) : 0u, m.allocated_bytes, m.at_attach});
+    counted();
+}
+
+void LiveTrace::sample_frame_begin(const SampleFrame& f, uint64_t ts_ns) {
+    if (f.tid != f.pid || dropped_) return; // the report reads the main thread's samples only
+    auto& open = open_frames_[f.pid];
+    open.resize(f.depth);
+    open.emplace_back(data_.strings.intern(f.frame.text()), ts_ns);
+}
+
+void LiveTrace::sample_frame_end(uint32_t pid, uint32_t tid, size_t depth, uint64_t ts_ns) {
+    if (tid != pid || dropped_) return;
+    auto it = open_frames_.find(pid);
+    if (it == open_frames_.end() || depth >= it->second.size()) return;
+    ProcessData* p = process(pid);
+    CallSpan s;
+    s.start_ns = it->second[depth].second, s.end_ns = std::max(s.start_ns, ts_ns);
+    s.name = it->second[depth].first, s.tid = pid;
+    p->main_samples.push_back(s);
+    it->second.resize(depth);
+    counted();
+}
+
+void LiveTrace::metadata(const TraceModel& model) {
+    if (dropped_) return;
+    for (const auto& [pid, info] : model.processes()) {
+        ProcessData* p = process(pid);
+        p->label = info.label();
+        p->rank = info.ranks.rank;
+        p->forked = info.forked_from.has_value();
+        p->cmdline = info.cmdline;
+    }
+}
+
+uint64_t LiveTrace::held_bytes() const {
+    uint64_t bytes = data_.strings.bytes();
+    for (const auto& [pid, p] : data_.processes)
+        bytes += sizeof(p) + capacity_bytes(p.calls) + capacity_bytes(p.gpu) + capacity_bytes(p.main_samples) +
+                 capacity_bytes(p.ranges) + capacity_bytes(p.off_cpu) + capacity_bytes(p.collectives) + capacity_bytes(p.memory);
+    return bytes;
+}
+
+Result<TraceData> LiveTrace::take(const nlohmann::json& facts) {
+    check_budget();
+    if (dropped_)
+        return make_error(ExitCode::Internal, fmt::format("the capture's spans outgrew the {:.1f} MiB its analysis keeps in memory "
+                                                          "(past {} spans, {:.1f} MiB)", max_bytes_ / 1048576.0, spans_at_drop_,
+                                                          bytes_at_drop_ / 1048576.0));
+    TraceData t = std::move(data_);
+    data_ = TraceData();
+    open_frames_.clear();
+    apply_capture_facts(t, facts);
+    return t;
+}
+
+void apply_capture_facts(TraceData& t, const nlohmann::json& facts) {
+    if (!facts.is_object()) return;
+    if (auto h = facts.find("host"); h != facts.end() && h->is_string()) t.host = h->get<std::string>();
+    if (auto c = facts.find("clocks"); c != facts.end() && c->is_object() && c->contains("monotonic_ns") && c->contains("realtime_ns")) {
+        const auto &mono = (*c)["monotonic_ns"], &real = (*c)["realtime_ns"];
+        if (mono.is_number_integer() && real.is_number_integer()) t.realtime_offset_ns = real.get<int64_t>() - mono.get<int64_t>();
+    }
+    if (auto p = facts.find("cpu_pressure"); p != facts.end() && p->is_object() && p->contains("some") && (*p)["some"].is_number()) {
+        double some = (*p)["some"].get<double>();
+        if (some >= 0 && some <= 1) t.cpu_pressure = some;
+    }
+    if (auto g = facts.find("gpu"); g != facts.end() && g->is_object() && g->contains("enabled") && (*g)["enabled"].is_boolean())
+        t.has_gpu = (*g)["enabled"].get<bool>();
+}
+
+} // namespace gtrace

@@ -1,0 +1,66 @@
+// The analysis as a consumer of the capture's event stream (model/event_stream.h), beside the
+// trace writers: the spans a report needs (analyze/trace_data.h), built from the events as they
+// come — the same spans, to the nanosecond, that reading back the trace a writer makes of those
+// events gives (tests/runtime/report_scenarios.py compares the two reports) — so that the end of
+// a capture, and each flight-recorder dump, reports without reading its file back.
+//
+// It keeps spans, not events (no arguments, stacks or flows; strings once), at most `max_bytes`
+// of them: past that it lets go of them all and says so, and the report is left to
+// `gtrace report FILE`.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "analyze/trace_data.h"
+#include "foundation/result.h"
+#include "model/event_stream.h"
+
+namespace gtrace {
+
+class LiveTrace final : public EventConsumer {
+public:
+    static constexpr uint64_t kDefaultMaxBytes = 256ull << 20;
+    explicit LiveTrace(uint64_t max_bytes = kDefaultMaxBytes) : max_bytes_(max_bytes) {}
+
+    void call(const ApiCall& c) override;
+    void torch_range(const TorchRange& r) override;
+    void collective(const Collective& c) override;
+    void gpu_op(const GpuOp& op) override;
+    void flow(const CallRef&, const GpuOp&) override {} // a report joins by correlation id
+    void memory(const MemorySample& m) override;
+    void sample_frame_begin(const SampleFrame& f, uint64_t ts_ns) override;
+    void sample_frame_end(uint32_t pid, uint32_t tid, size_t depth, uint64_t ts_ns) override;
+    void metadata(const TraceModel& model) override;
+
+    // What the spans take now (vectors' capacity and the string pool), about.
+    uint64_t held_bytes() const;
+    bool over_budget() const { return dropped_; }
+    // The spans, with the capture's facts (its otherData: host, clocks, CPU pressure, whether
+    // the GPU agent was on) read as a trace's reader reads them. Past the budget: the error says
+    // how far it got. The LiveTrace is empty after.
+    Result<TraceData> take(const nlohmann::json& facts);
+
+private:
+    ProcessData* process(uint32_t pid);
+    void counted(); // one more span kept: checks the budget now and then
+    void check_budget(); // past it: every span let go
+
+    TraceData data_;
+    // Main threads' open sample frames (other threads' are not analysed): name and start, by depth.
+    std::map<uint32_t, std::vector<std::pair<std::string_view, uint64_t>>> open_frames_;
+    uint64_t max_bytes_;
+    uint64_t spans_ = 0;
+    bool dropped_ = false;
+    uint64_t spans_at_drop_ = 0, bytes_at_drop_ = 0;
+};
+
+// A capture's otherData as a trace's reader applies it to its TraceData: host, clocks, CPU
+// pressure, GPU agent on (analyze/trace_data.cpp reads the same keys from a file).
+void apply_capture_facts(TraceData& t, const nlohmann::json& facts);
+
+} // namespace gtrace
