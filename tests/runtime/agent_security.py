@@ -45,12 +45,30 @@ def ring_fds(pid):
 
 
 def capture(build, pid, tmp, name, seconds):
+    """A capture that ends `seconds` after its agent said it is active (not after a fixed time:
+    beside CPU hogs the agent took longer than a 1.5 s capture to answer)."""
     out = os.path.join(tmp, f"{name}.json")
-    r = subprocess.run([os.path.join(build, "gtrace"), "attach", "--pid", str(pid), "-o", out, "-d", str(seconds),
-                        "--sample-hz", "0"], capture_output=True, text=True, timeout=120)
-    print(r.stderr, flush=True)
-    if r.returncode != 0 or "1 agents (1 active" not in r.stderr:
-        fail(f"the {name} capture got no active agent (exit {r.returncode})")
+    g = subprocess.Popen([os.path.join(build, "gtrace"), "attach", "--pid", str(pid), "-o", out, "--sample-hz", "0"],
+                         stderr=subprocess.PIPE, text=True)
+    STARTED.append(g)
+    lines, deadline = [], time.time() + 90
+    while time.time() < deadline:
+        line = g.stderr.readline()
+        if not line:
+            break
+        lines.append(line)
+        if "GPU agent active in pid" in line:
+            time.sleep(seconds)
+            break
+    g.send_signal(signal.SIGINT)
+    try:
+        rest = g.communicate(timeout=120)[1]
+    except subprocess.TimeoutExpired:
+        fail(f"the {name} capture did not end on SIGINT")
+    printed = "".join(lines) + rest
+    print(printed, flush=True)
+    if g.returncode != 0 or "1 agents (1 active" not in printed:
+        fail(f"the {name} capture got no active agent (exit {g.returncode})")
 
 
 def mailbox_address(pid, agent):
