@@ -46,7 +46,7 @@ void CallEvents::take(ApiCall& call) {
             call.sequence_nr = link->sequence_nr;
             call.forward_stack = std::move(link->forward_stack);
         }
-    s_.writer.call(call);
+    s_.out.call(call);
     if (call.api == GT_API_CUDA_MALLOC || call.api == GT_API_CUDA_FREE) s_.memory.on_call(call);
     if (s_.agents) s_.join.add_call(call);
 }
@@ -58,7 +58,7 @@ void CallEvents::update_sources(const std::map<uint32_t, std::string>& gpu_warni
     if (lagging_for_test()) return;
     bool need_uprobes = false;
     for (const auto& [pid, p] : s_.model.processes()) {
-        if (p.exited || !s_.cuda_probes->maps_cuda(static_cast<int>(pid))) continue;
+        if (p.exited || !s_.cuda_probes.maps_cuda(static_cast<int>(pid))) continue;
         // Asked as soon as its ring is ours, before its session begins (the agent waits for
         // that in attach mode): it records the calls from its first GPU record on. An agent
         // without CUPTI's callbacks (another tool holds them) never begins: the uprobes stay.
@@ -78,8 +78,8 @@ void CallEvents::update_sources(const std::map<uint32_t, std::string>& gpu_warni
     // Until an agent records calls, the probes stay: they also catch the first calls of a
     // process that dlopens CUDA later (probed up front, before its mapping is even seen).
     if (calls_since_.empty()) need_uprobes = true;
-    if (need_uprobes == s_.cuda_probes->attached()) return;
-    if (auto r = s_.cuda_probes->set_attached(need_uprobes); !r) s_.defer(r.error());
+    if (need_uprobes == s_.cuda_probes.attached()) return;
+    if (auto r = s_.cuda_probes.set_attached(need_uprobes); !r) s_.errors.defer(r.error());
     else if (!options.quiet)
         print_safe(stderr, "gtrace: CUDA uprobes {}\n",
                    need_uprobes ? "back on: a process needs them" : "off: every CUDA process records its own calls (agent)");
@@ -175,7 +175,7 @@ nlohmann::json CallEvents::facts() const {
             {"calls_by_uprobes", uprobe_calls_},
             {"uprobe_calls_dropped_as_recorded_by_agent", uprobe_calls_dropped_},
             {"processes_recorded_by_agent", pids},
-            {"uprobes_attached_at_end", s_.cuda_probes->attached()},
+            {"uprobes_attached_at_end", s_.cuda_probes.attached()},
             {"requested_source", s_.options.call_source == GT_CALLS_FROM_RECORDS ? "records" : "callbacks"},
             {"agents_recording_from_api_records", totals.calls_from_records},
             {"call_stacks_missed", totals.call_stacks_missed},
@@ -186,7 +186,7 @@ void CallEvents::print_summary() const {
     if (agent_calls_ || !calls_since_.empty())
         print_safe(stderr, "  calls recorded by the agent (CUPTI {}) in {} processes: {}; by uprobes: {}; uprobes {} at the end\n",
                    s_.agents && s_.agents->totals().calls_from_records ? "API records" : "callbacks", calls_since_.size(),
-                   agent_calls_, uprobe_calls_, s_.cuda_probes->attached() ? "on" : "off");
+                   agent_calls_, uprobe_calls_, s_.cuda_probes.attached() ? "on" : "off");
 }
 
 } // namespace gtrace

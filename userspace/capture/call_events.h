@@ -9,7 +9,18 @@
 
 #include <nlohmann/json.hpp>
 
-#include "capture/capture_state.h"
+#include "attach/cuda_probes.h"
+#include "capture/capture_options.h"
+#include "capture/deferred_error.h"
+#include "collect/agent_channel.h"
+#include "decode/kernel_names.h"
+#include "decode/python_stacks.h"
+#include "model/autograd_links.h"
+#include "model/backward_passes.h"
+#include "model/event_stream.h"
+#include "model/gpu_join.h"
+#include "model/gpu_memory.h"
+#include "model/trace_model.h"
 #include "gtrace/events.h"
 #include "foundation/process_observer.h"
 
@@ -17,7 +28,24 @@ namespace gtrace {
 
 class CallEvents final : public ProcessObserver {
 public:
-    explicit CallEvents(CaptureState& s) : s_(s) {}
+    // What it works with: each call is named (stacks, kernel names, the backward pass it is in,
+    // its forward op), counted (model), written (out), and handed on (memory, join); the CUDA
+    // uprobes and the agents are switched as the processes need.
+    struct Uses {
+        const CaptureOptions& options;
+        TraceModel& model;
+        PythonStacks& stacks;
+        KernelNames& kernel_names;
+        BackwardPasses& backward;
+        AutogradLinks& autograd;
+        EventConsumer& out;
+        GpuMemory& memory;
+        GpuJoin& join;
+        std::optional<AgentChannel>& agents; // none without the GPU side
+        CudaProbes& cuda_probes;
+        DeferredError& errors;
+    };
+    explicit CallEvents(Uses uses) : s_(uses) {}
 
     void on_api(const gt_api_event& e);          // a call the uprobes saw
     void on_func_name(const gt_func_name_event& e) { s_.kernel_names.on_func_name(e); }
@@ -40,7 +68,7 @@ private:
     bool recorded_by_agent(const ApiCall& call);
     bool lagging_for_test();
 
-    CaptureState& s_;
+    Uses s_;
     std::map<uint32_t, gt_py_layout> py_layouts_; // as BPF has them (with their epoch), for the agents
     std::set<uint32_t> requested_calls_;          // agents asked to record calls
     std::map<uint32_t, uint64_t> calls_since_;    // agents recording calls, since (CLOCK_MONOTONIC)

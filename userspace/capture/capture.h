@@ -5,13 +5,14 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <chrono>
 
 #include <nlohmann/json.hpp>
 
 #include "capture/call_events.h"
 #include "capture/capture_options.h"
 #include "capture/capture_script.h"
-#include "capture/capture_state.h"
+#include "capture/deferred_error.h"
 #include "capture/flight_dumps.h"
 #include "capture/gpu_events.h"
 #include "capture/process_events.h"
@@ -45,30 +46,57 @@ public:
     void on_off_cpu(const gt_offcpu_event& e) override { samples_.on_off_cpu(e); }
 
 private:
-    explicit Capture(const CaptureOptions& o);
+    Capture(const CaptureOptions& o, std::unique_ptr<BpfSession> bpf, std::chrono::steady_clock::time_point started);
     Result<void> open_writer();
     std::string stop_reason() const; // empty: go on
     void print_status(double elapsed_s);
     Result<CaptureResult> finish(const std::string& reason, double elapsed_s);
+    double seconds_running() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count(); }
     // capture_summary.cpp
     nlohmann::json other_data(const std::string& stop_reason, double elapsed_s) const;
     nlohmann::json bpf_stats_facts() const;
     void print_summary(const CaptureResult& r, double elapsed_s) const;
 
-    CaptureState s_;
-    CallEvents calls_{s_};
-    CaptureScript script_{s_};
-    NvtxEvents nvtx_{s_, script_};
-    GpuEvents gpu_{s_, calls_, nvtx_};
+    // What the capture owns, each part given to the handlers below that use it (no part is
+    // shared through a hub): the stages' state in pipeline order, then the event handlers.
+    const CaptureOptions options_;
+    const std::chrono::steady_clock::time_point started_;
+    const uint64_t start_wall_unix_ms_ = static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+    std::optional<uint64_t> cpu_pressure_at_start_us_; // discover/cpu_pressure.h; nullopt without PSI
+    TargetFiles target_files_; // a target's files, opened as it sees them (before what reads them)
+    std::unique_ptr<BpfSession> bpf_;
+    CudaProbes cuda_probes_{*bpf_, target_files_};
+    TorchProbes torch_probes_{*bpf_, target_files_, options_.autograd_links};
+    CommProbes comm_probes_{*bpf_, target_files_};
+    std::optional<AgentChannel> agents_; // the GPU side's, opened by gpu_ when it is on
+    AddressSymbols addresses_{target_files_};
+    KernelNames kernel_names_{addresses_};
+    PythonFrames python_frames_;
+    PythonStacks stacks_{python_frames_}; // interned by BPF: defined once, named by id after
+    TraceModel model_{options_.redact};
+    AdmissionFilter writer_; // the script's admission in front of the format's writer
+    GpuJoin join_{[this](const CallRef& call, const GpuOp& op) { writer_.flow(call, op); }};
+    GpuMemory memory_{[this](const MemorySample& m) { writer_.memory(m); }};
+    BackwardPasses backward_; // gives autograd threads' launches the stack that began the pass
+    AutogradLinks autograd_;  // --autograd-links: a backward launch's forward op
+    DeferredError errors_;    // the first failure inside an event callback ends the loop
+    std::unique_ptr<LiveTrace> analysis_; // the report's spans, built as the events go to the writer
+
+    CallEvents calls_{{options_, model_, stacks_, kernel_names_, backward_, autograd_, writer_, memory_, join_, agents_, cuda_probes_,
+                       errors_}};
+    CaptureScript script_{options_, model_, writer_};
+    NvtxEvents nvtx_{options_, target_files_, writer_, script_};
+    GpuEvents gpu_{{options_, model_, *bpf_, cuda_probes_, target_files_, agents_, writer_, join_, memory_}, calls_, nvtx_};
     ProcessObservers lifecycle_; // every component above with per-process state (registered in the constructor)
-    ProcessEvents processes_{s_, calls_, gpu_, lifecycle_};
-    SampleEvents samples_{s_};
-    RangeEvents ranges_{s_, script_};
-    std::unique_ptr<LiveTrace> analysis_;  // the report's spans, built as the events go to the writer
+    ProcessEvents processes_{
+        {options_, model_, *bpf_, target_files_, addresses_, python_frames_, cuda_probes_, torch_probes_, comm_probes_, errors_},
+        calls_, gpu_, lifecycle_};
+    SampleEvents samples_{options_, model_, stacks_, addresses_, writer_};
+    RangeEvents ranges_{stacks_, backward_, autograd_, writer_, script_};
     std::unique_ptr<FlightDumps> flight_; // --flight-recorder
     std::optional<RingReader> reader_;
     RegisteredCapture registration_; // lists the partial trace if this gtrace is killed
-    std::optional<uint64_t> cpu_pressure_at_start_us_; // discover/cpu_pressure.h; nullopt without PSI
     uint64_t calls_at_last_status_ = 0;
 };
 

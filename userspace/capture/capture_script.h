@@ -9,15 +9,21 @@
 
 #include <nlohmann/json.hpp>
 
-#include "capture/capture_state.h"
+#include <chrono>
+
+#include "capture/capture_options.h"
+#include "model/trace_model.h"
+#include "output/admission_filter.h"
 
 namespace gtrace {
 
 class CaptureScript {
 public:
-    explicit CaptureScript(CaptureState& s) : s_(s) {}
+    // `admission`: where the script's window and limit are applied, in front of the writer.
+    CaptureScript(const CaptureOptions& options, const TraceModel& model, AdmissionFilter& admission)
+        : options_(options), model_(model), admission_(admission) {}
 
-    void start();   // when the capture loop begins
+    void start(std::chrono::steady_clock::time_point capture_started); // when the capture loop begins
     void poll();    // trigger signals and the event limit
     void on_range(uint32_t pid, const std::string& name, uint64_t end_ns); // every torch range
     // Called with the end of each of the lead process's steps when --on-slow-step is on.
@@ -28,7 +34,9 @@ public:
     nlohmann::json facts() const;
 
 private:
-    CaptureState& s_;
+    const CaptureOptions& options_;
+    const TraceModel& model_;
+    AdmissionFilter& admission_;
     std::regex step_regex_;
     std::function<void(uint64_t)> on_lead_step_;
     uint64_t torch_ranges_ = 0;

@@ -98,7 +98,7 @@ void FlightDumps::on_step(uint64_t end_ns) {
         uint64_t step = end_ns - last_marker_ns_;
         if (steps_ns_.size() >= kMinStepsForMedian) {
             uint64_t median = median_of(steps_ns_);
-            if (static_cast<double>(step) > s_.options.slow_step_factor * static_cast<double>(median)) {
+            if (static_cast<double>(step) > options_.slow_step_factor * static_cast<double>(median)) {
                 ++slow_steps_;
                 // At most one slow-step dump per window: a job that is simply slow is not dumped every step.
                 if (last_slow_trigger_ns_ && end_ns - *last_slow_trigger_ns_ < recorder_.limits().window_ns) {
@@ -120,28 +120,28 @@ void FlightDumps::on_step(uint64_t end_ns) {
 
 void FlightDumps::schedule(const std::string& reason, uint64_t trigger_ns) {
     pending_.push_back({reason, trigger_ns, trigger_ns + recorder_.limits().grace_ns});
-    if (!s_.options.quiet)
-        print_safe(stderr, "\ngtrace: flight recorder: {}: dumping the last {:g} s in {:g} s\n", reason, *s_.options.flight_window_s,
+    if (!options_.quiet)
+        print_safe(stderr, "\ngtrace: flight recorder: {}: dumping the last {:g} s in {:g} s\n", reason, *options_.flight_window_s,
                    static_cast<double>(recorder_.limits().grace_ns) / 1e9);
 }
 
 void FlightDumps::start_next() {
     Pending p = pending_.front();
     pending_.pop_front();
-    s_.model.counters = s_.bpf->read_counters();
+    model_.counters = bpf_.read_counters();
     DumpJob job;
     std::tie(job.n, job.out.path) = recorder_.next_dump();
     job.reason = p.reason;
     uint64_t window = recorder_.limits().window_ns;
     job.window = recorder_.window_from(p.trigger_ns > window ? p.trigger_ns - window : 0);
     job.end_ns = recorder_.now_ns();
-    job.out.format = s_.options.format;
-    job.out.step_marker = s_.options.step_marker;
-    job.force = s_.options.force;
-    job.model = s_.model;
+    job.out.format = options_.format;
+    job.out.step_marker = options_.step_marker;
+    job.force = options_.force;
+    job.model = model_;
     job.facts = facts_now_(fmt::format("flight recorder dump {} ({}); the capture went on", job.n, p.reason));
     job.facts["flight_recorder"] = facts(job.n, p.reason, p.trigger_ns);
-    job.analysis = {s_.options.step_marker, s_.options.redact};
+    job.analysis = {options_.step_marker, options_.redact};
     job.max_analysis_bytes = recorder_.limits().max_bytes;
     running_ = std::async(std::launch::async, [job = std::make_unique<DumpJob>(std::move(job))]() mutable {
         Outcome o = write_dump(*job);
@@ -164,7 +164,7 @@ void FlightDumps::collect(bool wait) {
     }
     ++dumps_written_;
     if (!o.error.empty()) print_safe(stderr, "\ngtrace: error: flight recorder dump {}: {}\n", o.n, o.error);
-    if (!s_.options.quiet)
+    if (!options_.quiet)
         print_safe(stderr, "\ngtrace: flight recorder dump {} ({}): {}, {:.1f} s, verdict: {}\n", o.n, o.reason, o.path, o.seconds,
                    o.verdict);
 }
@@ -184,8 +184,8 @@ nlohmann::json FlightDumps::facts(int dump, const std::string& reason, uint64_t 
                         {"evicted_by_memory", stats.evicted_by_memory},
                         {"dumps_before", dumps_written_},
                         {"dumps_failed", dumps_failed_}};
-    if (s_.options.slow_step_factor > 0) {
-        j["slow_step_factor"] = s_.options.slow_step_factor;
+    if (options_.slow_step_factor > 0) {
+        j["slow_step_factor"] = options_.slow_step_factor;
         j["slow_steps"] = slow_steps_;
         j["slow_steps_skipped"] = slow_steps_skipped_;
         j["steps_seen"] = steps_seen_;
@@ -206,9 +206,9 @@ void FlightDumps::finish(const std::string& reason, nlohmann::json& trace_facts)
 
 void FlightDumps::report_final(const CaptureResult& result) const {
     std::string verdict = judge_dump(result.output, result.analysis.get(), result.analysis_left_out,
-                                     {s_.options.step_marker, s_.options.redact}, s_.options.force);
+                                     {options_.step_marker, options_.redact}, options_.force);
     const nlohmann::json& fr = result.facts["flight_recorder"];
-    if (!s_.options.quiet)
+    if (!options_.quiet)
         print_safe(stderr, "gtrace: flight recorder dump {} ({}): {}, {:.1f} s, verdict: {}\n", fr["dump"].get<int>(),
                    fr["reason"].get<std::string>(), result.output, recorder_.last_window_s(), verdict);
 }

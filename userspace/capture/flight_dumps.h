@@ -11,7 +11,9 @@
 #include <nlohmann/json.hpp>
 
 #include "analyze/live_trace.h"
-#include "capture/capture_state.h"
+#include "attach/bpf_session.h"
+#include "capture/capture_options.h"
+#include "model/trace_model.h"
 #include "output/flight_recorder.h"
 
 namespace gtrace {
@@ -20,8 +22,9 @@ class FlightDumps {
 public:
     // `facts_now(stop_reason)`: the trace's facts as they stand, for a dump's otherData.
     using FactsNow = std::function<nlohmann::json(const std::string& stop_reason)>;
-    FlightDumps(CaptureState& s, FlightRecorder& recorder, FactsNow facts_now)
-        : s_(s), recorder_(recorder), facts_now_(std::move(facts_now)) {
+    // `model`: its counters are brought up to date from `bpf` for each dump, which copies it.
+    FlightDumps(const CaptureOptions& options, TraceModel& model, BpfSession& bpf, FlightRecorder& recorder, FactsNow facts_now)
+        : options_(options), model_(model), bpf_(bpf), recorder_(recorder), facts_now_(std::move(facts_now)) {
         recorder_.set_final_analysis(&final_analysis_);
     }
 
@@ -50,7 +53,9 @@ private:
     void collect(bool wait);
     nlohmann::json facts(int dump, const std::string& reason, uint64_t trigger_ns) const;
 
-    CaptureState& s_;
+    const CaptureOptions& options_;
+    TraceModel& model_;
+    BpfSession& bpf_;
     FlightRecorder& recorder_;
     FactsNow facts_now_;
     // The last window's events, as the last dump is written; its spans bounded as the store is.

@@ -94,7 +94,7 @@ Result<void> GpuEvents::start() {
         return make_error(ExitCode::Usage, fmt::format("--cupti {} refused: PID {} could not load it itself (its root names another file "
                                                        "there, or its user may not read it); a privileged gtrace loads only what the "
                                                        "process could ({})", printable(refused.front()), s_.options.pid, Privilege::reason()));
-    auto link = s_.bpf->attach_agent_probe(agent_path_, *offset);
+    auto link = s_.bpf.attach_agent_probe(agent_path_, *offset);
     if (!link) return link.error();
     agent_link_.emplace(std::move(*link));
     auto channel = AgentChannel::create(agent_path_);
@@ -128,7 +128,7 @@ bool GpuEvents::inject_if_cuda(int pid, const std::vector<Mapping>& maps) {
     if (!p || p->forked_from) return false;
     bool uses_cuda = false;
     for (const auto& m : maps)
-        if (m.executable && s_.cuda_probes->objects().contains({m.dev, m.inode}) && s_.cuda_probes->objects().at({m.dev, m.inode}).mapped)
+        if (m.executable && s_.cuda_probes.objects().contains({m.dev, m.inode}) && s_.cuda_probes.objects().at({m.dev, m.inode}).mapped)
             uses_cuda = true;
     if (!uses_cuda) return false;
     // The agent is mapped (dormant from an earlier capture, just loaded by us, or started by
@@ -207,11 +207,11 @@ void GpuEvents::on_gpu_record(uint32_t pid, const gt_gpu_header& h, int64_t cloc
     auto op = decode_gpu_op(pid, h, clock_offset_ns);
     if (!op) return;
     if (op->kind == GpuOpKind::Sync) { // a wait, not GPU work: only the Kineto writer keeps it (cuda_sync)
-        s_.writer.gpu_op(*op);
+        s_.out.gpu_op(*op);
         return;
     }
     s_.join.add_op(*op); // its flow first, when its call is known: a writer may put the link on the op itself
-    s_.writer.gpu_op(*op);
+    s_.out.gpu_op(*op);
 }
 
 namespace {

@@ -12,7 +12,15 @@
 #include <nlohmann/json.hpp>
 
 #include "capture/call_events.h"
-#include "capture/capture_state.h"
+#include "attach/bpf_session.h"
+#include "attach/cuda_probes.h"
+#include "capture/capture_options.h"
+#include "collect/agent_channel.h"
+#include "discover/target_files.h"
+#include "model/event_stream.h"
+#include "model/gpu_join.h"
+#include "model/gpu_memory.h"
+#include "model/trace_model.h"
 #include "capture/nvtx_events.h"
 #include "discover/proc_maps.h"
 #include "foundation/process_observer.h"
@@ -21,7 +29,20 @@ namespace gtrace {
 
 class GpuEvents final : public AgentSink, public ProcessObserver {
 public:
-    GpuEvents(CaptureState& s, CallEvents& calls, NvtxEvents& nvtx) : s_(s), calls_(calls), nvtx_(nvtx) {}
+    // What it works with: the agents' channel (it opens it: `agents`), the probes and files that
+    // find a process's CUDA, the model, and where GPU work goes (out, join, memory).
+    struct Uses {
+        const CaptureOptions& options;
+        TraceModel& model;
+        BpfSession& bpf;
+        CudaProbes& cuda_probes;
+        TargetFiles& target_files;
+        std::optional<AgentChannel>& agents;
+        EventConsumer& out;
+        GpuJoin& join;
+        GpuMemory& memory;
+    };
+    GpuEvents(Uses uses, CallEvents& calls, NvtxEvents& nvtx) : s_(uses), calls_(calls), nvtx_(nvtx) {}
 
     Result<void> start(); // the agent library found, its announce probe on, the channel open
     // Loads or asks the agent of a process that has CUDA mapped; true: scan it again soon (the
@@ -50,7 +71,7 @@ private:
     void warn_no_gpu(uint32_t pid, const std::string& why);
     void on_memory_state(uint32_t pid, const gt_gpu_memory_state& m);
 
-    CaptureState& s_;
+    Uses s_;
     CallEvents& calls_;
     NvtxEvents& nvtx_;
     std::string agent_path_;

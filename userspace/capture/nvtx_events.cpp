@@ -28,7 +28,7 @@ std::pair<bool, const char*> outcome_of(uint32_t status) {
 std::string NvtxEvents::tables_config(uint32_t pid, const std::vector<Mapping>& maps) {
     // Asked again when the agent was busy: the same tables, each module noted once.
     constexpr size_t kMaxConfig = GT_MAILBOX_CONFIG_MAX / 2; // the rest of the request needs room too
-    NvtxModules found = scan_.find(static_cast<int>(pid), maps, s_.target_files);
+    NvtxModules found = scan_.find(static_cast<int>(pid), maps, target_files_);
     for (const std::string& module : found.unreachable)
         note({pid, module, false, "it uses NVTX, but its table symbol nvtxGlobals_v3 is not in the file (stripped)"});
     std::string config;
@@ -62,7 +62,7 @@ void NvtxEvents::on_record(uint32_t pid, const gt_gpu_header& h) {
     ++ranges_;
     uint64_t end_ns = range->end_ns;
     std::string name = range->name;
-    s_.writer.torch_range({range->pid, range->tid, range->start_ns, end_ns, std::move(range->name), {}, std::move(range->info)});
+    out_.torch_range({range->pid, range->tid, range->start_ns, end_ns, std::move(range->name), {}, std::move(range->info)});
     script_.on_range(pid, name, end_ns);
 }
 
@@ -70,7 +70,7 @@ void NvtxEvents::note(Outcome o) {
     if (!noted_.insert({o.pid, o.module}).second) return;
     // Once per module and reason, whatever the number of processes that map it (every rank of
     // a pip torch job maps the same dozen vendor libraries).
-    if (!s_.options.quiet && !o.captured && warned_.insert({o.module, o.why}).second)
+    if (!options_.quiet && !o.captured && warned_.insert({o.module, o.why}).second)
         print_safe(stderr, "gtrace: NVTX ranges of {} are not captured (pid {}, and any other process mapping it): {}\n", o.module,
                    o.pid, o.why);
     outcomes_.push_back(std::move(o));
@@ -85,7 +85,7 @@ nlohmann::json NvtxEvents::facts() const {
     for (const auto& [key, module] : asked_) add(key.first, module, false, "the GPU agent did not serve it (not active in that process)");
     return {{"ranges", ranges_},
             {"records_invalid", invalid_},
-            {"injection", s_.options.launched ? "NVTX_INJECTION64_PATH (record)" : "tables of running modules (attach)"},
+            {"injection", options_.launched ? "NVTX_INJECTION64_PATH (record)" : "tables of running modules (attach)"},
             {"modules", modules}};
 }
 

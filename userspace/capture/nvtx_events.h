@@ -14,14 +14,17 @@
 
 #include "attach/nvtx_modules.h"
 #include "capture/capture_script.h"
-#include "capture/capture_state.h"
+#include "capture/capture_options.h"
+#include "discover/target_files.h"
+#include "model/event_stream.h"
 #include "gtrace/agent.h"
 
 namespace gtrace {
 
 class NvtxEvents {
 public:
-    NvtxEvents(CaptureState& s, CaptureScript& script) : s_(s), script_(script) {}
+    NvtxEvents(const CaptureOptions& options, TargetFiles& target_files, EventConsumer& out, CaptureScript& script)
+        : options_(options), target_files_(target_files), out_(out), script_(script) {}
 
     // Attach mode: the agent's config item naming pid's NVTX tables (";nvtx=ADDR:ADDR", empty
     // when none); modules using NVTX whose table cannot be found are noted at once.
@@ -41,7 +44,9 @@ private:
     };
     void note(Outcome o);
 
-    CaptureState& s_;
+    const CaptureOptions& options_;
+    TargetFiles& target_files_;
+    EventConsumer& out_;
     CaptureScript& script_;
     NvtxModuleScan scan_;
     std::map<std::pair<uint32_t, uint64_t>, std::string> asked_; // (pid, table) → module, until the agent answers

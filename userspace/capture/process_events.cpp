@@ -51,7 +51,7 @@ std::string ProcessEvents::not_ours(int pid) const {
 void ProcessEvents::skip(uint32_t pid, const std::string& reason) {
     if (skipped_.skip(pid, reason) && !s_.options.quiet)
         print_safe(stderr, "gtrace: warning: pid {} left out: {}; the capture goes on\n", pid, printable(reason));
-    s_.bpf->untrack(pid);
+    s_.bpf.untrack(pid);
     if (const ProcessInfo* p = s_.model.find(pid); p && !p->exited) exited(pid, 0);
 }
 
@@ -70,7 +70,7 @@ Result<void> ProcessEvents::track_tree(uint64_t root_start_ticks) {
                     print_safe(stderr, "gtrace: warning: pid {} left out: {}\n", pid, why);
                 continue;
             }
-            if (auto r = s_.bpf->track(static_cast<uint32_t>(pid)); !r) return r;
+            if (auto r = s_.bpf.track(static_cast<uint32_t>(pid)); !r) return r;
             s_.model.add_process(static_cast<uint32_t>(pid), static_cast<uint32_t>(st->ppid), true, std::nullopt);
         }
         if (s_.model.processes().size() == known) break;
@@ -85,7 +85,7 @@ Result<void> ProcessEvents::track_tree(uint64_t root_start_ticks) {
         Result<void> global; // an error that is not the process's (privileges, the kernel) ends the capture
         guarded(pid, "scan", [&] {
             if (auto r = scan(pid); !r) global = r;
-            else if (auto c = s_.cuda_probes->probe_candidates(pid); !c) global = c.error();
+            else if (auto c = s_.cuda_probes.probe_candidates(pid); !c) global = c.error();
         });
         if (!global) return global;
     }
@@ -95,7 +95,7 @@ Result<void> ProcessEvents::track_tree(uint64_t root_start_ticks) {
         return make_error(ExitCode::ProcessExited,
                           fmt::format("process {} exited while gtrace was attaching; start gtrace while the job runs",
                                       s_.options.pid));
-    if (!s_.cuda_probes->any_mapped()) {
+    if (!s_.cuda_probes.any_mapped()) {
         waiting_for_cuda_ = true;
         if (!s_.options.quiet)
             print_safe(stderr,
@@ -119,15 +119,15 @@ Result<void> ProcessEvents::scan(int pid) {
         // GTRACE_TEST_SCAN_DELAY_MS: each new scan late, as from a gtrace on a busy host.
         static const auto scan_delay = test_hook_number(GTRACE_TEST_HOOK("SCAN_DELAY_MS"));
         if (scan_delay) usleep(*scan_delay * 1000);
-        auto added = s_.cuda_probes->scan_maps(pid, maps);
+        auto added = s_.cuda_probes.scan_maps(pid, maps);
         if (!added) return added.error();
-        if (auto torch = s_.torch_probes->scan_maps(pid, maps); !torch) return torch.error();
-        if (auto comm = s_.comm_probes->scan_maps(pid, maps); !comm) return comm.error();
+        if (auto torch = s_.torch_probes.scan_maps(pid, maps); !torch) return torch.error();
+        if (auto comm = s_.comm_probes.scan_maps(pid, maps); !comm) return comm.error();
         scanned_code_[static_cast<uint32_t>(pid)] = fingerprint;
     }
     if (gpu_.inject_if_cuda(pid, maps)) pending_scan_.insert(pid);
     s_.addresses.set_maps(static_cast<uint32_t>(pid), std::move(maps));
-    if (waiting_for_cuda_ && s_.cuda_probes->any_mapped()) {
+    if (waiting_for_cuda_ && s_.cuda_probes.any_mapped()) {
         waiting_for_cuda_ = false;
         if (!s_.options.quiet) print_safe(stderr, "\ngtrace: CUDA loaded in pid {}; tracing its calls\n", pid);
     }
@@ -137,9 +137,9 @@ Result<void> ProcessEvents::scan(int pid) {
 void ProcessEvents::detect_python(int pid, const std::vector<Mapping>& maps) {
     PythonDetection d = gtrace::detect_python(pid, maps, s_.target_files);
     if (d.runtime) {
-        auto r = s_.bpf->set_python_layout(static_cast<uint32_t>(pid), d.runtime->layout);
+        auto r = s_.bpf.set_python_layout(static_cast<uint32_t>(pid), d.runtime->layout);
         if (!r) {
-            s_.defer(r.error());
+            s_.errors.defer(r.error());
             return;
         }
         calls_.set_python_layout(static_cast<uint32_t>(pid), *r);
@@ -179,7 +179,7 @@ uint64_t ProcessEvents::code_fingerprint(const std::vector<Mapping>& maps) {
 
 void ProcessEvents::forget_python(uint32_t pid) {
     python_unsupported_.erase(pid);
-    s_.bpf->clear_python_layout(pid);
+    s_.bpf.clear_python_layout(pid);
 }
 
 void ProcessEvents::on_proc(const gt_proc_event& e) {
@@ -206,8 +206,8 @@ void ProcessEvents::on_proc(const gt_proc_event& e) {
         }
         // Scan at once: the new image may call CUDA and exit before the next poll.
         guarded(static_cast<int>(e.pid), "exec", [&] {
-            if (auto r = s_.cuda_probes->probe_candidates(static_cast<int>(e.pid)); !r) s_.defer(r.error());
-            if (auto r = scan(static_cast<int>(e.pid)); !r) s_.defer(r.error());
+            if (auto r = s_.cuda_probes.probe_candidates(static_cast<int>(e.pid)); !r) s_.errors.defer(r.error());
+            if (auto r = scan(static_cast<int>(e.pid)); !r) s_.errors.defer(r.error());
         });
         break;
     case GT_PROC_EXIT:
@@ -244,7 +244,7 @@ void ProcessEvents::on_mmap(const gt_mmap_event& e) {
     // after this batch of events.
     if (skipped_.skipped(e.pid)) return;
     guarded(static_cast<int>(e.pid), "scan", [&] {
-        if (auto r = scan(static_cast<int>(e.pid)); !r) s_.defer(r.error());
+        if (auto r = scan(static_cast<int>(e.pid)); !r) s_.errors.defer(r.error());
     });
     pending_scan_.insert(static_cast<int>(e.pid));
 }
@@ -255,7 +255,7 @@ void ProcessEvents::rescan_pending() {
     for (int pid : pending)
         if (!skipped_.skipped(static_cast<uint32_t>(pid)))
             guarded(pid, "scan", [&] {
-                if (auto r = scan(pid); !r) s_.defer(r.error());
+                if (auto r = scan(pid); !r) s_.errors.defer(r.error());
             });
 }
 
@@ -263,7 +263,7 @@ void ProcessEvents::rescan_all() {
     // Normally the exit tracepoint reports exits; this catches one whose event was lost.
     for (const auto& [pid, p] : s_.model.processes())
         if (!p.exited && !process_alive(static_cast<int>(pid))) {
-            s_.bpf->untrack(pid);
+            s_.bpf.untrack(pid);
             exited(pid, 0);
         }
     for (const auto& [pid, p] : s_.model.processes())

@@ -8,7 +8,16 @@
 #include <vector>
 
 #include "capture/call_events.h"
-#include "capture/capture_state.h"
+#include "attach/bpf_session.h"
+#include "attach/comm_probes.h"
+#include "attach/cuda_probes.h"
+#include "attach/torch_probes.h"
+#include "capture/capture_options.h"
+#include "capture/deferred_error.h"
+#include "decode/address_symbols.h"
+#include "decode/python_frames.h"
+#include "discover/target_files.h"
+#include "model/trace_model.h"
 #include "capture/gpu_events.h"
 #include "capture/skipped_processes.h"
 #include "discover/proc_maps.h"
@@ -18,9 +27,23 @@ namespace gtrace {
 
 class ProcessEvents {
 public:
+    // What it works with: the model of the tree, the BPF session that tracks it, the probes and
+    // readers each process's mappings feed.
+    struct Uses {
+        const CaptureOptions& options;
+        TraceModel& model;
+        BpfSession& bpf;
+        TargetFiles& target_files;
+        AddressSymbols& addresses;
+        PythonFrames& python_frames;
+        CudaProbes& cuda_probes;
+        TorchProbes& torch_probes;
+        CommProbes& comm_probes;
+        DeferredError& errors;
+    };
     // `lifecycle`: every component with per-process state, told of each fork, exec and exit.
-    ProcessEvents(CaptureState& s, CallEvents& calls, GpuEvents& gpu, const ProcessObservers& lifecycle)
-        : s_(s), calls_(calls), gpu_(gpu), lifecycle_(lifecycle) {}
+    ProcessEvents(Uses uses, CallEvents& calls, GpuEvents& gpu, const ProcessObservers& lifecycle)
+        : s_(uses), calls_(calls), gpu_(gpu), lifecycle_(lifecycle) {}
 
     // Enters the tree of options.pid (started at `root_start_ticks`) and probes what it mapped.
     Result<void> track_tree(uint64_t root_start_ticks);
@@ -50,7 +73,7 @@ private:
     static std::vector<std::string> exec_argv(const gt_proc_event& e); // what BPF read at the exec
     static uint64_t code_fingerprint(const std::vector<Mapping>& maps); // of the executable file mappings
 
-    CaptureState& s_;
+    Uses s_;
     CallEvents& calls_;
     GpuEvents& gpu_;
     const ProcessObservers& lifecycle_;

@@ -5,7 +5,10 @@
 #include <cstdint>
 
 #include "capture/capture_script.h"
-#include "capture/capture_state.h"
+#include "decode/python_stacks.h"
+#include "model/autograd_links.h"
+#include "model/backward_passes.h"
+#include "model/event_stream.h"
 #include "gtrace/comm.h"
 #include "gtrace/torch_ranges.h"
 
@@ -13,14 +16,18 @@ namespace gtrace {
 
 class RangeEvents {
 public:
-    RangeEvents(CaptureState& s, CaptureScript& script) : s_(s), script_(script) {}
+    RangeEvents(PythonStacks& stacks, BackwardPasses& backward, AutogradLinks& autograd, EventConsumer& out, CaptureScript& script)
+        : stacks_(stacks), backward_(backward), autograd_(autograd), out_(out), script_(script) {}
 
     void on_torch_range(const gt_torch_range_event& e);
     void on_collective(const gt_collective_event& e);
     uint64_t collectives() const { return collectives_; }
 
 private:
-    CaptureState& s_;
+    PythonStacks& stacks_;
+    BackwardPasses& backward_;
+    AutogradLinks& autograd_;
+    EventConsumer& out_;
     CaptureScript& script_;
     uint64_t collectives_ = 0;
 };

@@ -24,13 +24,13 @@ std::vector<std::string> SampleEvents::native_names(uint32_t pid, const unsigned
     std::vector<std::string> names;
     size_t n = bytes > 0 ? std::min<size_t>(static_cast<size_t>(bytes) / 8, max_frames) : 0;
     for (size_t i = 0; i < n; ++i) // return addresses point after the call: look up the call itself
-        names.push_back(s_.addresses.name_at(pid, i == 0 ? ips[i] : ips[i] - 1));
+        names.push_back(addresses_.name_at(pid, i == 0 ? ips[i] : ips[i] - 1));
     return names;
 }
 
 void SampleEvents::on_sample(const gt_sample_event& e) {
     std::vector<PyFrame> stack; // outermost first
-    if (PyStackRef py = s_.stacks.find(e.pid, e.py_stack)) {
+    if (PyStackRef py = stacks_.find(e.pid, e.py_stack)) {
         stack.assign(py->frames.rbegin(), py->frames.rend());
     } else {
         std::vector<std::string> names = native_names(e.pid, e.native, e.native_bytes, GT_NATIVE_MAX_FRAMES);
@@ -46,13 +46,13 @@ void SampleEvents::on_sample(const gt_sample_event& e) {
 void SampleEvents::on_off_cpu(const gt_offcpu_event& e) {
     // Only where a step breakdown is made (analyze/step_analysis.h): a rank, or a process with
     // CUDA calls — not the launcher's monitor loop, nor a DataLoader worker waiting for work.
-    const ProcessInfo* p = s_.model.find(e.pid);
+    const ProcessInfo* p = model_.find(e.pid);
     if (!p || p->forked_from || (!p->ranks.rank && p->total_calls() == 0)) {
         ++off_cpu_left_out_;
         return;
     }
     std::vector<std::string> native = native_names(e.pid, e.native, e.native_bytes, GT_OFFCPU_NATIVE_FRAMES);
-    PyStackRef python = s_.stacks.find(e.pid, e.py_stack);
+    PyStackRef python = stacks_.find(e.pid, e.py_stack);
     static const std::vector<PyFrame> kNoFrames;
     TorchRange slice{e.pid, e.tid, e.off_ns, e.on_ns, off_cpu_slice_name(blocked_in(native, python ? python->frames : kNoFrames, e.syscall)),
                      python, nullptr, true};
@@ -62,7 +62,7 @@ void SampleEvents::on_off_cpu(const gt_offcpu_event& e) {
             if (!name.empty()) frames.push_back({std::move(name), {}, 0});
         if (!frames.empty()) slice.stack = make_py_stack(std::move(frames), false);
     }
-    s_.writer.torch_range(slice);
+    out_.torch_range(slice);
     ++off_cpu_slices_;
 }
 

@@ -4,7 +4,11 @@
 #pragma once
 #include <string>
 
-#include "capture/capture_state.h"
+#include "capture/capture_options.h"
+#include "decode/address_symbols.h"
+#include "decode/python_stacks.h"
+#include "model/event_stream.h"
+#include "model/trace_model.h"
 #include "gtrace/pystack.h"
 #include "gtrace/offcpu.h"
 #include "gtrace/sampling.h"
@@ -15,9 +19,12 @@ namespace gtrace {
 
 class SampleEvents final : public ProcessObserver {
 public:
-    explicit SampleEvents(CaptureState& s) : s_(s), tracks_(s.writer, s.options.sample_hz, !s.options.folded.empty()) {}
+    SampleEvents(const CaptureOptions& options, const TraceModel& model, PythonStacks& stacks, AddressSymbols& addresses,
+                 EventConsumer& out)
+        : options_(options), model_(model), stacks_(stacks), addresses_(addresses), out_(out),
+          tracks_(out, options.sample_hz, !options.folded.empty()) {}
 
-    void on_pystack(const gt_py_stack_event& e) { s_.stacks.define(e); }
+    void on_pystack(const gt_py_stack_event& e) { stacks_.define(e); }
     void on_sample(const gt_sample_event& e);
     // A main thread's time asleep: an off-CPU slice named by what it waits in.
     void on_off_cpu(const gt_offcpu_event& e);
@@ -27,10 +34,14 @@ public:
     void forget_process(uint32_t pid) { tracks_.forget_process(pid); }
     void process_gone(uint32_t pid) override { forget_process(pid); }
     uint64_t samples() const { return tracks_.samples(); }
-    Result<void> write_folded() const { return tracks_.write_folded(s_.options.folded, s_.model, s_.options.force); }
+    Result<void> write_folded() const { return tracks_.write_folded(options_.folded, model_, options_.force); }
 
 private:
-    CaptureState& s_;
+    const CaptureOptions& options_;
+    const TraceModel& model_;
+    PythonStacks& stacks_;
+    AddressSymbols& addresses_;
+    EventConsumer& out_;
     SampleTracks tracks_;
     uint64_t off_cpu_slices_ = 0, off_cpu_left_out_ = 0;
     // Native frames named from the process's mappings, innermost first.

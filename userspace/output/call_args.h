@@ -36,17 +36,19 @@ inline constexpr std::array<std::string_view, 19> kCallArgNames = {
 // Calls `visit(const CallArg&)` for each argument `c` carries.
 template <typename Visit>
 void for_each_call_arg(const ApiCall& c, Visit&& visit) {
-    auto uint = [&](std::string_view name, uint64_t v) { visit(CallArg{name, CallArgType::Uint, static_cast<int64_t>(v)}); };
-    auto pointer = [&](std::string_view name, uint64_t v) { visit(CallArg{name, CallArgType::Pointer, static_cast<int64_t>(v)}); };
-    auto text = [&](std::string_view name, std::string_view v) { visit(CallArg{name, CallArgType::Text, 0, v}); };
+    auto uint = [&](std::string_view name, uint64_t v) { visit(CallArg{name, CallArgType::Uint, static_cast<int64_t>(v), {}, {}, nullptr}); };
+    auto pointer = [&](std::string_view name, uint64_t v) {
+        visit(CallArg{name, CallArgType::Pointer, static_cast<int64_t>(v), {}, {}, nullptr});
+    };
+    auto text = [&](std::string_view name, std::string_view v) { visit(CallArg{name, CallArgType::Text, 0, v, {}, nullptr}); };
     if (c.correlation) uint("correlation", c.correlation);
-    visit(CallArg{"ret", CallArgType::Int, c.ret});
+    visit(CallArg{"ret", CallArgType::Int, c.ret, {}, {}, nullptr});
     if (c.by_agent) text("recorded_by", "agent");
     if (c.launch) {
         const LaunchArgs& l = *c.launch;
         text("kernel", c.kernel);
-        visit(CallArg{"grid", CallArgType::Dims, 0, {}, {l.grid.x, l.grid.y, l.grid.z}});
-        visit(CallArg{"block", CallArgType::Dims, 0, {}, {l.block.x, l.block.y, l.block.z}});
+        visit(CallArg{"grid", CallArgType::Dims, 0, {}, {l.grid.x, l.grid.y, l.grid.z}, nullptr});
+        visit(CallArg{"block", CallArgType::Dims, 0, {}, {l.block.x, l.block.y, l.block.z}, nullptr});
         uint("shared_mem", l.shared_mem);
     }
     if (c.stream) pointer("stream", *c.stream);

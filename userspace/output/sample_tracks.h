@@ -19,7 +19,7 @@ class SampleTracks {
 public:
     // `fold`: aggregate the folded stacks (only when they are written: a stack string per sample,
     // kept per process, costs CPU and memory that a long capture would not get back).
-    SampleTracks(TraceWriter& writer, uint32_t hz, bool fold)
+    SampleTracks(EventConsumer& writer, uint32_t hz, bool fold)
         : writer_(writer), period_ns_(hz ? 1'000'000'000ull / hz : 0), fold_(fold) {}
 
     // One sample of thread `thread` (its name); `stack` outermost first.
@@ -38,7 +38,7 @@ private:
     };
     void close_to(uint32_t pid, uint32_t tid, Track& t, size_t keep, uint64_t end_ns);
 
-    TraceWriter& writer_;
+    EventConsumer& writer_;
     uint64_t period_ns_;
     bool fold_;
     uint64_t samples_ = 0;
