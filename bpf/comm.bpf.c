@@ -18,6 +18,7 @@ struct open_call {
 	__u64 sp; /* at the entry: where the return address is; 0: none open */
 	__u64 start_ns;
 	__u64 work; /* a wait's Work (this) */
+	__u64 group; /* a call's backend object (this) */
 	__u8 op, backend, returns_void, pad[5];
 };
 
@@ -40,6 +41,7 @@ struct work_key {
 
 struct open_work {
 	__u64 issued_ns;
+	__u64 group;
 	__u8 op, backend, pad[6];
 };
 
@@ -53,7 +55,7 @@ struct {
 } open_works SEC(".maps");
 
 static __always_inline void emit(__u8 phase, __u8 op, __u8 backend, __u32 tgid, __u32 tid, __u64 start, __u64 issued,
-				 __u64 work)
+				 __u64 work, __u64 group)
 {
 	struct gt_collective_event *e = gt_reserve(sizeof(*e), GT_EV_COLLECTIVE);
 	if (!e)
@@ -69,11 +71,13 @@ static __always_inline void emit(__u8 phase, __u8 op, __u8 backend, __u32 tgid, 
 	e->end_ns = bpf_ktime_get_ns();
 	e->issued_ns = issued;
 	e->work = work;
+	e->group = group;
 	bpf_ringbuf_submit(e, gt_submit_flags());
 }
 
-/* An entry: opens the thread's call of this kind unless one is open further up the stack. */
-static __always_inline void entered(struct open_call *c, __u64 sp, __u64 cookie, __u64 work)
+/* An entry: opens the thread's call of this kind unless one is open further up the stack.
+ * `work`: a wait's Work; `group`: a collective call's backend object. */
+static __always_inline void entered(struct open_call *c, __u64 sp, __u64 cookie, __u64 work, __u64 group)
 {
 	if (c->sp && c->sp > sp)
 		return; /* nested in an open one (or below one an exception left: replaced higher up) */
@@ -83,6 +87,7 @@ static __always_inline void entered(struct open_call *c, __u64 sp, __u64 cookie,
 	c->backend = (cookie >> 16) & 0xff;
 	c->returns_void = ((cookie >> 24) & GT_COLL_RETURNS_VOID) != 0;
 	c->work = work;
+	c->group = group;
 }
 
 static __always_inline void collective_returned(struct open_call *c, __u64 result, __u32 tgid, __u32 tid)
@@ -93,11 +98,11 @@ static __always_inline void collective_returned(struct open_call *c, __u64 resul
 		work = 0;
 	if (work) {
 		struct work_key key = {.tgid = tgid, .work = work};
-		struct open_work w = {.issued_ns = c->start_ns, .op = c->op, .backend = c->backend};
+		struct open_work w = {.issued_ns = c->start_ns, .group = c->group, .op = c->op, .backend = c->backend};
 		if (bpf_map_update_elem(&open_works, &key, &w, BPF_ANY))
 			gt_count(GT_CNT_COLLECTIVES_OPEN_FULL);
 	}
-	emit(GT_COMM_ISSUE, c->op, c->backend, tgid, tid, c->start_ns, c->start_ns, work);
+	emit(GT_COMM_ISSUE, c->op, c->backend, tgid, tid, c->start_ns, c->start_ns, work, c->group);
 }
 
 static __always_inline void wait_returned(struct open_call *c, __u32 tgid, __u32 tid)
@@ -105,12 +110,12 @@ static __always_inline void wait_returned(struct open_call *c, __u32 tgid, __u32
 	struct work_key key = {.tgid = tgid, .work = c->work};
 	struct open_work *w = bpf_map_lookup_elem(&open_works, &key);
 	__u8 op = GT_COLL_UNKNOWN, backend = GT_BACKEND_UNKNOWN;
-	__u64 issued = 0;
+	__u64 issued = 0, group = 0;
 	if (w) {
-		op = w->op, backend = w->backend, issued = w->issued_ns;
+		op = w->op, backend = w->backend, issued = w->issued_ns, group = w->group;
 		bpf_map_delete_elem(&open_works, &key); /* a second wait on it returns at once */
 	}
-	emit(GT_COMM_WAIT, op, backend, tgid, tid, c->start_ns, issued, c->work);
+	emit(GT_COMM_WAIT, op, backend, tgid, tid, c->start_ns, issued, c->work, group);
 }
 
 /* One program for every site; the attach cookie says which (enum gt_comm_site). */
@@ -129,11 +134,23 @@ int comm_probe(struct pt_regs *ctx)
 	if (!t)
 		return 0;
 	switch (kind) {
-	case GT_COMM_SITE_CALL:
-		entered(&t->call, sp, cookie, 0);
+	case GT_COMM_SITE_CALL: {
+		/* The backend object is `this`: the first argument, or the second after the hidden
+		 * pointer a method returning intrusive_ptr<Work> is given (SysV x86-64). DDP's
+		 * finalize_backward is the Reducer's, not a backend's. */
+		__u8 op = (cookie >> 8) & 0xff;
+		bool returns_void = ((cookie >> 24) & GT_COLL_RETURNS_VOID) != 0;
+		/* Both read as they are: the verifier refuses a context load at a computed offset,
+		 * which the compiler makes of a load in each branch. */
+		__u64 first = PT_REGS_PARM1(ctx), second = PT_REGS_PARM2(ctx);
+		barrier_var(first);
+		barrier_var(second);
+		__u64 group = op == GT_COLL_DDP_GRADIENTS ? 0 : returns_void ? first : second;
+		entered(&t->call, sp, cookie, 0, group);
 		break;
+	}
 	case GT_COMM_SITE_WAIT:
-		entered(&t->wait, sp, cookie, PT_REGS_PARM1(ctx));
+		entered(&t->wait, sp, cookie, PT_REGS_PARM1(ctx), 0);
 		break;
 	case GT_COMM_SITE_CALL_RET:
 		if (t->call.sp == sp) {

@@ -91,6 +91,10 @@ struct gt_collective_event {
 	unsigned long long end_ns;
 	unsigned long long issued_ns;  /* wait: its collective's call entry; 0: not seen */
 	unsigned long long work;       /* the c10d::Work, to pair a wait with its collective */
+	/* The backend object (ProcessGroupGloo, ...: the method's `this`) the collective was issued
+	 * on, a wait's from its collective's; 0: not known (DDP's finalize_backward, a wait whose
+	 * collective was not seen). Which process group, within one process. */
+	unsigned long long group;
 };
 
 #endif

@@ -53,7 +53,7 @@ Capture::Capture(const CaptureOptions& o, std::unique_ptr<BpfSession> bpf, std::
     // Each component that keeps state per process, in the order they let it go.
     for (ProcessObserver* c : std::initializer_list<ProcessObserver*>{&target_files_, &kernel_names_, &addresses_, &python_frames_,
                                                                      &stacks_, &calls_, &memory_, &backward_, &autograd_,
-                                                                     &gpu_, &samples_, &writer_})
+                                                                     &gpu_, &samples_, &collective_counts_, &writer_})
         lifecycle_.add(*c);
 }
 Capture::~Capture() = default;
@@ -113,6 +113,25 @@ Result<void> Capture::open_writer() {
     return {};
 }
 
+void Capture::publish_collective_counts() {
+    if (publish_failed_) return;
+    if (!publisher_) {
+        auto registry = CaptureRegistry::open();
+        if (!registry) {
+            publish_failed_ = true;
+            if (!options_.quiet) print_safe(stderr, "gtrace: note: gtrace dump will not see the collective counts: {}\n", registry.error().message);
+            return;
+        }
+        publisher_.emplace(std::move(*registry));
+    }
+    nlohmann::json j = {{"capture_pid", getpid()}, {"root_pid", options_.pid}, {"start_unix_ms", start_wall_unix_ms_},
+                        {"processes", collective_counts_.facts()}};
+    if (auto r = publisher_->publish("collectives", j.dump()); !r) {
+        publish_failed_ = true;
+        if (!options_.quiet) print_safe(stderr, "gtrace: note: gtrace dump will not see the collective counts: {}\n", r.error().message);
+    }
+}
+
 void Capture::print_status(double elapsed_s) {
     uint64_t calls = model_.total_calls();
     double rate = static_cast<double>(calls - calls_at_last_status_);
@@ -161,6 +180,7 @@ Result<CaptureResult> Capture::run() {
             // What a kill -9 would leave: the names known so far, and the events on disk.
             writer_.metadata(model_);
             writer_.flush();
+            if (collective_counts_.take_changed()) publish_collective_counts();
             // Tables that fill and empty (a minute of calls, processes coming and going) leave
             // free pages inside the heap that glibc keeps: hand them back, so that gtrace's
             // resident memory on the job's host follows what it holds (a few ms a time).
@@ -193,6 +213,7 @@ Result<CaptureResult> Capture::run() {
 Result<CaptureResult> Capture::finish(const std::string& reason, double elapsed_s) {
     nlohmann::json facts = other_data(reason, elapsed_s);
     if (flight_) flight_->finish(reason, facts);
+    if (publisher_) publisher_->unpublish("collectives");
     auto cut = writer_.finish(model_, facts);
     if (!cut) return cut.error(); // the partial stays, and is listed as such by the next gtrace
     registration_.done();

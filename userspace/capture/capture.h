@@ -50,6 +50,7 @@ private:
     Result<void> open_writer();
     std::string stop_reason() const; // empty: go on
     void print_status(double elapsed_s);
+    void publish_collective_counts(); // for gtrace dump, while the capture runs
     Result<CaptureResult> finish(const std::string& reason, double elapsed_s);
     double seconds_running() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count(); }
     // capture_summary.cpp
@@ -80,6 +81,7 @@ private:
     GpuMemory memory_{[this](const MemorySample& m) { writer_.memory(m); }};
     BackwardPasses backward_; // gives autograd threads' launches the stack that began the pass
     AutogradLinks autograd_;  // --autograd-links: a backward launch's forward op
+    CollectiveCounts collective_counts_; // per process group, published for gtrace dump
     DeferredError errors_;    // the first failure inside an event callback ends the loop
     std::unique_ptr<LiveTrace> analysis_; // the report's spans, built as the events go to the writer
 
@@ -93,10 +95,12 @@ private:
         {options_, model_, *bpf_, target_files_, addresses_, python_frames_, cuda_probes_, torch_probes_, comm_probes_, errors_},
         calls_, gpu_, lifecycle_};
     SampleEvents samples_{options_, model_, stacks_, addresses_, writer_};
-    RangeEvents ranges_{stacks_, backward_, autograd_, writer_, script_};
+    RangeEvents ranges_{stacks_, backward_, autograd_, collective_counts_, writer_, script_};
     std::unique_ptr<FlightDumps> flight_; // --flight-recorder
     std::optional<RingReader> reader_;
     RegisteredCapture registration_; // lists the partial trace if this gtrace is killed
+    std::optional<CaptureRegistry> publisher_; // where the collective counts go (opened at the first)
+    bool publish_failed_ = false;
     uint64_t calls_at_last_status_ = 0;
 };
 

@@ -51,6 +51,7 @@ nlohmann::json Capture::other_data(const std::string& stop_reason, double elapse
             {"torch_libraries", torch_probes_.facts()},
             {"c10d_libraries", comm_probes_.facts()},
             {"collectives", ranges_.collectives()},
+            {"collective_groups", collective_counts_.facts()},
             {"backward", backward_.facts()},
             {"autograd_links", options_.autograd_links ? autograd_.facts() : nlohmann::json()},
             {"capture_script", script_.facts()},

@@ -37,7 +37,9 @@ void RangeEvents::on_torch_range(const gt_torch_range_event& e) {
 }
 
 void RangeEvents::on_collective(const gt_collective_event& e) {
-    out_.collective(decode_collective(e));
+    Collective c = decode_collective(e);
+    counts_.on_collective(c);
+    out_.collective(c);
     ++collectives_;
 }
 

@@ -8,6 +8,7 @@
 #include "decode/python_stacks.h"
 #include "model/autograd_links.h"
 #include "model/backward_passes.h"
+#include "model/collective_counts.h"
 #include "model/event_stream.h"
 #include "gtrace/comm.h"
 #include "gtrace/torch_ranges.h"
@@ -16,8 +17,9 @@ namespace gtrace {
 
 class RangeEvents {
 public:
-    RangeEvents(PythonStacks& stacks, BackwardPasses& backward, AutogradLinks& autograd, EventConsumer& out, CaptureScript& script)
-        : stacks_(stacks), backward_(backward), autograd_(autograd), out_(out), script_(script) {}
+    RangeEvents(PythonStacks& stacks, BackwardPasses& backward, AutogradLinks& autograd, CollectiveCounts& counts, EventConsumer& out,
+                CaptureScript& script)
+        : stacks_(stacks), backward_(backward), autograd_(autograd), counts_(counts), out_(out), script_(script) {}
 
     void on_torch_range(const gt_torch_range_event& e);
     void on_collective(const gt_collective_event& e);
@@ -27,6 +29,7 @@ private:
     PythonStacks& stacks_;
     BackwardPasses& backward_;
     AutogradLinks& autograd_;
+    CollectiveCounts& counts_;
     EventConsumer& out_;
     CaptureScript& script_;
     uint64_t collectives_ = 0;

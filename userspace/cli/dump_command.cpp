@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <ctime>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -21,6 +22,7 @@
 #include "foundation/privilege.h"
 #include "output/clocks.h"
 #include "output/dump_report.h"
+#include "output/dump_groups.h"
 #include "output/dump_standing.h"
 
 namespace gtrace {
@@ -93,8 +95,14 @@ Result<void> run_dump(const DumpOptions& options, const std::atomic<int>& stop) 
                                       stop.load() ? " — interrupted, partial" : "");
     const std::string host = host_name();
     std::vector<RankStanding> standings = rank_standings(threads, host);
+    // What a capture running on this host counted per process group: a rank behind on one.
+    std::set<uint32_t> rank_pids;
+    for (const auto& s : standings) rank_pids.insert(s.pid);
+    std::string since;
+    std::string group_lines = judge_group_lags(standings, published_group_counts(rank_pids, &since), since);
     print_safe(stdout, "{}", format_dump(heading, threads));
     if (!standings.empty()) print_safe(stdout, "\n{}", format_standings(standings));
+    if (!group_lines.empty()) print_safe(stdout, "{}", group_lines);
     if (options.json_path.empty()) return {};
     nlohmann::json out = {{"tool", "gtrace dump"}, {"heading", heading}, {"host", host}, {"root_pid", pid},
                           {"ranks", standings_json(standings)}, {"odd_ones_out", odd_ones_out(standings)},

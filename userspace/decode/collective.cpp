@@ -13,6 +13,8 @@ Collective decode_collective(const gt_collective_event& e) {
     c.op = collective_method(e.op);
     c.backend = backend_name(e.backend);
     if (c.wait) c.issued_ns = e.issued_ns;
+    c.group = e.group;
+    c.ddp_gradients = e.op == GT_COLL_DDP_GRADIENTS;
     return c;
 }
 

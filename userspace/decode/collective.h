@@ -18,6 +18,8 @@ struct Collective {
     const char* op = nullptr;      // the c10d method ("allreduce"); null: not known
     const char* backend = nullptr; // "gloo"; null: not known
     uint64_t issued_ns = 0;        // a wait: its collective's call entry; 0: not seen
+    uint64_t group = 0;            // the backend object (one process group, in this process); 0: not known
+    bool ddp_gradients = false;    // DDP's wait on its gradient buckets' all-reduces (group not known)
 };
 
 Collective decode_collective(const gt_collective_event& e);

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -38,6 +39,21 @@ std::optional<CaptureEntry> parse_entry(const std::string& text) {
         return std::nullopt;
     }
     return e;
+}
+
+// The text of a small regular file of the registry (no link followed); nullopt otherwise.
+std::optional<std::string> read_small(int dir_fd, const std::string& name, off_t max_bytes) {
+    int fd = openat(dir_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return std::nullopt;
+    struct stat st {};
+    std::optional<std::string> text;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size < max_bytes) {
+        text.emplace(static_cast<size_t>(st.st_size), '\0');
+        ssize_t n = pread(fd, text->data(), text->size(), 0);
+        text->resize(n > 0 ? static_cast<size_t>(n) : 0);
+    }
+    close(fd);
+    return text;
 }
 
 } // namespace
@@ -88,17 +104,9 @@ std::vector<CaptureEntry> CaptureRegistry::entries() const {
     while (dirent* ent = readdir(d)) {
         std::string name = ent->d_name;
         if (!name.ends_with(".json")) continue;
-        int fd = openat(fd_, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-        if (fd < 0) continue;
-        struct stat st {};
-        std::string text;
-        if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size < kMaxEntryBytes) {
-            text.resize(static_cast<size_t>(st.st_size));
-            ssize_t n = pread(fd, text.data(), text.size(), 0);
-            text.resize(n > 0 ? static_cast<size_t>(n) : 0);
-        }
-        close(fd);
-        if (auto e = parse_entry(text); e && entry_name(*e) == name) out.push_back(std::move(*e));
+        auto text = read_small(fd_, name, kMaxEntryBytes);
+        if (!text) continue;
+        if (auto e = parse_entry(*text); e && entry_name(*e) == name) out.push_back(std::move(*e));
     }
     closedir(d);
     return out;
@@ -122,6 +130,64 @@ Result<void> CaptureRegistry::add(const CaptureEntry& e) {
 }
 
 void CaptureRegistry::remove(const CaptureEntry& e) { unlinkat(fd_, entry_name(e).c_str(), 0); }
+
+namespace {
+
+// "<kind>-<pid>-<ticks>.json" of this process; empty when /proc/self/stat cannot be read.
+std::string own_published_name(const std::string& kind) {
+    auto self = read_proc_stat(getpid());
+    return self ? fmt::format("{}-{}-{}.json", kind, getpid(), self->start_time_ticks) : std::string();
+}
+
+} // namespace
+
+Result<void> CaptureRegistry::publish(const std::string& kind, const std::string& text) {
+    std::string name = own_published_name(kind);
+    if (name.empty()) return make_error(ExitCode::Internal, "cannot read /proc/self/stat");
+    std::string temp = name + ".new";
+    unlinkat(fd_, temp.c_str(), 0);
+    int fd = openat(fd_, temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) return make_error(ExitCode::Internal, fmt::format("cannot write {}/{}: {}", dir_, temp, strerror(errno)));
+    bool ok = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+    close(fd);
+    if (!ok || renameat(fd_, temp.c_str(), fd_, name.c_str()) != 0) {
+        unlinkat(fd_, temp.c_str(), 0);
+        return make_error(ExitCode::Internal, fmt::format("cannot write {}/{}", dir_, name));
+    }
+    return {};
+}
+
+void CaptureRegistry::unpublish(const std::string& kind) {
+    if (std::string name = own_published_name(kind); !name.empty()) unlinkat(fd_, name.c_str(), 0);
+}
+
+std::vector<std::string> CaptureRegistry::published(const std::string& kind) const {
+    std::vector<std::string> out;
+    int dup_fd = dup(fd_);
+    if (dup_fd < 0) return out;
+    DIR* d = fdopendir(dup_fd);
+    if (!d) {
+        close(dup_fd);
+        return out;
+    }
+    rewinddir(d);
+    const std::string prefix = kind + "-";
+    while (dirent* ent = readdir(d)) {
+        std::string name = ent->d_name;
+        if (!name.starts_with(prefix) || !name.ends_with(".json")) continue;
+        int pid = 0;
+        unsigned long long ticks = 0;
+        char tail = 0;
+        if (sscanf(name.c_str() + prefix.size(), "%d-%llu.jso%c", &pid, &ticks, &tail) != 3 || tail != 'n' || pid <= 0) continue;
+        if (!CaptureEntry{pid, ticks, {}, {}, 0, 0}.running()) { // its capture was killed
+            unlinkat(fd_, name.c_str(), 0);
+            continue;
+        }
+        if (auto text = read_small(fd_, name, 16 << 20)) out.push_back(std::move(*text));
+    }
+    closedir(d);
+    return out;
+}
 
 RegisteredCapture RegisteredCapture::add(const std::string& partial, const std::string& output, int root_pid,
                                          uint64_t start_unix_ms, std::string& note) {

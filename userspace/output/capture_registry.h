@@ -38,6 +38,15 @@ public:
     Result<void> add(const CaptureEntry& e);
     void remove(const CaptureEntry& e);
 
+    // What a running capture publishes for other gtrace commands (`gtrace dump` reads the
+    // collective counts): `<kind>-<pid>-<start ticks>.json` of this process, replaced whole each
+    // time (written beside, then renamed); unpublish() removes it.
+    Result<void> publish(const std::string& kind, const std::string& text);
+    void unpublish(const std::string& kind);
+    // The texts of `kind` published by captures still running; one whose capture is gone (killed)
+    // is removed.
+    std::vector<std::string> published(const std::string& kind) const;
+
 private:
     CaptureRegistry(std::string dir, int fd) : dir_(std::move(dir)), fd_(fd) {}
     std::string dir_;

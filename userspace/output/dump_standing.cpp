@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -62,17 +63,17 @@ std::vector<RankStanding> rank_standings(const std::vector<DumpedThread>& thread
 namespace {
 
 struct Group {
-    std::string what, where;
+    std::string what, where, lag;
     bool in_collective = false;
     std::vector<int> ranks;
     std::optional<double> asleep_min, asleep_max; // over its ranks asleep
 };
 
 std::vector<Group> groups_of(const std::vector<RankStanding>& ranks) {
-    std::map<std::pair<std::string, std::string>, Group> by_place;
+    std::map<std::tuple<std::string, std::string, std::string>, Group> by_place;
     for (const auto& r : ranks) {
-        Group& g = by_place[{r.what, r.where}];
-        g.what = r.what, g.where = r.where, g.in_collective = r.in_collective;
+        Group& g = by_place[{r.what, r.where, r.lag}];
+        g.what = r.what, g.where = r.where, g.lag = r.lag, g.in_collective = r.in_collective;
         g.ranks.push_back(r.rank);
         if (r.asleep_s) {
             g.asleep_min = std::min(g.asleep_min.value_or(*r.asleep_s), *r.asleep_s);
@@ -98,12 +99,14 @@ std::string asleep_text(const Group& g) {
 std::vector<int> odd_ones_out(const std::vector<RankStanding>& ranks) {
     std::vector<Group> groups = groups_of(ranks);
     if (groups.size() < 2) return {};
-    // The ranks that wait are those in a collective; the largest such group is the job's place.
-    auto waiting = std::find_if(groups.begin(), groups.end(), [](const Group& g) { return g.in_collective; });
+    // The ranks that wait are those in a collective; the largest such group (of ranks in step) is
+    // the job's place.
+    auto waiting = std::find_if(groups.begin(), groups.end(), [](const Group& g) { return g.in_collective && g.lag.empty(); });
+    if (waiting == groups.end()) waiting = std::find_if(groups.begin(), groups.end(), [](const Group& g) { return g.lag.empty(); });
     const Group& main = waiting != groups.end() ? *waiting : groups.front();
     std::vector<int> out;
     for (const auto& r : ranks)
-        if (std::find(main.ranks.begin(), main.ranks.end(), r.rank) == main.ranks.end()) out.push_back(r.rank);
+        if (std::find(main.ranks.begin(), main.ranks.end(), r.rank) == main.ranks.end() || !r.lag.empty()) out.push_back(r.rank);
     return out;
 }
 
@@ -118,10 +121,10 @@ std::string format_standings(const std::vector<RankStanding>& ranks) {
         std::string place = g.where.empty() ? printable(g.what)
                             : function_of(g.where) == g.what ? printable(g.where)
                                                              : printable(g.what) + " at " + printable(g.where);
-        out += fmt::format("  {} {} {}{}{}\n", who, g.in_collective ? "wait in" : (g.ranks.size() == 1 ? "is in" : "are in"), place,
+        out += fmt::format("  {} {} {}{}{}\n", who, g.in_collective ? (g.ranks.size() == 1 ? "waits in" : "wait in") : (g.ranks.size() == 1 ? "is in" : "are in"), place,
                            asleep_text(g),
-                           is_odd ? fmt::format(" <- the odd one{} out: the others wait for {}", g.ranks.size() == 1 ? "" : "s",
-                                                g.ranks.size() == 1 ? "it" : "them")
+                           is_odd ? fmt::format(" <- the odd one{} out{}: the others wait for {}", g.ranks.size() == 1 ? "" : "s",
+                                                g.lag.empty() ? "" : ", " + printable(g.lag), g.ranks.size() == 1 ? "it" : "them")
                                   : "");
     }
     return out;
@@ -131,7 +134,8 @@ nlohmann::json standings_json(const std::vector<RankStanding>& ranks) {
     nlohmann::json out = nlohmann::json::array();
     for (const auto& r : ranks)
         out.push_back({{"rank", r.rank}, {"pid", r.pid}, {"node", r.node}, {"what", r.what}, {"where", r.where},
-                       {"in_collective", r.in_collective}, {"asleep_s", r.asleep_s ? nlohmann::json(*r.asleep_s) : nlohmann::json()}});
+                       {"in_collective", r.in_collective}, {"asleep_s", r.asleep_s ? nlohmann::json(*r.asleep_s) : nlohmann::json()},
+                       {"lag", r.lag}});
     return out;
 }
 
@@ -147,7 +151,7 @@ Result<std::vector<RankStanding>> standings_from_json(const nlohmann::json& j, c
         s.rank = static_cast<int>(rank);
         auto text = [&](const char* key) { return r.contains(key) && r[key].is_string() ? r[key].get<std::string>() : std::string(); };
         if (r.contains("pid") && r["pid"].is_number_unsigned()) s.pid = static_cast<uint32_t>(std::min<uint64_t>(r["pid"].get<uint64_t>(), UINT32_MAX));
-        s.node = text("node"), s.what = text("what"), s.where = text("where");
+        s.node = text("node"), s.what = text("what"), s.where = text("where"), s.lag = text("lag").substr(0, 512);
         s.in_collective = r.contains("in_collective") && r["in_collective"].is_boolean() && r["in_collective"].get<bool>();
         if (r.contains("asleep_s") && r["asleep_s"].is_number() && r["asleep_s"].get<double>() >= 0 && r["asleep_s"].get<double>() < 1e9)
             s.asleep_s = r["asleep_s"].get<double>();

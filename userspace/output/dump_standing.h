@@ -25,6 +25,9 @@ struct RankStanding {
     std::string where;    // the user's line: "train_step (train.py:120)"
     bool in_collective = false;
     std::optional<double> asleep_s; // its main thread asleep this long when dumped (none: on a CPU)
+    // Behind or ahead of the other ranks on a process group ("one behind on process group 1
+    // (gloo: all_reduce)"), by a running capture's counts (output/dump_groups.h); empty: in step.
+    std::string lag;
 };
 
 // The main thread of each rank in `threads` (DumpedThread::is_rank_main), owners "rank N".
@@ -33,7 +36,8 @@ std::vector<RankStanding> rank_standings(const std::vector<DumpedThread>& thread
 // "ranks 0-2 wait in barrier at wait_for_peers (hang.py:25); rank 3 is in hang_here (hang.py:21):
 // the others wait for it" — one line per group, the odd ones out marked. Empty without ranks.
 std::string format_standings(const std::vector<RankStanding>& ranks);
-// The ranks outside the largest group waiting in a collective (none: every rank in one place).
+// The ranks outside the largest group waiting in a collective, and those behind or ahead of the
+// others on a process group (none: every rank in one place, in step).
 std::vector<int> odd_ones_out(const std::vector<RankStanding>& ranks);
 
 nlohmann::json standings_json(const std::vector<RankStanding>& ranks);

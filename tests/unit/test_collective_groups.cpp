@@ -1,0 +1,101 @@
+// Collectives per process group: what a capture counts per process (model/collective_counts.h)
+// and how `gtrace dump` tells a rank behind on a group from those counts (output/dump_groups.h).
+#include <catch2/catch.hpp>
+
+#include "model/collective_counts.h"
+#include "output/dump_groups.h"
+
+using namespace gtrace;
+
+namespace {
+
+Collective issue(uint32_t pid, uint64_t group, uint64_t t) {
+    Collective c;
+    c.pid = pid, c.tid = pid, c.start_ns = t, c.end_ns = t + 10, c.name = "all_reduce", c.backend = "gloo", c.group = group;
+    return c;
+}
+
+Collective completion(uint32_t pid, uint64_t group, uint64_t start, uint64_t end) {
+    Collective c = issue(pid, group, start);
+    c.wait = true, c.end_ns = end;
+    return c;
+}
+
+// Rank r (pid 100 + r) with groups at addresses 0x2000 (second) and 0x1000 (world): both
+// complete collective n at time 1000 n; after the last, ranks issue what `next` says.
+std::map<uint32_t, std::vector<GroupCount>> counted(int ranks, int rounds, const std::vector<std::vector<uint64_t>>& next) {
+    CollectiveCounts counts;
+    for (int r = 0; r < ranks; ++r) {
+        uint32_t pid = 100 + static_cast<uint32_t>(r);
+        for (int n = 1; n <= rounds; ++n)
+            for (uint64_t group : {0x2000ull, 0x1000ull}) {
+                counts.on_collective(issue(pid, group, 1000ull * n + static_cast<uint64_t>(r)));
+                counts.on_collective(completion(pid, group, 1000ull * n + 5, 1000ull * n + 50 + static_cast<uint64_t>(r)));
+            }
+        for (uint64_t group : next[static_cast<size_t>(r)]) counts.on_collective(issue(pid, group, 1000ull * (rounds + 1) + static_cast<uint64_t>(r)));
+    }
+    std::map<uint32_t, std::vector<GroupCount>> out;
+    nlohmann::json facts = counts.facts();
+    for (const auto& [pid, list] : facts.items()) {
+        for (const auto& g : list) {
+            GroupCount c;
+            c.backend = g["backend"], c.last = g["last"], c.last_completed_ns = g["last_completed_ns"];
+            c.recent_issues_ns = g["recent_issues_ns"].get<std::vector<uint64_t>>();
+            out[static_cast<uint32_t>(std::stoul(pid))].push_back(c);
+        }
+    }
+    return out;
+}
+
+std::vector<RankStanding> alike(int ranks) {
+    std::vector<RankStanding> out;
+    for (int r = 0; r < ranks; ++r) out.push_back({r, 100 + static_cast<uint32_t>(r), "node", "all_reduce", "main (t.py:9)", true, 3.0, ""});
+    return out;
+}
+
+} // namespace
+
+TEST_CASE("a rank that skipped a collective on one group is named, though every stack looks alike") {
+    // Ranks 0-2 entered the next all_reduce on the second group (0x2000); rank 3 skipped it and
+    // entered the world's (0x1000).
+    auto counts = counted(4, 20, {{0x2000}, {0x2000}, {0x2000}, {0x1000}});
+    auto ranks = alike(4);
+    CHECK(odd_ones_out(ranks).empty()); // the stacks alone say nothing
+    std::string lines = judge_group_lags(ranks, counts, "12:00:00");
+    // Groups by address: 0x1000 (the world) is group 0.
+    CHECK(lines.find("group 0 (gloo: all_reduce): entered after the last one every rank completed: ranks 0-2: 0, rank 3: 1") != std::string::npos);
+    CHECK(lines.find("group 1 (gloo: all_reduce): entered after the last one every rank completed: ranks 0-2: 1, rank 3: 0") != std::string::npos);
+    CHECK(ranks[3].lag == "one ahead on process group 0 (gloo: all_reduce); one behind on process group 1 (gloo: all_reduce)");
+    CHECK(ranks[0].lag.empty());
+    CHECK(odd_ones_out(ranks) == std::vector<int>{3});
+    CHECK(format_standings(ranks).find("rank 3 waits in all_reduce at main (t.py:9) (for 3 s, asleep) <- the odd one out, one ahead") !=
+          std::string::npos);
+}
+
+TEST_CASE("ranks in step on every group: no one is named") {
+    auto counts = counted(4, 20, {{0x2000}, {0x2000}, {0x2000}, {0x2000}});
+    auto ranks = alike(4);
+    std::string lines = judge_group_lags(ranks, counts, "12:00:00");
+    CHECK(lines.find("no rank behind or ahead") != std::string::npos);
+    CHECK(odd_ones_out(ranks).empty());
+    // Without a capture's counts, nothing is said.
+    auto none = alike(4);
+    CHECK(judge_group_lags(none, {}, "").empty());
+}
+
+TEST_CASE("DDP's wait on its buckets completes the groups it issued on") {
+    CollectiveCounts counts;
+    counts.on_collective(issue(7, 0x10, 100));
+    counts.on_collective(issue(7, 0x10, 200));
+    Collective ddp;
+    ddp.pid = 7, ddp.start_ns = 300, ddp.end_ns = 900, ddp.wait = true, ddp.ddp_gradients = true;
+    counts.on_collective(ddp);
+    nlohmann::json f = counts.facts();
+    CHECK(f["7"][0]["completed"] == 2);
+    CHECK(f["7"][0]["last_completed_ns"] == 900);
+    // A collective without its group (0) is not counted; a process's groups are bounded.
+    counts.on_collective(issue(7, 0, 1000));
+    for (uint64_t g = 1; g < 200; ++g) counts.on_collective(issue(8, 0x1000 + g, 10 * g));
+    CHECK(counts.facts()["8"].size() == CollectiveCounts::kMaxGroups);
+    CHECK(counts.facts()["7"][0]["issued"] == 2);
+}

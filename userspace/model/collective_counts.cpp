@@ -1,0 +1,43 @@
+#include "model/collective_counts.h"
+
+#include <algorithm>
+
+namespace gtrace {
+
+void CollectiveCounts::on_collective(const Collective& c) {
+    auto& groups = groups_[c.pid];
+    changed_ = true;
+    if (c.ddp_gradients) { // DDP waited for every bucket it issued: each group with an issue before it completed
+        for (auto& [group, g] : groups)
+            if (!g.recent_issues_ns.empty() && g.recent_issues_ns.back() <= c.start_ns && g.completed < g.issued)
+                g.completed = g.issued, g.last_completed_ns = c.end_ns;
+        return;
+    }
+    if (!c.group || (!groups.contains(c.group) && groups.size() >= kMaxGroups)) return;
+    GroupActivity& g = groups[c.group];
+    if (c.backend) g.backend = c.backend;
+    if (c.wait) {
+        ++g.completed;
+        g.last_completed_ns = std::max(g.last_completed_ns, c.end_ns);
+        return;
+    }
+    ++g.issued;
+    g.last = c.name;
+    g.recent_issues_ns.push_back(c.start_ns);
+    if (g.recent_issues_ns.size() > kRecentIssues) g.recent_issues_ns.pop_front();
+}
+
+nlohmann::json CollectiveCounts::facts() const {
+    nlohmann::json out = nlohmann::json::object();
+    for (const auto& [pid, groups] : groups_) {
+        nlohmann::json list = nlohmann::json::array();
+        for (const auto& [address, g] : groups)
+            list.push_back({{"index", list.size()}, {"backend", g.backend}, {"last", g.last}, {"issued", g.issued},
+                            {"completed", g.completed}, {"last_completed_ns", g.last_completed_ns},
+                            {"recent_issues_ns", g.recent_issues_ns}});
+        out[std::to_string(pid)] = std::move(list);
+    }
+    return out;
+}
+
+} // namespace gtrace

@@ -1,0 +1,57 @@
+// Each process's collectives per process group, for `gtrace dump` to tell which rank fell behind
+// when every rank's stack looks alike (all in all_reduce at one line): a rank that skipped a
+// collective on one group has entered one fewer there than the others. A group is the c10d
+// backend object the collective was issued on (ProcessGroupGloo, ...), by address: one process's
+// groups are told apart, and ordered by address to match them across ranks (group 0, 1, ...):
+// ranks that ran the same code (the same new_group calls, in the same order) allocated their
+// groups alike. (An assumption, not a guarantee: the dump says how it matched them.)
+//
+// Counting from the capture's start would not compare: each rank was entered a little apart, with
+// a collective in flight or not. What compares is what each rank issued after the last collective
+// of the group every rank completed: a collective completes (its wait returns) only once every
+// rank issued it, and no rank issues the next one before it completed this one (gloo, MPI; NCCL's
+// wait returns at enqueue). So each group keeps its last completion and its last issues' times,
+// and the dump, which sees every rank, counts from the earliest "last completion" (dump_standing.h).
+#pragma once
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <string>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
+#include "decode/collective.h"
+#include "foundation/process_observer.h"
+
+namespace gtrace {
+
+struct GroupActivity {
+    std::string backend;          // "gloo"
+    std::string last;             // the last collective issued ("all_reduce")
+    uint64_t issued = 0, completed = 0; // since the capture began
+    uint64_t last_completed_ns = 0;     // CLOCK_MONOTONIC; 0: none seen
+    std::deque<uint64_t> recent_issues_ns; // the last kRecentIssues issues' call entries, oldest first
+};
+
+class CollectiveCounts final : public ProcessObserver {
+public:
+    static constexpr size_t kRecentIssues = 16;
+    static constexpr size_t kMaxGroups = 64; // per process: a process's own records cannot grow it further
+
+    void on_collective(const Collective& c);
+    void process_exec(uint32_t pid) override { groups_.erase(pid); }
+    void process_gone(uint32_t pid) override { groups_.erase(pid); }
+    // Whether a collective came since the last call.
+    bool take_changed() { return std::exchange(changed_, false); }
+
+    // {"PID": [{"index", "backend", "last", "issued", "completed", "last_completed_ns",
+    // "recent_issues_ns"}, ...]}: each process's groups by address (index 0 first).
+    nlohmann::json facts() const;
+
+private:
+    std::map<uint32_t, std::map<uint64_t, GroupActivity>> groups_; // pid -> backend object -> activity
+    bool changed_ = false;
+};
+
+} // namespace gtrace
