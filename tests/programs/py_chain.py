@@ -6,7 +6,8 @@ stack (innermost first, "qualname (file:line)") as a GTRACE_PYSTACK line, then G
   python py_chain.py CUDART GO_FILE [THEN_EXEC_PYTHON]
 
 With THEN_EXEC_PYTHON, the process then execs that interpreter on this script (another
-CPython version, same PID), which makes the same calls again.
+CPython version, same PID), which makes the same calls again once GO_FILE.exec exists (the case
+creates it when gtrace says the new image's calls carry their stacks).
 """
 import ctypes
 import json
@@ -88,7 +89,7 @@ def main():
         # would replace them first (those stacks are then dropped and counted, never shown wrong).
         # 0.5 s was too short for it beside two CPU hogs on 2 cores.
         time.sleep(2.0)
-        os.execv(sys.argv[3], [sys.argv[3], HERE, sys.argv[1], go_file])
+        os.execv(sys.argv[3], [sys.argv[3], HERE, sys.argv[1], go_file + ".exec"])
     time.sleep(1.0)  # gtrace reads code objects from the live process; a real job outlives its calls
 
 

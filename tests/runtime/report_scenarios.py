@@ -145,13 +145,16 @@ def main():
             fail(f"the HTML report failed its check (html_report_check.py exited {check.returncode})")
         failures = compare(s, env["GTSIM_LOG"], env["GTRACE_TRUTH_LOG"])
     want = EXPECTED[a.scenario]
-    if contended_straggler(want, s["verdict"]):
-        print(f"note: balanced job on a contended host: {s['verdict']['evidence']}")
+    contended = contended_straggler(want, s["verdict"])
+    if contended:
+        print(f"note: a straggler measured on a contended host: {s['verdict']['evidence']}")
         want = "straggler"
     if s["verdict"]["job"] != want:
         fail(f"job verdict {s['verdict']['job']!r}, expected {want!r}")
     if a.single:
         check_single(s, printed, want)
+    elif contended:
+        pass  # which rank lagged, and each rank's own verdict, are the contended host's doing
     elif want == "straggler":
         if s.get("straggler_rank") != 1:
             fail(f"straggler rank {s.get('straggler_rank')}, expected 1")

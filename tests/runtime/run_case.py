@@ -310,6 +310,14 @@ def run_gtrace(gtrace, g, ctx, tmp):
             fail(f"gtrace never printed /{pattern}/" + (f" {count} times" if count > 1 else ""))
         for action in substitute(g["on_attached"], ctx):
             run_action(action)
+    # on_stderr: [{pattern, count, actions}]: actions once gtrace printed the count-th line
+    # matching pattern (an ordering — "this is ready" — where a case would otherwise sleep).
+    for hook in g.get("on_stderr", []):
+        def later(hook=hook):
+            if gerr.wait_for(hook["pattern"], scaled(g.get("timeout", 120)), hook.get("count", 1)):
+                for action in substitute(hook["actions"], ctx):
+                    run_action(action)
+        threading.Thread(target=later, daemon=True).start()
     if "signal_after" in g:
         time.sleep(g["signal_after"])
         gp.send_signal(getattr(signal, "SIG" + g.get("signal", "INT")))

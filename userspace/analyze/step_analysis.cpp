@@ -335,6 +335,7 @@ std::vector<ProcessAnalysis> analyze_processes(const TraceData& trace, const Ana
         r.pid = pid;
         r.rank = p.rank;
         r.origin_ns = origin;
+        r.host_cpu_pressure = trace.cpu_pressure;
         r.label = options.redact ? redact_text(p.label) : p.label; // a trace written with --no-redact, or before
         r.name = process_name(p, options.redact);
         std::vector<Span> steps = steps_from_ranges(p, marker, options.step_marker, &r.step_rule);

@@ -77,6 +77,9 @@ struct ProcessAnalysis {
     std::string name;        // "rank 0", or "pid 1234 (python3 train.py)": how the report names it
     std::string label;       // the trace's label of the process
     size_t node = 0;         // of the job's nodes (JobReport::nodes): the trace argument it came from
+    // The share of its capture in which some runnable task on its host waited for a CPU (the
+    // trace's otherData.cpu_pressure; none: not known).
+    std::optional<double> host_cpu_pressure;
     uint64_t origin_ns = 0;  // the capture's start (its trace's first event): every time below is relative to it
     std::string step_rule;   // how the steps were found
     std::vector<StepBreakdown> steps;

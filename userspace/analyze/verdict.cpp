@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "analyze/clock_alignment.h" // kContendedCpuShare
+
 namespace gtrace {
 namespace {
 
@@ -119,6 +121,15 @@ Candidate candidate(const ProcessAnalysis& r, const Shares& s) {
                             r.share[kDataLoader] * r.step_ms, busy),
                 {kDataLoader}};
     }
+    if (s[kOther] >= 0.5 && r.gpu_utilization < 0.2 && r.host_cpu_pressure && *r.host_cpu_pressure >= kContendedCpuShare)
+        // On a host whose CPUs were contended, a main thread that is runnable but waits for a CPU
+        // is neither sampled (on-CPU only) nor asleep (a preemption is not a sleep): Other.
+        return {"cpu",
+                fmt::format("the main thread is neither in CUDA, collectives or DataLoader ranges, nor sampled on a CPU, nor "
+                            "asleep, for {} of the step ({:.2f} ms per step): on this host, whose CPUs were contended {} of the "
+                            "capture (/proc/pressure/cpu), that is a runnable thread waiting for a CPU; {}",
+                            pct(s[kOther]), r.share[kOther] * r.step_ms, pct(*r.host_cpu_pressure), busy),
+                {kOther, kCpuExec}};
     if (s[kOther] >= 0.5 && r.gpu_utilization < 0.2)
         // Sampling sees on-CPU time only: a main thread that is neither in CUDA nor running
         // Python is blocked — in a training loop, waiting for its next batch.

@@ -144,6 +144,9 @@ void ProcessEvents::detect_python(int pid, const std::vector<Mapping>& maps) {
         }
         calls_.set_python_layout(static_cast<uint32_t>(pid), *r);
         s_.python_frames.set_runtime(static_cast<uint32_t>(pid), *d.runtime);
+        // Test only: tells a case when this image's calls carry their Python stacks, so that it
+        // waits for that rather than for a time.
+        if (GTRACE_TEST_HOOK("SAY_PYTHON")) print_safe(stderr, "gtrace-test: Python stacks ready in pid {}\n", pid);
     } else if (!d.unsupported.empty() && python_unsupported_.insert(static_cast<uint32_t>(pid)).second && !s_.options.quiet) {
         print_safe(stderr, "gtrace: warning: pid {}: {}; its CUDA calls are traced without Python frames\n", pid,
                    d.unsupported);
