@@ -1,5 +1,7 @@
 #include "analyze/live_trace.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "analyze/trace_reader.h"
@@ -13,6 +15,16 @@ constexpr uint64_t kCheckEvery = 4096; // spans between two looks at the budget
 template <typename T>
 uint64_t capacity_bytes(const std::vector<T>& v) {
     return v.capacity() * sizeof(T);
+}
+
+// A span of an event on its thread, as a reader makes it: its name interned, its end never
+// before its start.
+template <typename Span, typename Event>
+Span span_of(const Event& e, std::string_view name, StringPool& strings) {
+    Span s;
+    s.start_ns = e.start_ns, s.end_ns = std::max(e.start_ns, e.end_ns), s.tid = e.tid;
+    s.name = strings.intern(name);
+    return s;
 }
 
 } // namespace
@@ -42,9 +54,7 @@ void LiveTrace::check_budget() {
 void LiveTrace::call(const ApiCall& c) {
     ProcessData* p = process(c.pid);
     if (!p) return;
-    CallSpan s;
-    s.start_ns = c.start_ns, s.end_ns = std::max(c.start_ns, c.end_ns), s.tid = c.tid;
-    s.name = data_.strings.intern(api_name(c.api));
+    auto s = span_of<CallSpan>(c, api_name(c.api), data_.strings);
     if (c.stack) s.source = data_.strings.intern(c.stack->source);
     if (c.copy_kind) s.kind = data_.strings.intern(copy_kind_name(*c.copy_kind));
     s.bytes = c.bytes.value_or(0), s.correlation = c.correlation;
@@ -55,9 +65,7 @@ void LiveTrace::call(const ApiCall& c) {
 void LiveTrace::torch_range(const TorchRange& r) {
     ProcessData* p = process(r.pid);
     if (!p) return;
-    RangeSpan s;
-    s.start_ns = r.start_ns, s.end_ns = std::max(r.start_ns, r.end_ns), s.tid = r.tid;
-    s.name = data_.strings.intern(r.name);
+    auto s = span_of<RangeSpan>(r, r.name, data_.strings);
     if (r.off_cpu) {
         if (r.stack) s.source = data_.strings.intern(r.stack->source);
         p->off_cpu.push_back(s);
@@ -70,9 +78,7 @@ void LiveTrace::torch_range(const TorchRange& r) {
 void LiveTrace::collective(const Collective& c) {
     ProcessData* p = process(c.pid);
     if (!p) return;
-    CollectiveSpan s;
-    s.start_ns = c.start_ns, s.end_ns = std::max(c.start_ns, c.end_ns), s.tid = c.tid;
-    s.name = data_.strings.intern(c.name);
+    auto s = span_of<CollectiveSpan>(c, c.name, data_.strings);
     s.wait = c.wait, s.issued_ns = c.wait ? c.issued_ns : 0;
     p->collectives.push_back(s);
     counted();

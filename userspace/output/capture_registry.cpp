@@ -91,8 +91,9 @@ CaptureRegistry::~CaptureRegistry() {
     if (fd_ >= 0) close(fd_);
 }
 
-std::vector<CaptureEntry> CaptureRegistry::entries() const {
-    std::vector<CaptureEntry> out;
+// The names of the registry's *.json files (read once, then looked at: a file removed meanwhile is skipped by its reader).
+std::vector<std::string> CaptureRegistry::json_names() const {
+    std::vector<std::string> out;
     int dup_fd = dup(fd_);
     if (dup_fd < 0) return out;
     DIR* d = fdopendir(dup_fd);
@@ -101,14 +102,19 @@ std::vector<CaptureEntry> CaptureRegistry::entries() const {
         return out;
     }
     rewinddir(d);
-    while (dirent* ent = readdir(d)) {
-        std::string name = ent->d_name;
-        if (!name.ends_with(".json")) continue;
+    while (dirent* ent = readdir(d))
+        if (std::string name = ent->d_name; name.ends_with(".json")) out.push_back(std::move(name));
+    closedir(d);
+    return out;
+}
+
+std::vector<CaptureEntry> CaptureRegistry::entries() const {
+    std::vector<CaptureEntry> out;
+    for (const std::string& name : json_names()) {
         auto text = read_small(fd_, name, kMaxEntryBytes);
         if (!text) continue;
         if (auto e = parse_entry(*text); e && entry_name(*e) == name) out.push_back(std::move(*e));
     }
-    closedir(d);
     return out;
 }
 
@@ -163,18 +169,9 @@ void CaptureRegistry::unpublish(const std::string& kind) {
 
 std::vector<std::string> CaptureRegistry::published(const std::string& kind) const {
     std::vector<std::string> out;
-    int dup_fd = dup(fd_);
-    if (dup_fd < 0) return out;
-    DIR* d = fdopendir(dup_fd);
-    if (!d) {
-        close(dup_fd);
-        return out;
-    }
-    rewinddir(d);
     const std::string prefix = kind + "-";
-    while (dirent* ent = readdir(d)) {
-        std::string name = ent->d_name;
-        if (!name.starts_with(prefix) || !name.ends_with(".json")) continue;
+    for (const std::string& name : json_names()) {
+        if (!name.starts_with(prefix)) continue;
         int pid = 0;
         unsigned long long ticks = 0;
         char tail = 0;
@@ -185,7 +182,6 @@ std::vector<std::string> CaptureRegistry::published(const std::string& kind) con
         }
         if (auto text = read_small(fd_, name, 16 << 20)) out.push_back(std::move(*text));
     }
-    closedir(d);
     return out;
 }
 

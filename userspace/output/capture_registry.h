@@ -49,6 +49,7 @@ public:
 
 private:
     CaptureRegistry(std::string dir, int fd) : dir_(std::move(dir)), fd_(fd) {}
+    std::vector<std::string> json_names() const;
     std::string dir_;
     int fd_ = -1;
 };
