@@ -4,7 +4,10 @@ time, whichever comes first), then exits. Under torchrun each rank does the same
 time makes the work a sampler sees the same on a busy host as on an idle one: beside two CPU hogs
 a rank gets a third of a core, and a wall-clock loop then gives a third of the samples.
 
-  python py_hot.py [--cpu-seconds C] [--seconds S]
+  python py_hot.py [--cpu-seconds C] [--seconds S] [--go-file F]
+
+With --go-file, the work (and its clock) starts once F exists: the case creates it once gtrace
+has attached, so that attaching does not eat into the CPU time the samples are taken from.
 """
 import os
 import sys
@@ -26,6 +29,10 @@ def hot_loop(cpu_until, deadline):
 def main():
     cpu_seconds, seconds = arg("--cpu-seconds", float("inf")), arg("--seconds", 5.0 if "--cpu-seconds" not in sys.argv else 120.0)
     print(f"ready {os.getpid()} rank {os.environ.get('RANK', '-')}", flush=True)
+    if "--go-file" in sys.argv:
+        go = sys.argv[sys.argv.index("--go-file") + 1]
+        while not os.path.exists(go):
+            time.sleep(0.01)
     hot_loop(time.process_time() + cpu_seconds, time.monotonic() + seconds)
 
 

@@ -19,6 +19,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 NOBODY = pwd.getpwnam("nobody")
@@ -51,21 +52,25 @@ def capture(build, pid, tmp, name, seconds):
     g = subprocess.Popen([os.path.join(build, "gtrace"), "attach", "--pid", str(pid), "-o", out, "--sample-hz", "0"],
                          stderr=subprocess.PIPE, text=True)
     STARTED.append(g)
-    lines, deadline = [], time.time() + 90
-    while time.time() < deadline:
-        line = g.stderr.readline()
-        if not line:
-            break
-        lines.append(line)
-        if "GPU agent active in pid" in line:
-            time.sleep(seconds)
-            break
+    lines, active = [], threading.Event()
+
+    def read():  # on a thread: a capture whose agent never answers must fail, not hang
+        for line in g.stderr:
+            lines.append(line)
+            if "GPU agent active in pid" in line:
+                active.set()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    if active.wait(timeout=90):
+        time.sleep(seconds)
     g.send_signal(signal.SIGINT)
     try:
-        rest = g.communicate(timeout=120)[1]
+        g.wait(timeout=120)
     except subprocess.TimeoutExpired:
         fail(f"the {name} capture did not end on SIGINT")
-    printed = "".join(lines) + rest
+    reader.join(timeout=10)
+    printed = "".join(lines)
     print(printed, flush=True)
     if g.returncode != 0 or "1 agents (1 active" not in printed:
         fail(f"the {name} capture got no active agent (exit {g.returncode})")

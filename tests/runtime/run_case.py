@@ -311,12 +311,15 @@ def run_gtrace(gtrace, g, ctx, tmp):
         for action in substitute(g["on_attached"], ctx):
             run_action(action)
     # on_stderr: [{pattern, count, actions}]: actions once gtrace printed the count-th line
-    # matching pattern (an ordering — "this is ready" — where a case would otherwise sleep).
+    # matching pattern (an ordering — "this is ready" — where a case would otherwise sleep). A
+    # pattern never printed fails the case once gtrace has ended.
+    hooks_done = []
     for hook in g.get("on_stderr", []):
         def later(hook=hook):
             if gerr.wait_for(hook["pattern"], scaled(g.get("timeout", 120)), hook.get("count", 1)):
                 for action in substitute(hook["actions"], ctx):
                     run_action(action)
+                hooks_done.append(hook["pattern"])
         threading.Thread(target=later, daemon=True).start()
     if "signal_after" in g:
         time.sleep(g["signal_after"])
@@ -326,7 +329,13 @@ def run_gtrace(gtrace, g, ctx, tmp):
     except subprocess.TimeoutExpired:
         gp.kill()
         fail("gtrace did not stop in time")
-    return rc, gerr.text(), gout.text(), gp.pid
+    err_text = gerr.text()
+    time.sleep(0.1)  # a hook whose line came last runs its actions
+    for hook in g.get("on_stderr", []):
+        if hook["pattern"] not in hooks_done:
+            fail(f"gtrace never printed /{hook['pattern']}/" + (f" {hook['count']} times" if hook.get("count", 1) > 1 else "") +
+                 " (on_stderr)")
+    return rc, err_text, gout.text(), gp.pid
 
 
 def stop_programs(programs):

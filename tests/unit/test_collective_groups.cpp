@@ -23,7 +23,7 @@ Collective completion(uint32_t pid, uint64_t group, uint64_t start, uint64_t end
 
 // Rank r (pid 100 + r) with groups at addresses 0x2000 (second) and 0x1000 (world): both
 // complete collective n at time 1000 n; after the last, ranks issue what `next` says.
-std::map<uint32_t, std::vector<GroupCount>> counted(int ranks, int rounds, const std::vector<std::vector<uint64_t>>& next) {
+PublishedCounts counted(int ranks, int rounds, const std::vector<std::vector<uint64_t>>& next) {
     CollectiveCounts counts;
     for (int r = 0; r < ranks; ++r) {
         uint32_t pid = 100 + static_cast<uint32_t>(r);
@@ -34,18 +34,21 @@ std::map<uint32_t, std::vector<GroupCount>> counted(int ranks, int rounds, const
             }
         for (uint64_t group : next[static_cast<size_t>(r)]) counts.on_collective(issue(pid, group, 1000ull * (rounds + 1) + static_cast<uint64_t>(r)));
     }
-    std::map<uint32_t, std::vector<GroupCount>> out;
+    PublishedCounts out;
+    out.since = "12:00:00", out.last_change_ns = counts.last_change_ns();
     nlohmann::json facts = counts.facts();
     for (const auto& [pid, list] : facts.items()) {
         for (const auto& g : list) {
             GroupCount c;
             c.backend = g["backend"], c.last = g["last"], c.last_completed_ns = g["last_completed_ns"];
             c.recent_issues_ns = g["recent_issues_ns"].get<std::vector<uint64_t>>();
-            out[static_cast<uint32_t>(std::stoul(pid))].push_back(c);
+            out.groups[static_cast<uint32_t>(std::stoul(pid))].push_back(c);
         }
     }
     return out;
 }
+
+constexpr uint64_t kLater = 1'000'000'000'000; // the dump, long after the last collective
 
 std::vector<RankStanding> alike(int ranks) {
     std::vector<RankStanding> out;
@@ -61,7 +64,7 @@ TEST_CASE("a rank that skipped a collective on one group is named, though every 
     auto counts = counted(4, 20, {{0x2000}, {0x2000}, {0x2000}, {0x1000}});
     auto ranks = alike(4);
     CHECK(odd_ones_out(ranks).empty()); // the stacks alone say nothing
-    std::string lines = judge_group_lags(ranks, counts, "12:00:00");
+    std::string lines = judge_group_lags(ranks, counts, kLater);
     // Groups by address: 0x1000 (the world) is group 0.
     CHECK(lines.find("group 0 (gloo: all_reduce): entered after the last one every rank completed: ranks 0-2: 0, rank 3: 1") != std::string::npos);
     CHECK(lines.find("group 1 (gloo: all_reduce): entered after the last one every rank completed: ranks 0-2: 1, rank 3: 0") != std::string::npos);
@@ -75,12 +78,27 @@ TEST_CASE("a rank that skipped a collective on one group is named, though every 
 TEST_CASE("ranks in step on every group: no one is named") {
     auto counts = counted(4, 20, {{0x2000}, {0x2000}, {0x2000}, {0x2000}});
     auto ranks = alike(4);
-    std::string lines = judge_group_lags(ranks, counts, "12:00:00");
+    std::string lines = judge_group_lags(ranks, counts, kLater);
     CHECK(lines.find("no rank behind or ahead") != std::string::npos);
     CHECK(odd_ones_out(ranks).empty());
     // Without a capture's counts, nothing is said.
     auto none = alike(4);
-    CHECK(judge_group_lags(none, {}, "").empty());
+    CHECK(judge_group_lags(none, {}, kLater).empty());
+}
+
+TEST_CASE("counts still changing, or groups that do not line up, are not compared") {
+    auto counts = counted(4, 20, {{0x2000}, {0x2000}, {0x2000}, {0x1000}});
+    auto ranks = alike(4);
+    // The dump a second after the last collective: the job still makes progress.
+    std::string lines = judge_group_lags(ranks, counts, counts.last_change_ns + 1'000'000'000);
+    CHECK(lines.find("not compared: the last collective was 1.0 s ago") != std::string::npos);
+    CHECK(ranks[3].lag.empty());
+    // A rank that used one group only since the capture began: the groups' order says nothing.
+    counts.groups[103].pop_back();
+    lines = judge_group_lags(ranks, counts, kLater);
+    CHECK(lines.find("not compared: the ranks used different groups since the capture began (ranks 0-2: 2 groups, rank 3: 1 group)") !=
+          std::string::npos);
+    CHECK(odd_ones_out(ranks).empty());
 }
 
 TEST_CASE("DDP's wait on its buckets completes the groups it issued on") {

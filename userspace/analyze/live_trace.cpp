@@ -6,6 +6,7 @@
 
 #include "analyze/trace_reader.h"
 #include "format/api_table.h"
+#include "format/json_traces.h"
 
 namespace gtrace {
 namespace {
@@ -17,20 +18,34 @@ uint64_t capacity_bytes(const std::vector<T>& v) {
     return v.capacity() * sizeof(T);
 }
 
-// A span of an event on its thread, as a reader makes it: its name interned, its end never
-// before its start.
+// A span of an event on its thread, as a reader makes it: its end never before its start.
 template <typename Span, typename Event>
-Span span_of(const Event& e, std::string_view name, StringPool& strings) {
+Span span_of(const Event& e, std::string_view name) {
     Span s;
     s.start_ns = e.start_ns, s.end_ns = std::max(e.start_ns, e.end_ns), s.tid = e.tid;
-    s.name = strings.intern(name);
+    s.name = name;
     return s;
+}
+
+// A process's label or command line as the JSON formats' metadata gives it back: written by
+// nlohmann's dump, invalid UTF-8 replaced (U+FFFD).
+std::string as_json_metadata(const std::string& s) {
+    return nlohmann::json::parse(nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)).get<std::string>();
 }
 
 } // namespace
 
 // Each span as trace_reader.h makes it of the event a writer makes of it (chrome_trace.cpp):
 // the same names, the same strings, an end never before its start.
+
+std::string_view LiveTrace::text(std::string_view s) {
+    if (form_.ascii_texts && std::any_of(s.begin(), s.end(), [](char c) { return static_cast<unsigned char>(c) >= 0x80; })) {
+        scratch_.assign(s);
+        for (char& c : scratch_) c = json_trace_char(static_cast<unsigned char>(c));
+        return data_.strings.intern(scratch_);
+    }
+    return data_.strings.intern(s);
+}
 
 ProcessData* LiveTrace::process(uint32_t pid) {
     if (dropped_) return nullptr;
@@ -54,20 +69,21 @@ void LiveTrace::check_budget() {
 void LiveTrace::call(const ApiCall& c) {
     ProcessData* p = process(c.pid);
     if (!p) return;
-    auto s = span_of<CallSpan>(c, api_name(c.api), data_.strings);
-    if (c.stack) s.source = data_.strings.intern(c.stack->source);
-    if (c.copy_kind) s.kind = data_.strings.intern(copy_kind_name(*c.copy_kind));
+    auto s = span_of<CallSpan>(c, text(api_name(c.api)));
+    if (c.stack) s.source = text(c.stack->source);
+    if (c.copy_kind) s.kind = text(copy_kind_name(*c.copy_kind));
     s.bytes = c.bytes.value_or(0), s.correlation = c.correlation;
     p->calls.push_back(s);
     counted();
 }
 
 void LiveTrace::torch_range(const TorchRange& r) {
+    if (r.off_cpu && !form_.off_cpu) return;
     ProcessData* p = process(r.pid);
     if (!p) return;
-    auto s = span_of<RangeSpan>(r, r.name, data_.strings);
+    auto s = span_of<RangeSpan>(r, text(r.name));
     if (r.off_cpu) {
-        if (r.stack) s.source = data_.strings.intern(r.stack->source);
+        if (r.stack) s.source = text(r.stack->source);
         p->off_cpu.push_back(s);
     } else {
         p->ranges.push_back(s);
@@ -78,7 +94,7 @@ void LiveTrace::torch_range(const TorchRange& r) {
 void LiveTrace::collective(const Collective& c) {
     ProcessData* p = process(c.pid);
     if (!p) return;
-    auto s = span_of<CollectiveSpan>(c, c.name, data_.strings);
+    auto s = span_of<CollectiveSpan>(c, text(c.name));
     s.wait = c.wait, s.issued_ns = c.wait ? c.issued_ns : 0;
     p->collectives.push_back(s);
     counted();
@@ -90,11 +106,11 @@ void LiveTrace::gpu_op(const GpuOp& op) {
     if (!p) return;
     GpuSpan g;
     g.start_ns = op.start_ns, g.end_ns = std::max(op.start_ns, op.end_ns);
-    g.name = data_.strings.intern(op.name);
+    g.name = text(op.name);
     g.kind = op.kind == GpuOpKind::Kernel ? GpuKind::Kernel : op.kind == GpuOpKind::Memcpy ? GpuKind::Memcpy : GpuKind::Memset;
     g.bytes = op.kind == GpuOpKind::Kernel ? 0 : op.bytes;
     std::string_view copy_kind = op.kind == GpuOpKind::Memcpy ? std::string_view(op.copy_kind) : std::string_view();
-    g.copy_kind = data_.strings.intern(copy_kind.empty() ? trace_reader::copy_kind_of(g.name) : copy_kind);
+    g.copy_kind = copy_kind.empty() ? data_.strings.intern(trace_reader::copy_kind_of(g.name)) : text(copy_kind);
     g.correlation = op.correlation;
     p->gpu.push_back(g);
     counted();
@@ -112,7 +128,7 @@ void LiveTrace::sample_frame_begin(const SampleFrame& f, uint64_t ts_ns) {
     if (f.tid != f.pid || dropped_) return; // the report reads the main thread's samples only
     auto& open = open_frames_[f.pid];
     open.resize(f.depth);
-    open.emplace_back(data_.strings.intern(f.frame.text()), ts_ns);
+    open.emplace_back(text(f.frame.text()), ts_ns);
 }
 
 void LiveTrace::sample_frame_end(uint32_t pid, uint32_t tid, size_t depth, uint64_t ts_ns) {
@@ -132,10 +148,10 @@ void LiveTrace::metadata(const TraceModel& model) {
     if (dropped_) return;
     for (const auto& [pid, info] : model.processes()) {
         ProcessData* p = process(pid);
-        p->label = info.label();
+        p->label = form_.ascii_texts ? as_json_metadata(info.label()) : info.label();
         p->rank = info.ranks.rank;
         p->forked = info.forked_from.has_value();
-        p->cmdline = info.cmdline;
+        p->cmdline = form_.ascii_texts ? as_json_metadata(info.cmdline) : info.cmdline;
     }
 }
 

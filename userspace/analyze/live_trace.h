@@ -22,10 +22,17 @@
 
 namespace gtrace {
 
+// How the trace being written keeps what the analysis reads, so that the spans are what a reader
+// of that trace gets back.
+struct TraceForm {
+    bool ascii_texts = false; // JSON formats: event texts in ASCII, '?' for a byte past 0x7f (format/json_traces.h)
+    bool off_cpu = true;      // Kineto writes no off-CPU slice
+};
+
 class LiveTrace final : public EventConsumer {
 public:
     static constexpr uint64_t kDefaultMaxBytes = 256ull << 20;
-    explicit LiveTrace(uint64_t max_bytes = kDefaultMaxBytes) : max_bytes_(max_bytes) {}
+    explicit LiveTrace(uint64_t max_bytes = kDefaultMaxBytes, TraceForm form = {}) : max_bytes_(max_bytes), form_(form) {}
 
     void call(const ApiCall& c) override;
     void torch_range(const TorchRange& r) override;
@@ -49,11 +56,14 @@ private:
     ProcessData* process(uint32_t pid);
     void counted(); // one more span kept: checks the budget now and then
     void check_budget(); // past it: every span let go
+    std::string_view text(std::string_view s); // interned as the trace gives it back
 
     TraceData data_;
     // Main threads' open sample frames (other threads' are not analysed): name and start, by depth.
     std::map<uint32_t, std::vector<std::pair<std::string_view, uint64_t>>> open_frames_;
     uint64_t max_bytes_;
+    TraceForm form_;
+    std::string scratch_;
     uint64_t spans_ = 0;
     bool dropped_ = false;
     uint64_t spans_at_drop_ = 0, bytes_at_drop_ = 0;

@@ -48,8 +48,9 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 
 } // namespace
 
-Capture::Capture(const CaptureOptions& o, std::unique_ptr<BpfSession> bpf, std::chrono::steady_clock::time_point started)
-    : options_(o), started_(started), bpf_(std::move(bpf)) {
+Capture::Capture(const CaptureOptions& o, std::unique_ptr<BpfSession> bpf, std::chrono::steady_clock::time_point started,
+                 uint64_t start_wall_unix_ms)
+    : options_(o), started_(started), start_wall_unix_ms_(start_wall_unix_ms), bpf_(std::move(bpf)) {
     // Each component that keeps state per process, in the order they let it go.
     for (ProcessObserver* c : std::initializer_list<ProcessObserver*>{&target_files_, &kernel_names_, &addresses_, &python_frames_,
                                                                      &stacks_, &calls_, &memory_, &backward_, &autograd_,
@@ -66,11 +67,13 @@ Result<std::unique_ptr<Capture>> Capture::attach(const CaptureOptions& options) 
     if (auto r = check_privileges(); !r) return r.error();
     if (auto r = check_btf(); !r) return r.error();
     auto started = std::chrono::steady_clock::now(); // --delay and --duration count from here
+    auto start_wall_unix_ms = static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
     std::optional<uint64_t> cpu_pressure_at_start = cpu_pressure_some_us();
     auto bpf = BpfSession::create(
         {options.ring_buffer_bytes, options.py_stack_every, options.sample_hz, options.bpf_stats, options.off_cpu});
     if (!bpf) return bpf.error();
-    std::unique_ptr<Capture> c(new Capture(options, std::move(*bpf), started));
+    std::unique_ptr<Capture> c(new Capture(options, std::move(*bpf), started, start_wall_unix_ms));
     c->cpu_pressure_at_start_us_ = cpu_pressure_at_start;
     if (auto r = c->open_writer(); !r) return r.error();
     std::string note;
@@ -97,7 +100,7 @@ Result<void> Capture::open_writer() {
             writer_.set_writer(std::move(*writer));
             return {};
         }
-        analysis_ = std::make_unique<LiveTrace>(o.analysis_max_bytes);
+        analysis_ = std::make_unique<LiveTrace>(o.analysis_max_bytes, analysis_form(o.format));
         writer_.set_writer(std::make_unique<ObservedWriter>(std::move(*writer), *analysis_));
         return {};
     }
@@ -125,7 +128,7 @@ void Capture::publish_collective_counts() {
         publisher_.emplace(std::move(*registry));
     }
     nlohmann::json j = {{"capture_pid", getpid()}, {"root_pid", options_.pid}, {"start_unix_ms", start_wall_unix_ms_},
-                        {"processes", collective_counts_.facts()}};
+                        {"last_change_ns", collective_counts_.last_change_ns()}, {"processes", collective_counts_.facts()}};
     if (auto r = publisher_->publish("collectives", j.dump()); !r) {
         publish_failed_ = true;
         if (!options_.quiet) print_safe(stderr, "gtrace: note: gtrace dump will not see the collective counts: {}\n", r.error().message);

@@ -46,7 +46,8 @@ public:
     void on_off_cpu(const gt_offcpu_event& e) override { samples_.on_off_cpu(e); }
 
 private:
-    Capture(const CaptureOptions& o, std::unique_ptr<BpfSession> bpf, std::chrono::steady_clock::time_point started);
+    Capture(const CaptureOptions& o, std::unique_ptr<BpfSession> bpf, std::chrono::steady_clock::time_point started,
+            uint64_t start_wall_unix_ms);
     Result<void> open_writer();
     std::string stop_reason() const; // empty: go on
     void print_status(double elapsed_s);
@@ -62,8 +63,7 @@ private:
     // shared through a hub): the stages' state in pipeline order, then the event handlers.
     const CaptureOptions options_;
     const std::chrono::steady_clock::time_point started_;
-    const uint64_t start_wall_unix_ms_ = static_cast<uint64_t>(
-        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+    const uint64_t start_wall_unix_ms_; // read with started_
     std::optional<uint64_t> cpu_pressure_at_start_us_; // discover/cpu_pressure.h; nullopt without PSI
     TargetFiles target_files_; // a target's files, opened as it sees them (before what reads them)
     std::unique_ptr<BpfSession> bpf_;
@@ -76,6 +76,7 @@ private:
     PythonFrames python_frames_;
     PythonStacks stacks_{python_frames_}; // interned by BPF: defined once, named by id after
     TraceModel model_{options_.redact};
+    std::unique_ptr<LiveTrace> analysis_; // the report's spans, built as the events go to the writer (which holds it: declared before)
     AdmissionFilter writer_; // the script's admission in front of the format's writer
     GpuJoin join_{[this](const CallRef& call, const GpuOp& op) { writer_.flow(call, op); }};
     GpuMemory memory_{[this](const MemorySample& m) { writer_.memory(m); }};
@@ -83,7 +84,6 @@ private:
     AutogradLinks autograd_;  // --autograd-links: a backward launch's forward op
     CollectiveCounts collective_counts_; // per process group, published for gtrace dump
     DeferredError errors_;    // the first failure inside an event callback ends the loop
-    std::unique_ptr<LiveTrace> analysis_; // the report's spans, built as the events go to the writer
 
     CallEvents calls_{{options_, model_, stacks_, kernel_names_, backward_, autograd_, writer_, memory_, join_, agents_, cuda_probes_,
                        errors_}};

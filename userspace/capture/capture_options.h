@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gtrace/agent.h"
+#include "analyze/live_trace.h"
 #include "analyze/trace_data.h"
 #include "decode/torch_range.h"
 #include "output/trace_formats.h"
@@ -70,6 +71,10 @@ struct CaptureResult {
     std::string write_failure;
     bool write_failure_reported = false; // already printed (record prints it before the command ends)
 };
+
+// What the live analysis must know of the format being written to give what `gtrace report` reads
+// back from it (analyze/live_trace.h).
+inline TraceForm analysis_form(TraceFormat f) { return {f != TraceFormat::Pftrace, f != TraceFormat::Kineto}; }
 
 // Set by the CLI's SIGINT/SIGTERM handler; the capture loop stops at the next wakeup.
 extern std::atomic<int> g_stop_signal;

@@ -58,8 +58,8 @@ private:
     BpfSession& bpf_;
     FlightRecorder& recorder_;
     FactsNow facts_now_;
-    // The last window's events, as the last dump is written; its spans bounded as the store is.
-    LiveTrace final_analysis_{recorder_.limits().max_bytes};
+    // The last window's events, as the last dump is written.
+    LiveTrace final_analysis_{options_.analysis_max_bytes, analysis_form(options_.format)};
     std::deque<Pending> pending_;
     std::future<Outcome> running_;
     int signals_seen_ = 0;

@@ -98,8 +98,7 @@ Result<void> run_dump(const DumpOptions& options, const std::atomic<int>& stop) 
     // What a capture running on this host counted per process group: a rank behind on one.
     std::set<uint32_t> rank_pids;
     for (const auto& s : standings) rank_pids.insert(s.pid);
-    std::string since;
-    std::string group_lines = judge_group_lags(standings, published_group_counts(rank_pids, &since), since);
+    std::string group_lines = judge_group_lags(standings, published_group_counts(rank_pids), monotonic_now_ns());
     print_safe(stdout, "{}", format_dump(heading, threads));
     if (!standings.empty()) print_safe(stdout, "\n{}", format_standings(standings));
     if (!group_lines.empty()) print_safe(stdout, "{}", group_lines);

@@ -7,6 +7,7 @@ namespace gtrace {
 void CollectiveCounts::on_collective(const Collective& c) {
     auto& groups = groups_[c.pid];
     changed_ = true;
+    last_change_ns_ = std::max(last_change_ns_, c.end_ns);
     if (c.ddp_gradients) { // DDP waited for every bucket it issued: each group with an issue before it completed
         for (auto& [group, g] : groups)
             if (!g.recent_issues_ns.empty() && g.recent_issues_ns.back() <= c.start_ns && g.completed < g.issued)

@@ -36,7 +36,7 @@ struct GroupActivity {
 
 class CollectiveCounts final : public ProcessObserver {
 public:
-    static constexpr size_t kRecentIssues = 16;
+    static constexpr size_t kRecentIssues = 64; // DDP issues one per bucket
     static constexpr size_t kMaxGroups = 64; // per process: a process's own records cannot grow it further
 
     void on_collective(const Collective& c);
@@ -44,6 +44,9 @@ public:
     void process_gone(uint32_t pid) override { groups_.erase(pid); }
     // Whether a collective came since the last call.
     bool take_changed() { return std::exchange(changed_, false); }
+    // When the last collective was issued or completed (CLOCK_MONOTONIC; 0: none yet): a dump
+    // compares the counts only once they stand still (the job hangs).
+    uint64_t last_change_ns() const { return last_change_ns_; }
 
     // {"PID": [{"index", "backend", "last", "issued", "completed", "last_completed_ns",
     // "recent_issues_ns"}, ...]}: each process's groups by address (index 0 first).
@@ -52,6 +55,7 @@ public:
 private:
     std::map<uint32_t, std::map<uint64_t, GroupActivity>> groups_; // pid -> backend object -> activity
     bool changed_ = false;
+    uint64_t last_change_ns_ = 0;
 };
 
 } // namespace gtrace

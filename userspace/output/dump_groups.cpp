@@ -14,7 +14,7 @@ namespace gtrace {
 namespace {
 
 constexpr size_t kMaxGroups = 64; // per process, as counted (model/collective_counts.h)
-constexpr size_t kMaxIssues = 64;
+constexpr size_t kMaxIssues = 64; // as kept (model/collective_counts.h)
 
 // A published file is another gtrace's, in root's registry: still, every field is checked.
 std::vector<GroupCount> groups_from_json(const nlohmann::json& list) {
@@ -41,8 +41,8 @@ std::string count_word(int64_t n) {
 
 } // namespace
 
-std::map<uint32_t, std::vector<GroupCount>> published_group_counts(const std::set<uint32_t>& pids, std::string* since) {
-    std::map<uint32_t, std::vector<GroupCount>> out;
+PublishedCounts published_group_counts(const std::set<uint32_t>& pids) {
+    PublishedCounts out;
     auto registry = CaptureRegistry::open();
     if (!registry) return out;
     for (const std::string& text : registry->published("collectives")) {
@@ -51,28 +51,51 @@ std::map<uint32_t, std::vector<GroupCount>> published_group_counts(const std::se
         bool used = false;
         for (const auto& [key, list] : j["processes"].items()) {
             uint32_t pid = static_cast<uint32_t>(std::strtoul(key.c_str(), nullptr, 10));
-            if (!pids.contains(pid) || out.contains(pid)) continue;
-            out[pid] = groups_from_json(list);
+            if (!pids.contains(pid) || out.groups.contains(pid)) continue;
+            out.groups[pid] = groups_from_json(list);
             used = true;
         }
-        if (used && since && since->empty() && j.contains("start_unix_ms") && j["start_unix_ms"].is_number_unsigned()) {
+        if (!used) continue;
+        if (j.contains("last_change_ns") && j["last_change_ns"].is_number_unsigned())
+            out.last_change_ns = std::max(out.last_change_ns, j["last_change_ns"].get<uint64_t>());
+        if (out.since.empty() && j.contains("start_unix_ms") && j["start_unix_ms"].is_number_unsigned()) {
             std::time_t t = static_cast<std::time_t>(j["start_unix_ms"].get<uint64_t>() / 1000);
             char stamp[32];
             std::strftime(stamp, sizeof stamp, "%H:%M:%S", std::localtime(&t));
-            *since = stamp;
+            out.since = stamp;
         }
     }
     return out;
 }
 
-std::string judge_group_lags(std::vector<RankStanding>& ranks, const std::map<uint32_t, std::vector<GroupCount>>& counts,
-                             const std::string& since) {
+std::string judge_group_lags(std::vector<RankStanding>& ranks, const PublishedCounts& published, uint64_t now_ns) {
+    const auto& counts = published.groups;
     size_t groups = 0;
+    std::map<std::vector<std::string>, std::vector<int>> shapes; // each rank's groups' backends
     for (const auto& r : ranks)
-        if (auto it = counts.find(r.pid); it != counts.end()) groups = std::max(groups, it->second.size());
+        if (auto it = counts.find(r.pid); it != counts.end()) {
+            groups = std::max(groups, it->second.size());
+            std::vector<std::string> backends;
+            for (const auto& g : it->second) backends.push_back(g.backend);
+            shapes[backends].push_back(r.rank);
+        }
     if (!groups) return "";
     std::string out = fmt::format("collectives per process group (counted by the capture running on this host since {}; each "
-                                  "rank's groups in address order, the same on every rank that ran the same code):\n", since.empty() ? "?" : since);
+                                  "rank's groups in address order, the same on every rank that ran the same code):\n",
+                                  published.since.empty() ? "?" : published.since);
+    if (now_ns < published.last_change_ns + kSettledNs)
+        return out + fmt::format("  not compared: the last collective was {:.1f} s ago, the job still makes progress\n",
+                                 static_cast<double>(now_ns > published.last_change_ns ? now_ns - published.last_change_ns : 0) / 1e9);
+    if (shapes.size() > 1) {
+        std::vector<std::pair<std::vector<std::string>, std::vector<int>>> listed(shapes.begin(), shapes.end()); // most ranks first
+        std::stable_sort(listed.begin(), listed.end(), [](const auto& x, const auto& y) { return x.second.size() > y.second.size(); });
+        std::string parts;
+        for (const auto& [backends, who] : listed)
+            parts += fmt::format("{}{} {}: {} group{}", parts.empty() ? "" : ", ", who.size() == 1 ? "rank" : "ranks", rank_ranges(who),
+                                 backends.size(), backends.size() == 1 ? "" : "s");
+        return out + fmt::format("  not compared: the ranks used different groups since the capture began ({}), so their order does "
+                                 "not match them up\n", parts);
+    }
     bool any_lag = false;
     for (size_t k = 0; k < groups; ++k) {
         struct Member {

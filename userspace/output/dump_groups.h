@@ -22,13 +22,21 @@ struct GroupCount {
     std::vector<uint64_t> recent_issues_ns;
 };
 
-// What running captures published for these processes: pid -> its groups in order (empty when no
-// capture counted them). `since`: when the capture that counted them started ("" when none did).
-std::map<uint32_t, std::vector<GroupCount>> published_group_counts(const std::set<uint32_t>& pids, std::string* since);
+struct PublishedCounts {
+    std::map<uint32_t, std::vector<GroupCount>> groups; // pid -> its groups in order
+    std::string since;           // when the capture that counted them started ("" when none did)
+    uint64_t last_change_ns = 0; // CLOCK_MONOTONIC of its last collective
+};
+
+// What running captures published for these processes (empty when no capture counted them).
+PublishedCounts published_group_counts(const std::set<uint32_t>& pids);
 
 // Sets each lagging rank's RankStanding::lag ("one behind on process group 1 (gloo)") and returns
-// the lines that say what each group's ranks entered ("" without counts).
-std::string judge_group_lags(std::vector<RankStanding>& ranks, const std::map<uint32_t, std::vector<GroupCount>>& counts,
-                             const std::string& since);
+// the lines that say what each group's ranks entered ("" without counts). Counts still changing
+// (within kSettledNs of `now_ns`: the job still makes progress) or ranks whose groups differ in
+// number or backend (a rank that has not used a group since the capture began shifts the order)
+// are not compared, and the lines say so.
+constexpr uint64_t kSettledNs = 2'000'000'000;
+std::string judge_group_lags(std::vector<RankStanding>& ranks, const PublishedCounts& counts, uint64_t now_ns);
 
 } // namespace gtrace

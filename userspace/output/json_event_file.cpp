@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "format/json_traces.h"
+
 namespace gtrace {
 
 void append_json_string(std::string& out, std::string_view s) {
@@ -21,8 +23,7 @@ void append_json_escaped(std::string& out, std::string_view s) {
         case '\t': out += "\\t"; break;
         default:
             if (c < 0x20) fmt::format_to(std::back_inserter(out), "\\u{:04x}", c);
-            else if (c >= 0x80) out += '?';
-            else out += static_cast<char>(c);
+            else out += json_trace_char(c);
         }
     }
 }
