@@ -34,6 +34,14 @@ std::vector<GroupCount> groups_from_json(const nlohmann::json& list) {
     return out;
 }
 
+// A map's entries, each naming a set of ranks, the one with the most ranks first (ties in key order).
+template <typename Key>
+std::vector<std::pair<Key, std::vector<int>>> most_ranks_first(const std::map<Key, std::vector<int>>& by) {
+    std::vector<std::pair<Key, std::vector<int>>> listed(by.begin(), by.end());
+    std::stable_sort(listed.begin(), listed.end(), [](const auto& x, const auto& y) { return x.second.size() > y.second.size(); });
+    return listed;
+}
+
 std::string count_word(int64_t n) {
     static const char* words[] = {"none", "one", "two", "three"};
     return n >= 0 && n < 4 ? words[n] : std::to_string(n);
@@ -87,10 +95,8 @@ std::string judge_group_lags(std::vector<RankStanding>& ranks, const PublishedCo
         return out + fmt::format("  not compared: the last collective was {:.1f} s ago, the job still makes progress\n",
                                  static_cast<double>(now_ns > published.last_change_ns ? now_ns - published.last_change_ns : 0) / 1e9);
     if (shapes.size() > 1) {
-        std::vector<std::pair<std::vector<std::string>, std::vector<int>>> listed(shapes.begin(), shapes.end()); // most ranks first
-        std::stable_sort(listed.begin(), listed.end(), [](const auto& x, const auto& y) { return x.second.size() > y.second.size(); });
         std::string parts;
-        for (const auto& [backends, who] : listed)
+        for (const auto& [backends, who] : most_ranks_first(shapes))
             parts += fmt::format("{}{} {}: {} group{}", parts.empty() ? "" : ", ", who.size() == 1 ? "rank" : "ranks", rank_ranges(who),
                                  backends.size(), backends.size() == 1 ? "" : "s");
         return out + fmt::format("  not compared: the ranks used different groups since the capture began ({}), so their order does "
@@ -128,10 +134,8 @@ std::string judge_group_lags(std::vector<RankStanding>& ranks, const PublishedCo
         auto most = std::max_element(by_entered.begin(), by_entered.end(), [](const auto& a, const auto& b) {
             return a.second.size() < b.second.size() || (a.second.size() == b.second.size() && a.first < b.first);
         });
-        std::vector<std::pair<int64_t, std::vector<int>>> listed(by_entered.begin(), by_entered.end()); // most ranks first
-        std::stable_sort(listed.begin(), listed.end(), [](const auto& x, const auto& y) { return x.second.size() > y.second.size(); });
         std::string parts;
-        for (const auto& [entered, who] : listed)
+        for (const auto& [entered, who] : most_ranks_first(by_entered))
             parts += fmt::format("{}{} {}: {}", parts.empty() ? "" : ", ", who.size() == 1 ? "rank" : "ranks", rank_ranges(who), entered);
         out += fmt::format("  {}: entered after the last one every rank completed: {}\n", name, parts);
         for (auto& m : members) {
