@@ -36,6 +36,7 @@ PublishedCounts counted(int ranks, int rounds, const std::vector<std::vector<uin
     }
     PublishedCounts out;
     out.since = "12:00:00", out.last_change_ns = counts.last_change_ns();
+    out.read_until_ns = out.last_change_ns + CollectiveCounts::kStillNs; // the capture saw them stand still
     nlohmann::json facts = counts.facts();
     for (const auto& [pid, list] : facts.items()) {
         for (const auto& g : list) {
@@ -99,6 +100,35 @@ TEST_CASE("counts still changing, or groups that do not line up, are not compare
     CHECK(lines.find("not compared: the ranks used different groups since the capture began (ranks 0-2: 2 groups, rank 3: 1 group)") !=
           std::string::npos);
     CHECK(odd_ones_out(ranks).empty());
+}
+
+TEST_CASE("counts the capture had not read to their standstill, or could not record whole, are not compared") {
+    auto counts = counted(4, 20, {{0x2000}, {0x2000}, {0x2000}, {0x1000}});
+    // The capture read its ring late: what it published stood still only by the dump's clock.
+    counts.read_until_ns = counts.last_change_ns + 500'000'000;
+    CHECK(counts.awaiting_capture(kLater));
+    auto ranks = alike(4);
+    CHECK(judge_group_lags(ranks, counts, kLater).find("not compared: the capture has not yet read its ring up to where") != std::string::npos);
+    CHECK(ranks[3].lag.empty());
+    // A wait lost in a full ring would shift one rank's counts: nothing is judged from them.
+    counts.read_until_ns = counts.last_change_ns + CollectiveCounts::kStillNs;
+    CHECK_FALSE(counts.awaiting_capture(kLater));
+    counts.unrecorded = 1;
+    CHECK(judge_group_lags(ranks, counts, kLater).find("not compared: the capture could not record 1 collective events") != std::string::npos);
+    CHECK(odd_ones_out(ranks).empty());
+}
+
+TEST_CASE("the capture publishes its counts once they changed and once more when they stood still") {
+    CollectiveCounts counts;
+    CHECK_FALSE(counts.due_for_publication(10)); // nothing counted yet
+    counts.on_collective(issue(7, 0x10, 1000));
+    CHECK(counts.due_for_publication(2000));
+    CHECK_FALSE(counts.due_for_publication(3000)); // unchanged, not yet still
+    uint64_t still = counts.last_change_ns() + CollectiveCounts::kStillNs;
+    CHECK(counts.due_for_publication(still));
+    CHECK_FALSE(counts.due_for_publication(still + 1)); // said once
+    counts.on_collective(issue(7, 0x10, still + 2));
+    CHECK(counts.due_for_publication(still + 3));
 }
 
 TEST_CASE("DDP's wait on its buckets completes the groups it issued on") {

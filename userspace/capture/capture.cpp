@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "capture/preflight.h"
+#include "output/clocks.h"
 
 namespace gtrace {
 
@@ -116,7 +117,7 @@ Result<void> Capture::open_writer() {
     return {};
 }
 
-void Capture::publish_collective_counts() {
+void Capture::publish_collective_counts(uint64_t read_until_ns) {
     if (publish_failed_) return;
     if (!publisher_) {
         auto registry = CaptureRegistry::open();
@@ -127,8 +128,14 @@ void Capture::publish_collective_counts() {
         }
         publisher_.emplace(std::move(*registry));
     }
+    // What the counts cannot be trusted without: collectives the ring had no room for, Works not
+    // remembered for their wait — and until when the capture had read its ring (the dump compares
+    // counts the capture saw stand still, not ones it has yet to read).
+    model_.counters = bpf_->read_counters();
+    uint64_t unrecorded = model_.counters[GT_EV_COLLECTIVE] + model_.counters[GT_CNT_COLLECTIVES_OPEN_FULL];
     nlohmann::json j = {{"capture_pid", getpid()}, {"root_pid", options_.pid}, {"start_unix_ms", start_wall_unix_ms_},
-                        {"last_change_ns", collective_counts_.last_change_ns()}, {"processes", collective_counts_.facts()}};
+                        {"last_change_ns", collective_counts_.last_change_ns()}, {"read_until_ns", read_until_ns},
+                        {"unrecorded", unrecorded}, {"processes", collective_counts_.facts()}};
     if (auto r = publisher_->publish("collectives", j.dump()); !r) {
         publish_failed_ = true;
         if (!options_.quiet) print_safe(stderr, "gtrace: note: gtrace dump will not see the collective counts: {}\n", r.error().message);
@@ -166,6 +173,7 @@ Result<CaptureResult> Capture::run() {
     uint64_t gpu_records = 0;
     int poll_ms = kPollMs;
     while (reason.empty()) {
+        const uint64_t read_until_ns = monotonic_now_ns(); // what the poll below reads was emitted before it
         reader_->poll(poll_ms);
         gpu_.poll();
         uint64_t now_read = agents_ ? agents_->records_read() : 0;
@@ -183,7 +191,7 @@ Result<CaptureResult> Capture::run() {
             // What a kill -9 would leave: the names known so far, and the events on disk.
             writer_.metadata(model_);
             writer_.flush();
-            if (collective_counts_.take_changed()) publish_collective_counts();
+            if (collective_counts_.due_for_publication(read_until_ns)) publish_collective_counts(read_until_ns);
             // Tables that fill and empty (a minute of calls, processes coming and going) leave
             // free pages inside the heap that glibc keeps: hand them back, so that gtrace's
             // resident memory on the job's host follows what it holds (a few ms a time).

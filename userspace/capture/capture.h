@@ -51,7 +51,7 @@ private:
     Result<void> open_writer();
     std::string stop_reason() const; // empty: go on
     void print_status(double elapsed_s);
-    void publish_collective_counts(); // for gtrace dump, while the capture runs
+    void publish_collective_counts(uint64_t read_until_ns); // for gtrace dump, while the capture runs
     Result<CaptureResult> finish(const std::string& reason, double elapsed_s);
     double seconds_running() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count(); }
     // capture_summary.cpp

@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <ctime>
+#include <chrono>
 #include <set>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -98,7 +100,13 @@ Result<void> run_dump(const DumpOptions& options, const std::atomic<int>& stop) 
     // What a capture running on this host counted per process group: a rank behind on one.
     std::set<uint32_t> rank_pids;
     for (const auto& s : standings) rank_pids.insert(s.pid);
-    std::string group_lines = judge_group_lags(standings, published_group_counts(rank_pids), monotonic_now_ns());
+    PublishedCounts counts = published_group_counts(rank_pids);
+    // The job stood still, and the capture publishes that it saw so within a second or two.
+    for (int tries = 0; tries < 30 && counts.awaiting_capture(monotonic_now_ns()) && !stop.load(); ++tries) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        counts = published_group_counts(rank_pids);
+    }
+    std::string group_lines = judge_group_lags(standings, counts, monotonic_now_ns());
     print_safe(stdout, "{}", format_dump(heading, threads));
     if (!standings.empty()) print_safe(stdout, "\n{}", format_standings(standings));
     if (!group_lines.empty()) print_safe(stdout, "{}", group_lines);

@@ -28,6 +28,12 @@ void CollectiveCounts::on_collective(const Collective& c) {
     if (g.recent_issues_ns.size() > kRecentIssues) g.recent_issues_ns.pop_front();
 }
 
+bool CollectiveCounts::due_for_publication(uint64_t read_until_ns) {
+    if (std::exchange(changed_, false)) return still_published_ = false, true;
+    if (still_published_ || !last_change_ns_ || read_until_ns < last_change_ns_ + kStillNs) return false;
+    return still_published_ = true;
+}
+
 nlohmann::json CollectiveCounts::facts() const {
     nlohmann::json out = nlohmann::json::object();
     for (const auto& [pid, groups] : groups_) {

@@ -36,14 +36,17 @@ struct GroupActivity {
 
 class CollectiveCounts final : public ProcessObserver {
 public:
+    static constexpr uint64_t kStillNs = 2'000'000'000; // no collective for this long: the job hangs
     static constexpr size_t kRecentIssues = 64; // DDP issues one per bucket
     static constexpr size_t kMaxGroups = 64; // per process: a process's own records cannot grow it further
 
     void on_collective(const Collective& c);
     void process_exec(uint32_t pid) override { groups_.erase(pid); }
     void process_gone(uint32_t pid) override { groups_.erase(pid); }
-    // Whether a collective came since the last call.
-    bool take_changed() { return std::exchange(changed_, false); }
+    // Whether the counts are due to be published, read up to `read_until_ns` (CLOCK_MONOTONIC):
+    // once after they changed, and once more when they have stood still for kStillNs — a dump
+    // compares only counts the capture itself saw stand still (it may read its ring late).
+    bool due_for_publication(uint64_t read_until_ns);
     // When the last collective was issued or completed (CLOCK_MONOTONIC; 0: none yet): a dump
     // compares the counts only once they stand still (the job hangs).
     uint64_t last_change_ns() const { return last_change_ns_; }
@@ -54,7 +57,7 @@ public:
 
 private:
     std::map<uint32_t, std::map<uint64_t, GroupActivity>> groups_; // pid -> backend object -> activity
-    bool changed_ = false;
+    bool changed_ = false, still_published_ = false;
     uint64_t last_change_ns_ = 0;
 };
 

@@ -8,6 +8,7 @@
 
 #include "foundation/printable.h"
 #include "foundation/rank_ranges.h"
+#include "model/collective_counts.h"
 #include "output/capture_registry.h"
 
 namespace gtrace {
@@ -64,8 +65,11 @@ PublishedCounts published_group_counts(const std::set<uint32_t>& pids) {
             used = true;
         }
         if (!used) continue;
-        if (j.contains("last_change_ns") && j["last_change_ns"].is_number_unsigned())
-            out.last_change_ns = std::max(out.last_change_ns, j["last_change_ns"].get<uint64_t>());
+        auto number = [&](const char* key) { return j.contains(key) && j[key].is_number_unsigned() ? j[key].get<uint64_t>() : 0; };
+        out.last_change_ns = std::max(out.last_change_ns, number("last_change_ns"));
+        uint64_t read_until = number("read_until_ns");
+        out.read_until_ns = out.read_until_ns ? std::min(out.read_until_ns, read_until) : read_until;
+        out.unrecorded += std::min<uint64_t>(number("unrecorded"), UINT32_MAX);
         if (out.since.empty() && j.contains("start_unix_ms") && j["start_unix_ms"].is_number_unsigned()) {
             std::time_t t = static_cast<std::time_t>(j["start_unix_ms"].get<uint64_t>() / 1000);
             char stamp[32];
@@ -74,6 +78,10 @@ PublishedCounts published_group_counts(const std::set<uint32_t>& pids) {
         }
     }
     return out;
+}
+
+bool PublishedCounts::awaiting_capture(uint64_t now_ns) const {
+    return !groups.empty() && now_ns >= last_change_ns + CollectiveCounts::kStillNs && read_until_ns < last_change_ns + CollectiveCounts::kStillNs;
 }
 
 std::string judge_group_lags(std::vector<RankStanding>& ranks, const PublishedCounts& published, uint64_t now_ns) {
@@ -91,9 +99,15 @@ std::string judge_group_lags(std::vector<RankStanding>& ranks, const PublishedCo
     std::string out = fmt::format("collectives per process group (counted by the capture running on this host since {}; each "
                                   "rank's groups in address order, the same on every rank that ran the same code):\n",
                                   published.since.empty() ? "?" : published.since);
-    if (now_ns < published.last_change_ns + kSettledNs)
+    if (now_ns < published.last_change_ns + CollectiveCounts::kStillNs)
         return out + fmt::format("  not compared: the last collective was {:.1f} s ago, the job still makes progress\n",
                                  static_cast<double>(now_ns > published.last_change_ns ? now_ns - published.last_change_ns : 0) / 1e9);
+    if (published.awaiting_capture(now_ns))
+        return out + "  not compared: the capture has not yet read its ring up to where the counts stood still (it may be behind); "
+                     "run gtrace dump again\n";
+    if (published.unrecorded)
+        return out + fmt::format("  not compared: the capture could not record {} collective events or Works (its ring or its table "
+                                 "was full; see its lost events), so the counts are incomplete\n", published.unrecorded);
     if (shapes.size() > 1) {
         std::string parts;
         for (const auto& [backends, who] : most_ranks_first(shapes))

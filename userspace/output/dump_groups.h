@@ -26,6 +26,11 @@ struct PublishedCounts {
     std::map<uint32_t, std::vector<GroupCount>> groups; // pid -> its groups in order
     std::string since;           // when the capture that counted them started ("" when none did)
     uint64_t last_change_ns = 0; // CLOCK_MONOTONIC of its last collective
+    uint64_t read_until_ns = 0;  // the capture had read every collective before this (the earliest of several)
+    uint64_t unrecorded = 0;     // collectives or Works the capture could not record
+    // Whether the job has stood still long enough by the dump's clock, but the capture has yet to
+    // publish that it saw it so (it does within a second): worth reading again.
+    bool awaiting_capture(uint64_t now_ns) const;
 };
 
 // What running captures published for these processes (empty when no capture counted them).
@@ -33,10 +38,10 @@ PublishedCounts published_group_counts(const std::set<uint32_t>& pids);
 
 // Sets each lagging rank's RankStanding::lag ("one behind on process group 1 (gloo)") and returns
 // the lines that say what each group's ranks entered ("" without counts). Counts still changing
-// (within kSettledNs of `now_ns`: the job still makes progress) or ranks whose groups differ in
+// (within CollectiveCounts::kStillNs of `now_ns`, or of what the capture had read: the job still
+// makes progress), counts the capture could not record whole, or ranks whose groups differ in
 // number or backend (a rank that has not used a group since the capture began shifts the order)
 // are not compared, and the lines say so.
-constexpr uint64_t kSettledNs = 2'000'000'000;
 std::string judge_group_lags(std::vector<RankStanding>& ranks, const PublishedCounts& counts, uint64_t now_ns);
 
 } // namespace gtrace
