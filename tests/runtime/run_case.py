@@ -391,7 +391,9 @@ def check_run(expect, rc, err_text, out_text, program_lines):
             fail(f"stderr matches /{pattern}/, it must not")
     for pattern in expect.get("stdout", []):
         if not re.search(pattern, out_text):
-            fail(f"stdout does not match /{pattern}/")
+            # CI logs keep a test's head and tail: the lines that did not match go with the verdict.
+            tail = "\n    ".join(out_text.rstrip().splitlines()[-8:])
+            fail(f"stdout does not match /{pattern}/; its last lines:\n    {tail}")
     for pattern in expect.get("stdout_absent", []):
         if re.search(pattern, out_text):
             fail(f"stdout matches /{pattern}/, it must not")
