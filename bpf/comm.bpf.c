@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-/* c10d collectives and the waits on them. A backend's collective method (ProcessGroupGloo::
+/* c10d collectives and the waits on them, and NCCL's API calls. A backend's collective method (ProcessGroupGloo::
  * allreduce, …) enqueues the work and returns a Work; the caller blocks in Work::wait until
  * every rank took part (gloo on the CPU; NCCL only makes the stream wait). Probes on the entry
  * and on the ret instructions of both give the call and the wait, per thread; the Work's
@@ -22,8 +22,20 @@ struct open_call {
 	__u8 op, backend, returns_void, pad[5];
 };
 
+/* An NCCL API call between its entry and its return: what its arguments said. */
+struct open_nccl {
+	__u64 sp; /* 0: none open */
+	__u64 start_ns;
+	__u64 count, stream, comm;
+	__u64 comm_out; /* comm init: where the new communicator is written */
+	__s32 peer;
+	__u8 api, datatype, redop, group_depth;
+};
+
 struct thread_state {
 	struct open_call call, wait;
+	struct open_nccl nccl;
+	__u32 nccl_group_depth; /* ncclGroupStart calls not yet ended on this thread */
 };
 
 struct {
@@ -66,12 +78,19 @@ static __always_inline void emit(__u8 phase, __u8 op, __u8 backend, __u32 tgid, 
 	e->backend = backend;
 	e->pid = tgid;
 	e->tid = tid;
-	e->pad = 0;
+	e->result = 0;
 	e->start_ns = start;
 	e->end_ns = bpf_ktime_get_ns();
 	e->issued_ns = issued;
 	e->work = work;
 	e->group = group;
+	e->count = 0;
+	e->stream = 0;
+	e->peer = -1;
+	e->datatype = 0;
+	e->redop = 255;
+	e->group_depth = 0;
+	e->pad = 0;
 	bpf_ringbuf_submit(e, gt_submit_flags());
 }
 
@@ -118,6 +137,80 @@ static __always_inline void wait_returned(struct open_call *c, __u32 tgid, __u32
 	emit(GT_COMM_WAIT, op, backend, tgid, tid, c->start_ns, issued, c->work, group);
 }
 
+/* Argument `i` (1-based, SysV x86-64) of an NCCL call at its entry: registers read once (the
+ * verifier refuses context loads at computed offsets), 7 and 8 from the stack above the return
+ * address. */
+static __always_inline __u64 nccl_arg(const __u64 *regs, __u64 sp, unsigned i)
+{
+	__u64 v = 0;
+	if (i >= 1 && i <= 6)
+		return regs[i - 1];
+	if (i == 7 || i == 8)
+		bpf_probe_read_user(&v, sizeof(v), (void *)(sp + 8 * (i - 6)));
+	return v;
+}
+
+static __always_inline void nccl_entered(struct pt_regs *ctx, struct thread_state *t, __u64 sp, __u64 cookie)
+{
+	struct open_nccl *c = &t->nccl;
+	if (c->sp && c->sp > sp)
+		return; /* called from inside an NCCL call (the library's own use of its exports) */
+	__u8 api = (cookie >> 8) & 0xff;
+	if (api == GT_NCCL_GROUP_START) {
+		if (t->nccl_group_depth < 255)
+			t->nccl_group_depth++;
+		return;
+	}
+	__u64 regs[6] = {PT_REGS_PARM1(ctx), PT_REGS_PARM2(ctx), PT_REGS_PARM3(ctx),
+			 PT_REGS_PARM4(ctx), PT_REGS_PARM5(ctx), PT_REGS_PARM6(ctx)};
+	__u64 layout = cookie >> 16;
+	c->sp = sp;
+	c->start_ns = bpf_ktime_get_ns();
+	c->api = api;
+	c->group_depth = t->nccl_group_depth;
+	c->count = nccl_arg(regs, sp, layout & 0xf);
+	c->datatype = nccl_arg(regs, sp, (layout >> 4) & 0xf);
+	c->redop = (layout >> 8) & 0xf ? nccl_arg(regs, sp, (layout >> 8) & 0xf) : 255;
+	c->peer = (layout >> 12) & 0xf ? (__s32)nccl_arg(regs, sp, (layout >> 12) & 0xf) : -1;
+	__u64 comm = nccl_arg(regs, sp, (layout >> 16) & 0xf);
+	bool comm_out = (layout & GT_NCCL_COMM_OUT) != 0;
+	c->comm = comm_out ? 0 : comm;
+	c->comm_out = comm_out ? comm : 0;
+	c->stream = nccl_arg(regs, sp, (layout >> 20) & 0xf);
+}
+
+static __always_inline void nccl_returned(struct thread_state *t, __u64 result, __u32 tgid, __u32 tid)
+{
+	struct open_nccl *c = &t->nccl;
+	if (c->api == GT_NCCL_GROUP_END && t->nccl_group_depth)
+		t->nccl_group_depth--;
+	if (c->comm_out && bpf_probe_read_user(&c->comm, sizeof(c->comm), (void *)c->comm_out))
+		c->comm = 0;
+	struct gt_collective_event *e = gt_reserve(sizeof(*e), GT_EV_COLLECTIVE);
+	if (!e)
+		return;
+	e->cls = GT_EV_COLLECTIVE;
+	e->phase = GT_COMM_NCCL;
+	e->op = c->api;
+	e->backend = GT_BACKEND_NCCL;
+	e->pid = tgid;
+	e->tid = tid;
+	e->result = (int)result;
+	e->start_ns = c->start_ns;
+	e->end_ns = bpf_ktime_get_ns();
+	e->issued_ns = 0;
+	e->work = 0;
+	e->group = c->comm;
+	e->count = c->count;
+	e->stream = c->stream;
+	e->peer = c->peer;
+	e->datatype = c->datatype;
+	e->redop = c->redop;
+	e->group_depth = c->api == GT_NCCL_GROUP_END ? t->nccl_group_depth : c->group_depth;
+	e->pad = 0;
+	bpf_ringbuf_submit(e, gt_submit_flags());
+}
+
 /* One program for every site; the attach cookie says which (enum gt_comm_site). */
 SEC("uprobe")
 int comm_probe(struct pt_regs *ctx)
@@ -128,7 +221,7 @@ int comm_probe(struct pt_regs *ctx)
 		return 0;
 	__u64 cookie = bpf_get_attach_cookie(ctx);
 	__u64 kind = cookie & 0xff, sp = PT_REGS_SP(ctx);
-	bool entry = kind == GT_COMM_SITE_CALL || kind == GT_COMM_SITE_WAIT;
+	bool entry = kind == GT_COMM_SITE_CALL || kind == GT_COMM_SITE_WAIT || kind == GT_COMM_SITE_NCCL;
 	struct thread_state *t = bpf_task_storage_get(&comm_threads, bpf_get_current_task_btf(), 0,
 						      entry ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
 	if (!t)
@@ -162,6 +255,15 @@ int comm_probe(struct pt_regs *ctx)
 		if (t->wait.sp == sp) {
 			wait_returned(&t->wait, tgid, tid);
 			t->wait.sp = 0;
+		}
+		break;
+	case GT_COMM_SITE_NCCL:
+		nccl_entered(ctx, t, sp, cookie);
+		break;
+	case GT_COMM_SITE_NCCL_RET:
+		if (t->nccl.sp == sp) {
+			nccl_returned(t, PT_REGS_RC(ctx), tgid, tid);
+			t->nccl.sp = 0;
 		}
 		break;
 	}

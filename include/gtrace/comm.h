@@ -1,5 +1,5 @@
-/* c10d collectives and their waits from uprobes on libtorch, shared by BPF and userspace.
- * Fixed-size fields only. */
+/* Collectives: c10d's calls and the waits on them (uprobes on libtorch), and NCCL's public API
+ * (uprobes on libnccl.so.2), shared by BPF and userspace. Fixed-size fields only. */
 #ifndef GTRACE_COMM_H
 #define GTRACE_COMM_H
 
@@ -72,11 +72,55 @@ enum gt_comm_site {
 	GT_COMM_SITE_CALL_RET = 2,  /* … one of its ret instructions */
 	GT_COMM_SITE_WAIT = 3,      /* Work::wait and its overrides: the entry */
 	GT_COMM_SITE_WAIT_RET = 4,  /* … one of its ret instructions */
+	GT_COMM_SITE_NCCL = 5,      /* an NCCL API function: its entry (cookie: kind | api << 8 | layout << 16) */
+	GT_COMM_SITE_NCCL_RET = 6,  /* … one of its ret instructions */
 };
 
 enum gt_comm_phase {
 	GT_COMM_ISSUE = 1, /* the collective call itself: enqueues the work (gloo, NCCL) or runs it (MPI's barrier) */
 	GT_COMM_WAIT = 2,  /* Work::wait on its result: where a CPU collective blocks */
+	GT_COMM_NCCL = 3,  /* a call of NCCL's API (op: enum gt_nccl_api), entry to return */
+};
+
+/* X(id, name, layout): NCCL's public API (nccl.h, NCCL 2.x), probed as nccl<name> in whatever
+ * libnccl.so.2 a process maps (the pip wheel exports each as a weak alias of pnccl<name>, at one
+ * address). The layout says which argument (1-6: registers, 7-8: the stack, SysV x86-64; 0: none)
+ * holds the count, datatype, reduction op, root or peer, communicator and stream:
+ *   ncclAllReduce(sendbuff, recvbuff, count, datatype, op, comm, stream)
+ *   ncclAllGather(sendbuff, recvbuff, sendcount, datatype, comm, stream)
+ *   ncclReduceScatter(sendbuff, recvbuff, recvcount, datatype, op, comm, stream)
+ *   ncclBroadcast(sendbuff, recvbuff, count, datatype, root, comm, stream)
+ *   ncclBcast(buff, count, datatype, root, comm, stream)
+ *   ncclReduce(sendbuff, recvbuff, count, datatype, op, root, comm, stream)
+ *   ncclSend(sendbuff, count, datatype, peer, comm, stream), ncclRecv(recvbuff, …) alike
+ *   ncclCommInitRank(ncclComm_t* comm, nranks, ncclUniqueId commId, rank): the 128-byte id goes
+ *     on the stack, so rank is the third register; the communicator is read through the pointer
+ *     at the return (GT_NCCL_COMM_OUT), and nranks and rank go in count and peer.
+ * Group calls (ncclGroupStart/End) queue the calls between them; the outermost ncclGroupEnd
+ * launches their kernels ("Group Calls", NCCL's user guide). */
+#define GT_NCCL_ARGS(count, type, redop, peer, comm, stream) \
+	((count) | (type) << 4 | (redop) << 8 | (peer) << 12 | (comm) << 16 | (stream) << 20)
+#define GT_NCCL_COMM_OUT (1 << 24)
+#define GT_NCCL_API_LIST(X)                                                          \
+	X(ALL_REDUCE, "AllReduce", GT_NCCL_ARGS(3, 4, 5, 0, 6, 7))                   \
+	X(ALL_GATHER, "AllGather", GT_NCCL_ARGS(3, 4, 0, 0, 5, 6))                   \
+	X(REDUCE_SCATTER, "ReduceScatter", GT_NCCL_ARGS(3, 4, 5, 0, 6, 7))           \
+	X(BROADCAST, "Broadcast", GT_NCCL_ARGS(3, 4, 0, 5, 6, 7))                    \
+	X(BCAST, "Bcast", GT_NCCL_ARGS(2, 3, 0, 4, 5, 6))                            \
+	X(REDUCE, "Reduce", GT_NCCL_ARGS(3, 4, 5, 6, 7, 8))                          \
+	X(SEND, "Send", GT_NCCL_ARGS(2, 3, 0, 4, 5, 6))                              \
+	X(RECV, "Recv", GT_NCCL_ARGS(2, 3, 0, 4, 5, 6))                              \
+	X(GROUP_START, "GroupStart", 0)                                              \
+	X(GROUP_END, "GroupEnd", 0)                                                  \
+	X(COMM_INIT_RANK, "CommInitRank", GT_NCCL_ARGS(2, 0, 0, 3, 1, 0) | GT_NCCL_COMM_OUT) \
+	X(COMM_INIT_RANK_CONFIG, "CommInitRankConfig", GT_NCCL_ARGS(2, 0, 0, 3, 1, 0) | GT_NCCL_COMM_OUT)
+
+enum gt_nccl_api {
+	GT_NCCL_UNKNOWN = 0,
+#define GT_NCCL_ENUM(id, name, layout) GT_NCCL_##id,
+	GT_NCCL_API_LIST(GT_NCCL_ENUM)
+#undef GT_NCCL_ENUM
+	GT_NCCL_COUNT,
 };
 
 struct gt_collective_event {
@@ -86,15 +130,22 @@ struct gt_collective_event {
 	unsigned char backend; /* enum gt_comm_backend */
 	unsigned int pid;
 	unsigned int tid;
-	unsigned int pad;
+	int result;                    /* NCCL: the ncclResult_t returned; else 0 */
 	unsigned long long start_ns;   /* CLOCK_MONOTONIC */
 	unsigned long long end_ns;
 	unsigned long long issued_ns;  /* wait: its collective's call entry; 0: not seen */
 	unsigned long long work;       /* the c10d::Work, to pair a wait with its collective */
 	/* The backend object (ProcessGroupGloo, ...: the method's `this`) the collective was issued
 	 * on, a wait's from its collective's; 0: not known (DDP's finalize_backward, a wait whose
-	 * collective was not seen). Which process group, within one process. */
+	 * collective was not seen). Which process group, within one process. NCCL: the ncclComm_t. */
 	unsigned long long group;
+	/* NCCL only (0 otherwise): the elements (comm init: nranks), the cudaStream_t, the root or
+	 * peer (comm init: rank; -1: none), ncclDataType_t, ncclRedOp_t (255: none), and how many
+	 * ncclGroupStart calls were open on the thread at the call (GroupEnd: after it). */
+	unsigned long long count;
+	unsigned long long stream;
+	int peer;
+	unsigned char datatype, redop, group_depth, pad;
 };
 
 #endif

@@ -262,6 +262,13 @@ def check_trace(trace, expect, program_lines):
     for name, args in expect.get("call_args", {}).items():
         if not any(e["name"] == name and all(e["args"].get(k) == v for k, v in args.items()) for e in calls):
             fail(f"no {name} call with args {args}")
+    collectives = [e for e in events if e["ph"] == "X" and e.get("cat") == "collective"]
+    for name, args in expect.get("collective_args", {}).items():
+        for want in args if isinstance(args, list) else [args]:
+            if not any(e["name"] == name and all(e["args"].get(k) == v for k, v in want.items()) for e in collectives):
+                seen = [e["args"] for e in collectives if e["name"] == name][:3]
+                fail(f"no {name} collective slice with args {want}; saw {seen}")
+        print(f"ok: {name} slices with the expected args")
     other = trace.get("otherData", {})
     for key, value in expect.get("other_data", {}).items():  # "a.b" looks inside otherData.a
         got = other

@@ -23,7 +23,8 @@ std::vector<Instance> instances(const ProcessData& p) {
         if (c.wait && c.issued_ns) waits[{c.tid, c.issued_ns}] = &c, waits_any_thread[c.issued_ns] = &c;
     std::vector<Instance> out;
     for (const auto& c : p.collectives) {
-        if (c.wait && c.issued_ns) continue; // with its issue
+        if ((c.wait && c.issued_ns) || c.nccl) continue; // with its issue; NCCL's calls: nccl_figures
+
         Instance i{std::string(c.name), c.start_ns, c.end_ns, c.dur()};
         if (!c.wait) {
             auto w = waits.find({c.tid, c.start_ns});

@@ -96,6 +96,11 @@ void LiveTrace::collective(const Collective& c) {
     if (!p) return;
     auto s = span_of<CollectiveSpan>(c, text(c.name));
     s.wait = c.wait, s.issued_ns = c.wait ? c.issued_ns : 0;
+    if (c.nccl) {
+        s.nccl = true, s.comm = c.group, s.nranks = c.nccl->nranks;
+        s.bytes = nccl_api_moves_data(c.nccl->api) ? c.nccl->bytes : 0;
+        s.group_depth = static_cast<uint8_t>(std::min(c.nccl->group_depth, 255u));
+    }
     p->collectives.push_back(s);
     counted();
 }

@@ -34,7 +34,7 @@ struct Open {
     uint64_t start = 0;
     Cat cat = Cat::Other;
     std::string_view name, source, kind, phase;
-    uint64_t bytes = 0, issued_ns = 0;
+    uint64_t bytes = 0, issued_ns = 0, comm = 0, nranks = 0, group_depth = 0;
     uint32_t correlation = 0;
     bool at_attach = false;
 };
@@ -232,6 +232,9 @@ private:
         else if (name == Ann::Phase) o.phase = text;
         else if (name == Ann::IssuedNs) o.issued_ns = value;
         else if (name == Ann::AtAttach) o.at_attach = value != 0;
+        else if (name == Ann::Comm) o.comm = value;
+        else if (name == Ann::NRanks) o.nranks = value;
+        else if (name == Ann::GroupDepth) o.group_depth = value;
     }
 
     void span(const Track& tr, const Open& o, uint64_t end) {
@@ -265,6 +268,10 @@ private:
             CollectiveSpan c;
             c.start_ns = o.start, c.end_ns = end, c.name = o.name, c.tid = tr.tid;
             c.wait = o.phase == "wait", c.issued_ns = o.issued_ns;
+            if ((c.nccl = o.phase == "nccl")) {
+                c.bytes = o.bytes, c.comm = o.comm, c.nranks = static_cast<uint32_t>(std::min<uint64_t>(o.nranks, UINT32_MAX));
+                c.group_depth = static_cast<uint8_t>(std::min<uint64_t>(o.group_depth, 255));
+            }
             p.collectives.push_back(c);
             break;
         }

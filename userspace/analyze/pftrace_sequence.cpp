@@ -32,6 +32,9 @@ Ann annotation_of(std::string_view s) {
     if (s == "phase") return Ann::Phase;
     if (s == "issued_ns") return Ann::IssuedNs;
     if (s == "at_attach") return Ann::AtAttach;
+    if (s == "comm") return Ann::Comm;
+    if (s == "nranks") return Ann::NRanks;
+    if (s == "group_depth") return Ann::GroupDepth;
     return Ann::Other;
 }
 

@@ -303,8 +303,8 @@ void summarize(const ProcessData& p, ProcessAnalysis& r) {
     double sync_ns = 0, collective_ns = 0;
     for (const auto& c : p.calls)
         if (c.tid == p.pid && is_sync_call(c.name) && inside(c)) sync_ns += static_cast<double>(c.dur());
-    for (const auto& c : p.collectives)
-        if (c.tid == p.pid && inside(c)) collective_ns += static_cast<double>(c.dur());
+    for (const auto& c : p.collectives) // NCCL's calls enqueue (and lie inside c10d's, when torch makes them)
+        if (c.tid == p.pid && !c.nccl && inside(c)) collective_ns += static_cast<double>(c.dur());
     r.waits = {collective_ns / 1e6 / static_cast<double>(n), r.share[kDataLoader] * r.step_ms, sync_ns / 1e6 / static_cast<double>(n),
                r.share[kBlocked] * r.step_ms, r.share[kOther] * r.step_ms};
     r.top_kernels_ms.assign(per_kernel.begin(), per_kernel.end());

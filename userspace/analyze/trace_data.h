@@ -64,12 +64,18 @@ struct RangeSpan : Span {
     std::string_view source; // off-CPU slices: the user's line it went to sleep under, when known
 };
 
-// A c10d collective's call (issue) or a wait on its Work, on the thread that made it.
+// A c10d collective's call (issue) or a wait on its Work, or an NCCL API call ("ncclAllReduce"),
+// on the thread that made it.
 struct CollectiveSpan : Span {
     std::string_view name; // "all_reduce"
     uint64_t issued_ns = 0; // a wait: its collective's issue start; 0: an issue, or not seen
     uint32_t tid = 0;
     bool wait = false;
+    bool nccl = false;      // an NCCL API call: the fields below are its
+    uint8_t group_depth = 0; // ncclGroupStart calls open at the call (GroupEnd: after it)
+    uint32_t nranks = 0;    // a communicator's creation: its size
+    uint64_t bytes = 0;     // count x the datatype's size
+    uint64_t comm = 0;      // the ncclComm_t
 };
 
 // The CUDA caching allocator's total on one device, after a change.

@@ -100,7 +100,7 @@ private:
 // stay text until the event is known to be kept (half of a trace is flow events); empty: absent.
 struct Event {
     std::string_view name, cat, ph, source, kind, arg_name, labels;
-    std::string_view pid, tid, ts, dur, bytes, correlation, device, allocated, phase, issued;
+    std::string_view pid, tid, ts, dur, bytes, correlation, device, allocated, phase, issued, comm, nranks, group_depth;
     bool at_attach = false; // a GPU memory counter's start: the state the agent found
 };
 
@@ -203,6 +203,9 @@ private:
             else if (is(key, "labels")) str(e.labels, s_labels_);
             else if (is(key, "phase")) str(e.phase, s_phase_);
             else if (is(key, "issued_us")) num(e.issued);
+            else if (is(key, "comm")) num(e.comm);
+            else if (is(key, "nranks")) num(e.nranks);
+            else if (is(key, "group_depth")) num(e.group_depth);
             else if (is(key, "at_attach") && (c_.peek() == 't' || c_.peek() == 'f')) e.at_attach = c_.literal();
             else c_.skip();
         }
@@ -277,6 +280,10 @@ private:
             CollectiveSpan c;
             c.start_ns = start, c.end_ns = end, c.name = intern_(e.name), c.tid = tid;
             c.wait = is(e.phase, "wait"), c.issued_ns = e.issued.empty() ? 0 : us_to_ns(e.issued);
+            if ((c.nccl = is(e.phase, "nccl"))) {
+                c.bytes = to_u64(e.bytes), c.comm = to_u64(e.comm), c.nranks = u32(e.nranks);
+                c.group_depth = static_cast<uint8_t>(std::min<uint64_t>(to_u64(e.group_depth), 255));
+            }
             p.collectives.push_back(c);
         } else if (is(e.cat, "torch_range") || is(e.cat, "nvtx") || is(e.cat, "user_annotation")) {
             RangeSpan r;

@@ -8,6 +8,7 @@
 
 #include "attach/call_sites.h"
 #include "format/collective_names.h"
+#include "format/nccl_names.h"
 #include "discover/proc_tree.h"
 #include "foundation/elf_symbols.h"
 #include "foundation/input_file.h"
@@ -16,9 +17,11 @@
 namespace gtrace {
 namespace {
 
-bool is_c10d_library(const std::string& path) {
+// c10d's libraries, and NCCL's (the pip wheel's libnccl.so.2, or a system copy).
+bool is_comm_library(const std::string& path) {
     std::string file = std::filesystem::path(path).filename().string();
-    return file.starts_with("libtorch_cpu.so") || file.starts_with("libtorch_cuda.so") || file.starts_with("libtorch.so");
+    return file.starts_with("libtorch_cpu.so") || file.starts_with("libtorch_cuda.so") || file.starts_with("libtorch.so") ||
+           file.starts_with("libnccl.so");
 }
 
 // The <length><identifier> components of an Itanium nested name after "_ZN", up to its 'E';
@@ -42,6 +45,7 @@ std::vector<std::string_view> nested_name(std::string_view mangled) {
 } // namespace
 
 CommSymbol classify_comm_symbol(std::string_view mangled) {
+    if (unsigned api = nccl_api_from_symbol(mangled)) return {CommSymbol::Nccl, uint64_t{api} << 8 | uint64_t{nccl_api_layout(api)} << 16};
     if (!mangled.starts_with("_ZN4c10d")) return {};
     std::vector<std::string_view> parts = nested_name(mangled);
     if (parts.size() < 3 || parts[0] != "c10d") return {};
@@ -79,6 +83,14 @@ std::vector<ApiProbeSite> CommProbes::plan(const std::string& path, const ElfSym
             probed.without_ret.push_back(demangle(sym->name));
             continue;
         }
+        if (c.kind == CommSymbol::Nccl) {
+            sites.push_back({*entry, c.cookie | GT_COMM_SITE_NCCL});
+            if (((c.cookie >> 8) & 0xff) != GT_NCCL_GROUP_START) // seen at its entry only
+                for (uint64_t r : ret_offsets) sites.push_back({r, (c.cookie & 0xff00) | GT_COMM_SITE_NCCL_RET});
+            probed.nccl_calls += 1;
+            probed.return_sites += ret_offsets.size();
+            continue;
+        }
         bool wait = c.kind == CommSymbol::Wait;
         sites.push_back({*entry, c.cookie | (wait ? GT_COMM_SITE_WAIT : GT_COMM_SITE_CALL)});
         for (uint64_t r : ret_offsets) sites.push_back({r, c.cookie | (wait ? GT_COMM_SITE_WAIT_RET : GT_COMM_SITE_CALL_RET)});
@@ -90,7 +102,7 @@ std::vector<ApiProbeSite> CommProbes::plan(const std::string& path, const ElfSym
 
 Result<int> CommProbes::scan_maps(int pid, const std::vector<Mapping>& maps) {
     // A file without c10d (libtorch.so of split builds) is looked at once.
-    return libraries_.scan(pid, maps, files_, is_c10d_library, [this](const InputFile& file, const Mapping& m, LibraryScan::FileKey key) -> Result<bool> {
+    return libraries_.scan(pid, maps, files_, is_comm_library, [this](const InputFile& file, const Mapping& m, LibraryScan::FileKey key) -> Result<bool> {
         auto syms = ElfSymbols::load_matching(file.fd_path(), [](std::string_view n) { return classify_comm_symbol(n).kind != CommSymbol::None; });
         if (!syms || !(*syms)->size()) return false;
         Probed probed;
@@ -108,7 +120,8 @@ Result<int> CommProbes::scan_maps(int pid, const std::vector<Mapping>& maps) {
 nlohmann::json CommProbes::facts() const {
     nlohmann::json files = nlohmann::json::array();
     for (const auto& [key, p] : probed_) {
-        nlohmann::json f = {{"path", p.path}, {"collectives", p.collectives}, {"waits", p.waits}, {"return_sites", p.return_sites}};
+        nlohmann::json f = {{"path", p.path}, {"collectives", p.collectives}, {"waits", p.waits}, {"nccl_calls", p.nccl_calls},
+                            {"return_sites", p.return_sites}};
         if (!p.without_ret.empty()) f["without_ret"] = p.without_ret;
         files.push_back(std::move(f));
     }

@@ -1,9 +1,11 @@
 // Finds the libtorch each process mapped that holds c10d (libtorch_cpu for gloo and MPI,
-// libtorch_cuda for NCCL, or a monolithic libtorch) and probes its collectives and Work::wait,
-// at their entries and at their own ret instructions (gtrace/comm.h says why not return
-// probes). The functions are found by their mangled names — c10d::ProcessGroup<Backend>::
-// <method> for the methods of gtrace/comm.h, and every c10d class's Work…::wait — so torch 1.13
-// and 2.x (ProcessGroupNCCL as a c10d::Backend) match alike. One set of probes per file.
+// libtorch_cuda for NCCL, or a monolithic libtorch), and the libnccl.so.2 it mapped, and probes
+// c10d's collectives and Work::wait, and NCCL's API, at their entries and at their own ret
+// instructions (gtrace/comm.h says why not return probes). c10d's functions are found by their
+// mangled names — c10d::ProcessGroup<Backend>::<method> for the methods of gtrace/comm.h, and
+// every c10d class's Work…::wait — so torch 1.13 and 2.x (ProcessGroupNCCL as a c10d::Backend)
+// match alike; NCCL's by nccl<Name> or its twin pnccl<Name> (the pip wheel's strong symbol, the
+// other a weak alias at the same address). One set of probes per file.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -26,8 +28,8 @@ namespace gtrace {
 // What a mangled name is to the collective probes: a backend's collective (its enum gt_comm_site
 // cookie without the site kind), a wait, or neither.
 struct CommSymbol {
-    enum Kind { None, Collective, Wait } kind = None;
-    uint64_t cookie = 0; // op << 8 | backend << 16 | flags << 24
+    enum Kind { None, Collective, Wait, Nccl } kind = None;
+    uint64_t cookie = 0; // op << 8 | backend << 16 | flags << 24; NCCL: api << 8 | layout << 16
 };
 CommSymbol classify_comm_symbol(std::string_view mangled);
 
@@ -43,7 +45,7 @@ public:
 private:
     struct Probed {
         std::string path;
-        size_t collectives = 0, waits = 0, return_sites = 0;
+        size_t collectives = 0, waits = 0, nccl_calls = 0, return_sites = 0;
         std::vector<std::string> without_ret; // functions left out: no ret instruction to see them end
     };
     static std::vector<ApiProbeSite> plan(const std::string& path, const ElfSymbols& syms, Probed& probed);

@@ -5,6 +5,7 @@
 namespace gtrace {
 
 void CollectiveCounts::on_collective(const Collective& c) {
+    if (c.nccl) return; // c10d's calls are counted; the NCCL calls they make would count them twice
     auto& groups = groups_[c.pid];
     changed_ = true;
     last_change_ns_ = std::max(last_change_ns_, c.end_ns);

@@ -75,9 +75,10 @@ Result<FlightDump> write_flight_window(const FlightWindow& window, uint64_t end_
 }
 
 void FlightRecorder::collective(const Collective& c) {
-    push(events_.ranges, StoredRange{.seq = seq_++, .pid = c.pid, .tid = c.tid, .start_ns = c.start_ns, .end_ns = c.end_ns,
-                                     .name = texts_.get(c.name), .stack = {}, .nvtx = {}, .collective = true, .wait = c.wait, .op = c.op,
-                                     .backend = c.backend, .issued_ns = c.issued_ns});
+    StoredRange r{.seq = seq_++, .pid = c.pid, .tid = c.tid, .start_ns = c.start_ns, .end_ns = c.end_ns, .name = texts_.get(c.name),
+                  .stack = {}, .nvtx = {}, .collective = true, .wait = c.wait, .op = c.op, .backend = c.backend, .issued_ns = c.issued_ns};
+    if (c.nccl) r.nccl = std::make_shared<const NcclArgs>(*c.nccl), r.group = c.group;
+    push(events_.ranges, std::move(r));
 }
 
 void FlightRecorder::torch_range(const TorchRange& r) {

@@ -189,8 +189,11 @@ uint64_t replay_window(const FlightWindow& window, uint64_t end_ns, EventConsume
             if ((emitted = ev.ranges[at].key() >= from)) {
                 const StoredRange& r = ev.ranges[at];
                 std::string name = r.name ? *r.name : std::string();
-                if (r.collective)
-                    out.collective({r.pid, r.tid, r.start_ns, r.end_ns, std::move(name), r.wait, r.op, r.backend, r.issued_ns});
+                if (r.collective) {
+                    Collective c{r.pid, r.tid, r.start_ns, r.end_ns, std::move(name), r.wait, r.op, r.backend, r.issued_ns};
+                    if (r.nccl) c.nccl = *r.nccl, c.group = r.group;
+                    out.collective(c);
+                }
                 else
                     out.torch_range({r.pid, r.tid, r.start_ns, r.end_ns, std::move(name), r.stack, r.nvtx, r.off_cpu});
             }

@@ -83,10 +83,12 @@ struct StoredRange {
     SharedText name;
     PyStackRef stack;
     std::shared_ptr<const NvtxRangeInfo> nvtx;
+    std::shared_ptr<const NcclArgs> nccl; // an NCCL API call's arguments
     bool collective = false, wait = false, off_cpu = false;
     const char* op = nullptr;      // a collective's: static names (decode/collective.h)
     const char* backend = nullptr;
     uint64_t issued_ns = 0;
+    uint64_t group = 0; // an NCCL call's communicator
     uint64_t key() const { return end_ns; }
 };
 

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "format/json_traces.h"
+#include "format/nccl_names.h"
 
 namespace gtrace {
 
@@ -31,6 +32,22 @@ void append_json_escaped(std::string& out, std::string_view s) {
 void append_us(std::string& out, uint64_t ns) { fmt::format_to(std::back_inserter(out), "{}.{:03}", ns / 1000, ns % 1000); }
 
 void append_collective_args(std::string& out, const Collective& c) {
+    if (c.nccl) {
+        const NcclArgs& a = *c.nccl;
+        out += ",\"args\":{\"phase\":\"nccl\"";
+        if (nccl_api_moves_data(a.api)) {
+            fmt::format_to(std::back_inserter(out), ",\"count\":{},\"bytes\":{}", a.count, a.bytes);
+            if (a.datatype) out += ",\"datatype\":", append_json_string(out, a.datatype);
+            if (a.redop) out += ",\"redop\":", append_json_string(out, a.redop);
+            fmt::format_to(std::back_inserter(out), ",\"stream\":\"{:#x}\"", a.stream);
+        }
+        if (a.peer >= 0) fmt::format_to(std::back_inserter(out), ",\"peer\":{}", a.peer);
+        if (a.nranks) fmt::format_to(std::back_inserter(out), ",\"nranks\":{}", a.nranks);
+        fmt::format_to(std::back_inserter(out), ",\"comm\":{},\"group_depth\":{}", c.group, a.group_depth);
+        if (a.result) fmt::format_to(std::back_inserter(out), ",\"result\":{}", a.result);
+        out += '}';
+        return;
+    }
     out += ",\"args\":{\"phase\":";
     out += c.wait ? "\"wait\"" : "\"issue\"";
     if (c.op) out += ",\"op\":", append_json_string(out, c.op);

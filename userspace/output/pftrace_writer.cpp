@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "format/nccl_names.h"
 #include "format/pftrace_scan.h"
 #include "format/trace_file.h"
 #include "format/api_table.h"
@@ -294,12 +295,34 @@ void PftraceWriter::torch_range(const TorchRange& r) {
     commit_with_metadata();
 }
 
+// An NCCL call's arguments, named as in the JSON formats (json_event_file.cpp).
+void PftraceWriter::nccl_annotations(Track& t, const Collective& c) {
+    const NcclArgs& a = *c.nccl;
+    annotation_string(t, "phase", "nccl");
+    if (nccl_api_moves_data(a.api)) {
+        annotation_uint(t, "count", a.count);
+        annotation_uint(t, "bytes", a.bytes);
+        if (a.datatype) annotation_string(t, "datatype", a.datatype);
+        if (a.redop) annotation_string(t, "redop", a.redop);
+        annotation_string(t, "stream", fmt::format("{:#x}", a.stream));
+    }
+    if (a.peer >= 0) annotation_uint(t, "peer", static_cast<uint64_t>(a.peer));
+    if (a.nranks) annotation_uint(t, "nranks", a.nranks);
+    annotation_uint(t, "comm", c.group);
+    annotation_uint(t, "group_depth", a.group_depth);
+    if (a.result) annotation_uint(t, "result", static_cast<uint64_t>(static_cast<uint32_t>(a.result)));
+}
+
 void PftraceWriter::collective(const Collective& c) {
     Track& t = track(Kind::Thread, c.pid, c.tid);
     auto& e = begin_event(t, c.start_ns, kSliceBegin);
     e.varint(kCategoryIids, t.interning.category("collective"));
     e.varint(kNameIid, t.interning.event_name(c.name));
-    annotation_string(t, "phase", c.wait ? "wait" : "issue");
+    if (c.nccl) {
+        nccl_annotations(t, c);
+    } else {
+        annotation_string(t, "phase", c.wait ? "wait" : "issue");
+    }
     if (c.op) annotation_string(t, "op", c.op);
     if (c.backend) annotation_string(t, "backend", c.backend);
     if (c.wait && c.issued_ns) annotation_uint(t, "issued_ns", c.issued_ns);

@@ -91,6 +91,7 @@ private:
     void end_event(Track& t);
     void annotation_string(Track& t, std::string_view name, std::string_view value);
     void annotation_uint(Track& t, std::string_view name, uint64_t value);
+    void nccl_annotations(Track& t, const Collective& c);
     void annotation_double(Track& t, std::string_view name, double value);
     void stack_fields(proto::Encoder& e, Track& t, const PyStackRef& stack);
     void commit_with_metadata(); // new descriptors first, then the packets buffered
