@@ -1,8 +1,8 @@
 """[expect] checks on JSON files a run wrote (a `gtrace report --json`, say), by dotted key:
 `json_match` ({file = {"a.0.b" = "regex"}}: the value's text matches) and `json_near_truth`
 (a list of {file, key, truth, truth_key, within}: the value is within the fraction `within` of
-the number `truth_key` in the JSON that a program printed after the word `truth`). A number in a
-dotted key indexes a list."""
+the number `truth_key`, dotted too, in the JSON that a program printed after the word `truth`). A
+number in a dotted key indexes a list."""
 import json
 import re
 
@@ -49,7 +49,7 @@ def check_json_files(expect, program_lines):
             print(f"ok: {key} = {got!r} matches /{pattern}/")
     for c in expect.get("json_near_truth", []):
         got = dotted(load(c["file"]), c["key"])
-        want = truth_from(program_lines, c["truth"]).get(c["truth_key"])
+        want = dotted(truth_from(program_lines, c["truth"]), c["truth_key"])
         if not isinstance(got, (int, float)) or not isinstance(want, (int, float)):
             fail(f"{c['key']} is {got!r} and {c['truth']}.{c['truth_key']} is {want!r}: not two numbers")
         if abs(got - want) > c["within"] * abs(want):

@@ -1,4 +1,5 @@
 #include "analyze/collectives.h"
+#include "analyze/nccl_traffic.h"
 
 #include <algorithm>
 #include <cctype>
@@ -93,7 +94,7 @@ const Instance* same_call(const Instance& a, const std::vector<Instance>& mine, 
 std::string nccl_collective(std::string_view kernel) {
     size_t start = kernel.find('_');
     if (!kernel.starts_with("nccl") || start == std::string_view::npos) return "NCCL kernels";
-    size_t end = kernel.find('_', start + 1);
+    size_t end = kernel.find_first_of("_(", start + 1); // demangled names end in their parameters
     return fmt::format("{} (NCCL kernels)", kernel.substr(start + 1, end == std::string_view::npos ? end : end - start - 1));
 }
 
@@ -125,6 +126,7 @@ void gather_collectives(const TraceData& trace, std::vector<ProcessAnalysis>& ou
         r.collective_calls = instances(it->second);
         std::map<std::string, CollectiveFigures> gpu;
         add_gpu_figures(it->second, step_window(r), gpu);
+        gather_nccl_traffic(it->second, step_window(r), r);
         r.collective_kernels.clear();
         for (auto& [name, f] : gpu) {
             f.name = name;
@@ -134,6 +136,7 @@ void gather_collectives(const TraceData& trace, std::vector<ProcessAnalysis>& ou
 }
 
 void match_collectives(std::vector<ProcessAnalysis>& all) {
+    nccl_bandwidths(all);
     // Each rank's wait for the last to arrive at each of its calls.
     for (auto& a : all) {
         if (!a.rank) continue;

@@ -155,6 +155,7 @@ void LiveTrace::metadata(const TraceModel& model) {
         ProcessData* p = process(pid);
         p->label = form_.ascii_texts ? as_json_metadata(info.label()) : info.label();
         p->rank = info.ranks.rank;
+        p->world_size = info.ranks.world_size;
         p->forked = info.forked_from.has_value();
         p->cmdline = form_.ascii_texts ? as_json_metadata(info.cmdline) : info.cmdline;
     }

@@ -45,9 +45,9 @@ struct Track {
     std::vector<Open> open;
 };
 
-class Reader {
+class PftraceReader {
 public:
-    Reader(TraceData& t) : t_(t) {}
+    PftraceReader(TraceData& t) : t_(t) {}
 
     // `file`, when the bytes are its mapping: pages read are dropped as the reading goes.
     bool read(std::string_view bytes, const TraceFile* file) {
@@ -150,7 +150,7 @@ private:
         WireReader d(bytes);
         uint32_t field, type;
         std::string_view label;
-        std::optional<int> rank;
+        std::optional<int> rank, world_size;
         bool forked = false;
         while (d.next(field, type)) {
             if (field == pftrace::ProcessDescriptor::kPid) tr.pid = static_cast<uint32_t>(d.varint_of(type));
@@ -159,6 +159,7 @@ private:
                 std::string_view l = d.bytes_of(type);
                 int v = 0;
                 if (l.starts_with("rank=") && std::from_chars(l.data() + 5, l.data() + l.size(), v).ec == std::errc{}) rank = v;
+                if (l.starts_with("world_size=") && std::from_chars(l.data() + 11, l.data() + l.size(), v).ec == std::errc{}) world_size = v;
                 if (l.starts_with("forked_from=")) forked = true;
             } else d.skip(type);
         }
@@ -167,6 +168,7 @@ private:
         ProcessData& p = process(tr.pid);
         if (!label.empty()) p.label = label;
         if (rank) p.rank = rank;
+        if (world_size) p.world_size = world_size;
         p.forked = forked;
         return true;
     }
@@ -316,7 +318,7 @@ Error not_valid(const std::string& path) {
 } // namespace
 
 Result<void> read_pftrace(const TraceFile& file, size_t length, const std::string& path, TraceData& t) {
-    Reader reader(t);
+    PftraceReader reader(t);
     if (!reader.read({file.begin(), std::min(length, file.size())}, &file)) return not_valid(path);
     if (reader.tool != "gtrace")
         return make_error(ExitCode::BadTrace, fmt::format("{} was not written by gtrace (no tool attribute); "

@@ -1,4 +1,5 @@
 #include "analyze/report_json.h"
+#include "analyze/nccl_traffic.h"
 
 #include <optional>
 
@@ -45,6 +46,16 @@ nlohmann::json collectives_json(const ProcessAnalysis& r) {
     return out;
 }
 
+// NCCL's calls by kind: sizes as nccl-tests counts them, per step over `steps`, and bandwidths.
+nlohmann::json nccl_json(const std::vector<NcclTraffic>& kinds, double steps) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& t : kinds)
+        out.push_back({{"kind", t.name}, {"calls", t.calls}, {"bytes_per_step", t.bytes / steps}, {"kernels", t.kernels},
+                       {"kernel_ms_per_step", t.kernel_ms / steps}, {"algbw_GBps", t.algbw_gbps}, {"busbw_GBps", t.busbw_gbps},
+                       {"nranks", t.nranks}, {"nranks_assumed", t.nranks_assumed}});
+    return out;
+}
+
 nlohmann::json process_json(const ProcessAnalysis& r) {
     nlohmann::json breakdown = nlohmann::json::object(), share = nlohmann::json::object();
     for (int c = 0; c < kCategoryCount; ++c) {
@@ -84,6 +95,7 @@ nlohmann::json process_json(const ProcessAnalysis& r) {
                         {"per_step", per_step(r)},
                         {"memory", memory},
                         {"collectives", collectives_json(r)},
+                        {"nccl", nccl_json(r.nccl_traffic, r.step_count() == 0 ? 1 : static_cast<double>(r.step_count()))},
                         {"collective_wait_ms_per_step", r.collective_wait_ms_per_step},
                         {"main_thread_waits_ms_per_step",
                          {{"collective", r.waits.collective}, {"dataloader", r.waits.dataloader}, {"cuda_sync", r.waits.cuda_sync},
@@ -108,6 +120,10 @@ nlohmann::json nodes_json(const JobReport& report) {
         nlohmann::json node = {{"name", n.name}, {"host", n.host}, {"trace", n.trace}, {"ranks", n.ranks}, {"step_ms", n.step_ms},
                                {"verdict", n.verdict}, {"clock", clock}};
         if (n.cpu_pressure) node["cpu_pressure"] = *n.cpu_pressure;
+        std::vector<const ProcessAnalysis*> ranks;
+        for (const auto& p : report.processes)
+            if (p.rank && &report.nodes[p.node] == &n) ranks.push_back(&p);
+        node["nccl"] = nccl_json(combined_nccl_traffic(ranks), 1); // already per step, the node's ranks added
         if (n.steps_span) // on the first node's clock, as the collectives' times
             node["steps_span_ns"] = {n.steps_span->start_ns, n.steps_span->end_ns};
         out.push_back(std::move(node));

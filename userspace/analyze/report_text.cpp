@@ -148,6 +148,16 @@ std::string details(const ProcessAnalysis& r) {
         out += fmt::format("    {:>10.2f} ms  {:>6.3g} {}  {}{}\n", f.ms / n, static_cast<double>(f.count) / n, f.gpu ? "kernels" : "calls  ",
                            f.name, waited.empty() ? "" : "  (waiting for " + waited + ")");
     }
+    if (!r.nccl_traffic.empty())
+        out += fmt::format("  NCCL calls ({}; sizes and bandwidths as nccl-tests counts them):\n", r.step_count() == 0 ? "over the capture" : "per step");
+    for (const auto& t : r.nccl_traffic) {
+        std::string bw = t.kernels ? fmt::format("algbw {:.1f} GB/s, busbw {:.1f} GB/s over {} kernels ({:.3f} ms per step)", t.algbw_gbps,
+                                                 t.busbw_gbps, t.kernels, t.kernel_ms / n)
+                                   : std::string("no kernel of theirs in the trace (GPU records off, or not joined)");
+        out += fmt::format("    {:<14} {:>6.3g} calls  {:>10}  {}; n = {}{}\n", t.name, static_cast<double>(t.calls) / n,
+                           fmt::format("{:.3f} MB", t.bytes / n / 1e6), bw, t.nranks ? std::to_string(t.nranks) : "not known",
+                           !t.nranks ? " (communicator made before the capture, no rank: sizes per rank)" : t.nranks_assumed ? " (the world's: communicator made before the capture)" : "");
+    }
     if (r.memory.peak_bytes)
         out += fmt::format("  GPU memory: peak {:.1f} MiB allocated, at {:.1f} ms{}\n", static_cast<double>(r.memory.peak_bytes) / (1 << 20),
                            r.memory.peak_ms,

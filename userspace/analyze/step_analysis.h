@@ -48,6 +48,23 @@ struct CollectiveFigures {
     bool gpu = false;
 };
 
+// What one rank's NCCL calls of one kind moved over the steps (analyze/nccl_traffic.h): sizes as
+// nccl-tests counts them, the GPU time of the kernels they enqueued, and the bandwidths.
+struct NcclTraffic {
+    std::string name;          // "AllReduce", "SendRecv", "Group(AllReduce+AllGather)"
+    uint64_t calls = 0;
+    double bytes = 0;          // the size moved, as nccl-tests counts it
+    uint64_t kernels = 0;      // the NCCL kernels they enqueued that the trace has
+    double kernel_ms = 0;      // those kernels' GPU time
+    double joined_bytes = 0;   // the size of the calls those kernels ran: what the bandwidths divide
+    uint32_t nranks = 0;       // the communicator's size; 0: not known
+    bool nranks_assumed = false; // not seen created (before the capture): the job's ranks
+    double algbw_gbps = 0, busbw_gbps = 0; // 0: no kernel joined (GPU records off, or none in the steps)
+    // Before the job's pass: sizes of AllGather/ReduceScatter calls on a communicator not seen
+    // created, per rank (they scale by the communicator's size once it is assumed).
+    double unscaled_bytes = 0, unscaled_joined_bytes = 0;
+};
+
 // One collective call on one rank: from its call (arrival) to the end of the wait on its Work.
 struct CollectiveCall {
     std::string name;
@@ -100,6 +117,8 @@ struct ProcessAnalysis {
     double collective_wait_ms_per_step = 0;     // waiting for the last rank to arrive, all collectives
     std::vector<CollectiveCall> collective_calls;       // what those come from (analyze/collectives.h)
     std::vector<CollectiveFigures> collective_kernels;
+    std::vector<NcclTraffic> nccl_traffic; // by kind, most bytes first
+    std::optional<int> world_size;         // its WORLD_SIZE, when the trace says
     MainThreadWaits waits;
     std::vector<BlockedIn> blocked; // the Blocked category by kind, largest first
     // Filled by analyze/verdict.h:

@@ -79,6 +79,21 @@ ProcessAnalysis process(const nlohmann::json& r) {
     const nlohmann::json& memory = member(r, "memory");
     if (memory.is_object()) p.memory.peak_bytes = static_cast<uint64_t>(std::min(number(memory, "peak_bytes"), 1e18)), p.memory.peak_ms = number(memory, "peak_ms");
     p.collectives = collectives(member(r, "collectives"));
+    if (const auto& nccl = member(r, "nccl"); nccl.is_array()) // per step in the summary: back to the whole steps
+        for (const auto& k : nccl) {
+            if (!k.is_object() || p.nccl_traffic.size() >= 64) continue;
+            double steps = p.summarized_steps ? static_cast<double>(p.summarized_steps) : 1;
+            NcclTraffic t;
+            t.name = text(k, "kind").substr(0, 64);
+            t.calls = static_cast<uint64_t>(std::min(number(k, "calls"), 1e15));
+            t.kernels = static_cast<uint64_t>(std::min(number(k, "kernels"), 1e15));
+            t.bytes = number(k, "bytes_per_step") * steps, t.kernel_ms = number(k, "kernel_ms_per_step") * steps;
+            t.algbw_gbps = number(k, "algbw_GBps"), t.busbw_gbps = number(k, "busbw_GBps");
+            t.joined_bytes = t.algbw_gbps * t.kernel_ms * 1e6; // what the bandwidth was over
+            t.nranks = static_cast<uint32_t>(std::min(number(k, "nranks"), 1e6));
+            t.nranks_assumed = member(k, "nranks_assumed").is_boolean() && member(k, "nranks_assumed").get<bool>();
+            p.nccl_traffic.push_back(std::move(t));
+        }
     p.collective_wait_ms_per_step = number(r, "collective_wait_ms_per_step");
     if (const auto& w = member(r, "main_thread_waits_ms_per_step"); w.is_object())
         p.waits = {number(w, "collective"), number(w, "dataloader"), number(w, "cuda_sync"), number(w, "blocked"), number(w, "other")};

@@ -91,6 +91,7 @@ struct ProcessData {
     std::string label;
     std::string cmdline; // as the trace has it (process_labels): redacted unless captured with --no-redact
     std::optional<int> rank;
+    std::optional<int> world_size; // its WORLD_SIZE
     bool forked = false; // a forked copy of another process (DataLoader worker)
     std::vector<CallSpan> calls;
     std::vector<GpuSpan> gpu;

@@ -152,6 +152,8 @@ private:
             auto labels = nlohmann::json::parse(e.labels.empty() ? std::string_view("{}") : e.labels, nullptr, false);
             if (labels.is_object()) {
                 if (labels.contains("rank") && labels["rank"].is_number_integer()) p.rank = labels["rank"].get<int>();
+                if (labels.contains("world_size") && labels["world_size"].is_number_integer())
+                    p.world_size = labels["world_size"].get<int>();
                 p.forked = labels.contains("forked_from");
                 if (labels.contains("cmdline") && labels["cmdline"].is_string()) p.cmdline = labels["cmdline"].get<std::string>();
                 meta_[p.pid].labels = true;

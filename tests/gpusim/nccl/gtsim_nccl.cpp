@@ -2,6 +2,7 @@
 // on the GPU simulator's runtime. Every rule modelled here is written down, with its source, in
 // nccl/README.md; the comments below name the rule they implement.
 #include <nccl.h>
+static_assert(NCCL_VERSION_CODE == GTSIM_NCCL_VERSION_CODE, "not the nccl.h CMake chose (tests/gpusim/CMakeLists.txt)");
 
 #include <unistd.h>
 
@@ -121,8 +122,7 @@ thread_local ncclResult_t t_group_error = ncclSuccess;
 thread_local std::vector<Op> t_queue;
 thread_local char t_last_error[1024] = "";
 
-ncclResult_t fail(ncclResult_t r, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
-ncclResult_t fail(ncclResult_t r, const char* fmt, ...) {
+__attribute__((format(printf, 2, 3))) ncclResult_t fail(ncclResult_t r, const char* fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(t_last_error, sizeof t_last_error, fmt, ap);
@@ -166,10 +166,12 @@ ncclResult_t check_args(const ncclComm* comm, const char* opname, ncclDataType_t
 // launches at once; inside, it is queued for the outermost ncclGroupEnd, and an error is kept as
 // the group's (ncclGroupErrCheck).
 ncclResult_t enqueue(Coll coll, const char* opname, size_t count, ncclDataType_t type, ncclRedOp_t op, int root,
-                     ncclComm* comm, cudaStream_t stream, uint64_t size_factor) {
+                     ncclComm* comm, cudaStream_t stream) {
     ncclResult_t r = check_args(comm, opname, type, op, root);
     if (r == ncclSuccess) {
-        Op o{coll, comm, stream, kernel_for(coll, type), bus_bytes(coll, count * type_size(type) * size_factor, comm->nRanks)};
+        // AllGather's sendcount and ReduceScatter's recvcount are per rank (nccl.h).
+        uint64_t size = count * type_size(type) * (coll == kAllGather || coll == kReduceScatter ? unsigned(comm->nRanks) : 1u);
+        Op o{coll, comm, stream, kernel_for(coll, type), bus_bytes(coll, size, comm->nRanks)};
         if (t_depth == 0) return launch(o.kernel, o.stream, o.bus);
         t_queue.push_back(o);
     }
@@ -318,21 +320,22 @@ ncclResult_t ncclCommUserRank(const ncclComm_t comm, int* rank) {
     return query(comm, rank, comm ? comm->rank : 0, "ncclCommUserRank");
 }
 
-// The real library's strings (src/init.cc).
+// The real library's strings (src/init.cc); a table, not a switch: no jump table in the function.
 NCCL_API(const char*, ncclGetErrorString, ncclResult_t code);
 const char* ncclGetErrorString(ncclResult_t code) {
-    switch (code) {
-    case ncclSuccess: return "no error";
-    case ncclUnhandledCudaError: return "unhandled cuda error (run with NCCL_DEBUG=INFO for details)";
-    case ncclSystemError: return "unhandled system error (run with NCCL_DEBUG=INFO for details)";
-    case ncclInternalError: return "internal error - please report this issue to the NCCL developers";
-    case ncclInvalidArgument: return "invalid argument (run with NCCL_DEBUG=WARN for details)";
-    case ncclInvalidUsage: return "invalid usage (run with NCCL_DEBUG=WARN for details)";
-    case ncclRemoteError: return "remote process exited or there was a network error";
-    case ncclInProgress: return "NCCL operation in progress";
-    case ncclTimeout: return "timeout";
-    default: return "unknown result code";
-    }
+    static const char* const text[] = {
+        "no error",                                                          // ncclSuccess
+        "unhandled cuda error (run with NCCL_DEBUG=INFO for details)",       // ncclUnhandledCudaError
+        "unhandled system error (run with NCCL_DEBUG=INFO for details)",     // ncclSystemError
+        "internal error - please report this issue to the NCCL developers",  // ncclInternalError
+        "invalid argument (run with NCCL_DEBUG=WARN for details)",           // ncclInvalidArgument
+        "invalid usage (run with NCCL_DEBUG=WARN for details)",              // ncclInvalidUsage
+        "remote process exited or there was a network error",                // ncclRemoteError
+        "NCCL operation in progress",                                        // ncclInProgress
+        "timeout",                                                           // ncclTimeout
+    };
+    static_assert(sizeof text / sizeof *text == ncclNumResults);
+    return unsigned(code) < ncclNumResults ? text[code] : "unknown result code";
 }
 
 NCCL_API(const char*, ncclGetLastError, ncclComm_t comm);
@@ -342,61 +345,57 @@ NCCL_API(ncclResult_t, ncclAllReduce, const void* sendbuff, void* recvbuff, size
          ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream);
 ncclResult_t ncclAllReduce(const void*, void*, size_t count, ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
                            cudaStream_t stream) {
-    return enqueue(kAllReduce, "AllReduce", count, datatype, op, 0, comm, stream, 1);
+    return enqueue(kAllReduce, "AllReduce", count, datatype, op, 0, comm, stream);
 }
 
 NCCL_API(ncclResult_t, ncclAllGather, const void* sendbuff, void* recvbuff, size_t sendcount, ncclDataType_t datatype,
          ncclComm_t comm, cudaStream_t stream);
 ncclResult_t ncclAllGather(const void*, void*, size_t sendcount, ncclDataType_t datatype, ncclComm_t comm,
                            cudaStream_t stream) {
-    return enqueue(kAllGather, "AllGather", sendcount, datatype, ncclSum, 0, comm, stream, comm ? unsigned(comm->nRanks) : 1);
+    return enqueue(kAllGather, "AllGather", sendcount, datatype, ncclSum, 0, comm, stream);
 }
 
 NCCL_API(ncclResult_t, ncclReduceScatter, const void* sendbuff, void* recvbuff, size_t recvcount,
          ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream);
 ncclResult_t ncclReduceScatter(const void*, void*, size_t recvcount, ncclDataType_t datatype, ncclRedOp_t op,
                                ncclComm_t comm, cudaStream_t stream) {
-    return enqueue(kReduceScatter, "ReduceScatter", recvcount, datatype, op, 0, comm, stream,
-                   comm ? unsigned(comm->nRanks) : 1);
+    return enqueue(kReduceScatter, "ReduceScatter", recvcount, datatype, op, 0, comm, stream);
 }
 
 NCCL_API(ncclResult_t, ncclBroadcast, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
          int root, ncclComm_t comm, cudaStream_t stream);
 ncclResult_t ncclBroadcast(const void*, void*, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
                            cudaStream_t stream) {
-    return enqueue(kBroadcast, "Broadcast", count, datatype, ncclSum, root, comm, stream, 1);
+    return enqueue(kBroadcast, "Broadcast", count, datatype, ncclSum, root, comm, stream);
 }
 
 NCCL_API(ncclResult_t, ncclBcast, void* buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
          cudaStream_t stream);
 ncclResult_t ncclBcast(void*, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream) {
-    return enqueue(kBroadcast, "Broadcast", count, datatype, ncclSum, root, comm, stream, 1);
+    return enqueue(kBroadcast, "Broadcast", count, datatype, ncclSum, root, comm, stream);
 }
 
 NCCL_API(ncclResult_t, ncclReduce, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
          ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream);
 ncclResult_t ncclReduce(const void*, void*, size_t count, ncclDataType_t datatype, ncclRedOp_t op, int root,
                         ncclComm_t comm, cudaStream_t stream) {
-    return enqueue(kReduce, "Reduce", count, datatype, op, root, comm, stream, 1);
+    return enqueue(kReduce, "Reduce", count, datatype, op, root, comm, stream);
 }
 
 NCCL_API(ncclResult_t, ncclSend, const void* sendbuff, size_t count, ncclDataType_t datatype, int peer,
          ncclComm_t comm, cudaStream_t stream);
 ncclResult_t ncclSend(const void*, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm, cudaStream_t stream) {
-    return enqueue(kSend, "Send", count, datatype, ncclSum, peer, comm, stream, 1);
+    return enqueue(kSend, "Send", count, datatype, ncclSum, peer, comm, stream);
 }
 
 NCCL_API(ncclResult_t, ncclRecv, void* recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
          cudaStream_t stream);
 ncclResult_t ncclRecv(void*, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm, cudaStream_t stream) {
-    return enqueue(kRecv, "Recv", count, datatype, ncclSum, peer, comm, stream, 1);
+    return enqueue(kRecv, "Recv", count, datatype, ncclSum, peer, comm, stream);
 }
 
 NCCL_API(ncclResult_t, ncclGroupStart);
-ncclResult_t ncclGroupStart() {
-    ++t_depth;
-    return ncclSuccess;
-}
+ncclResult_t ncclGroupStart() { return ++t_depth, ncclSuccess; }
 
 // NCCL src/group.cc ncclGroupEndInternal: not in a group is ncclInvalidUsage; only the outermost
 // End launches; an error of a call in the group is the group's, and its ops are dropped.
