@@ -1,4 +1,5 @@
 #include "analyze/report_text.h"
+#include "analyze/nccl_traffic.h"
 
 #include <algorithm>
 #include <map>
@@ -105,6 +106,18 @@ std::string nodes_table(const JobReport& report, const std::vector<bool>& shown)
         out += row.substr(0, row.find_last_not_of(' ') + 1) + "\n";
     }
     if (left_out) out += fmt::format("({} other nodes: their rows in --json)\n", left_out);
+    // NCCL's traffic per node: its ranks' bytes per step added, the bandwidth a rank's kernels had.
+    for (size_t i = 0; i < report.nodes.size(); ++i) {
+        if (!node_shown[i]) continue;
+        std::vector<const ProcessAnalysis*> ranks;
+        for (const auto& p : report.processes)
+            if (p.rank && p.node == i) ranks.push_back(&p);
+        std::string kinds;
+        for (const NcclTraffic& t : combined_nccl_traffic(ranks))
+            kinds += fmt::format("{}{} {:.3f} MB per step{}", kinds.empty() ? "" : "; ", t.name, t.bytes / 1e6,
+                                 t.kernels ? fmt::format(", busbw {:.1f} GB/s", t.busbw_gbps) : "");
+        if (!kinds.empty()) out += fmt::format("NCCL on {} (its ranks' bytes added; bandwidth per rank): {}\n", report.nodes[i].name, kinds);
+    }
     if (report.steps_overlap) {
         uint64_t first = UINT64_MAX;
         for (const auto& n : report.nodes)
