@@ -3,12 +3,12 @@
 #include "output/call_args.h"
 
 #include <cstring>
+#include <set>
 
 #include <fmt/format.h>
 
 #include "format/nccl_names.h"
 #include "format/pftrace_scan.h"
-#include "format/trace_file.h"
 #include "format/api_table.h"
 #include "format/pftrace_fields.h"
 
@@ -161,7 +161,28 @@ proto::Encoder& PftraceWriter::begin_event(Track& t, uint64_t ts, uint32_t type)
     enc_.varint(kSequenceFlags, kSeqNeedsIncrementalState);
     enc_.begin(kTrackEvent);
     enc_.varint(kType, type);
+    if (!sink_.failed()) { // after a failed write nothing more reaches the file
+        last_ts_ = std::max(last_ts_, ts);
+        if (type == kSliceBegin) {
+            ++open_[t.uuid];
+        } else if (type == kSliceEnd) {
+            if (auto o = open_.find(t.uuid); o != open_.end() && --o->second == 0) open_.erase(o);
+        }
+    }
     return enc_;
+}
+
+PftraceOpenSlices PftraceWriter::open_slices() const {
+    PftraceOpenSlices o;
+    o.tracks.assign(open_.begin(), open_.end());
+    o.last_ts = last_ts_;
+    return o;
+}
+
+PftraceOpenSlices PftraceWriter::open_at(uint64_t units) const {
+    if (units == sink_.units()) return open_slices();
+    auto it = open_at_marks_.find(units);
+    return it != open_at_marks_.end() ? it->second : PftraceOpenSlices{}; // units 0: the header's end, nothing open
 }
 
 void PftraceWriter::end_event(Track& t) {
@@ -177,7 +198,14 @@ void PftraceWriter::end_event(Track& t) {
 void PftraceWriter::commit_with_metadata() {
     if (buf_.empty()) return;
     sink_.append(buf_);
-    sink_.commit();
+    if (sink_.commit()) {
+        open_at_marks_[sink_.units()] = open_slices();
+        if (open_at_marks_.size() > 2 * TraceSink::kMarksKept) { // the sink thinned its marks: keep theirs
+            std::set<uint64_t> kept;
+            for (uint64_t u : sink_.marked_units()) kept.insert(u);
+            std::erase_if(open_at_marks_, [&](const auto& m) { return !kept.contains(m.first); });
+        }
+    }
     buf_.clear();
 }
 
@@ -448,13 +476,6 @@ void PftraceWriter::metadata(const TraceModel&) {
     commit_with_metadata();
 }
 
-std::string PftraceWriter::slice_ends_before(uint64_t offset) const {
-    auto file = TraceFile::open(sink_.readable_partial_path());
-    if (!file || offset > file->size()) return {};
-    auto open = pftrace_open_slices({file->begin(), static_cast<size_t>(offset)});
-    return open ? pftrace_slice_ends(*open) : std::string();
-}
-
 Result<std::optional<TraceCut>> PftraceWriter::finish(const TraceModel&, const nlohmann::json& facts) {
     end_flows(flows_.take_all());
     commit_with_metadata();
@@ -463,7 +484,7 @@ Result<std::optional<TraceCut>> PftraceWriter::finish(const TraceModel&, const n
         // After a cut, descriptors written into the stream may be gone with the packets cut off,
         // and the slices open at the cut (sampled frames) end at its last event.
         std::string tail = pending_descriptors(sink_cut != nullptr);
-        if (sink_cut) tail += slice_ends_before(sink_cut->offset);
+        if (sink_cut) tail += pftrace_slice_ends(open_at(sink_cut->units_kept));
         tail += pftrace_clock_packet(read_clocks());
         nlohmann::json other = facts;
         if (sink_cut)

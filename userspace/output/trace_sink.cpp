@@ -14,7 +14,6 @@ namespace {
 
 constexpr size_t kFlushAt = 1 << 20;
 constexpr uint64_t kMarkEvery = 64 << 10;
-constexpr size_t kMarksKept = 4096; // then thinned: a trace of any size keeps at most this many
 constexpr uint64_t kTailSlack = 16 << 10; // a few file system blocks beyond the closing bytes
 
 // Writes all of `bytes` at `offset`; 0, or the errno of the write that failed. `reached`: the
@@ -53,14 +52,15 @@ Result<TraceSink> TraceSink::create(const std::string& path, bool force, std::st
     return s;
 }
 
-void TraceSink::commit() {
-    if (failed()) return;
+bool TraceSink::commit() {
+    if (failed()) return false;
     last_ = {written_ + buf_.size(), ++units_};
-    if (last_.offset - marks_.back().offset >= kMarkEvery) {
+    bool marked = last_.offset - marks_.back().offset >= kMarkEvery;
+    if (marked) {
         marks_.push_back(last_);
         // A cut goes back from the end in steps that grow 4x: the old part of a long capture
         // needs fewer marks. Every other one of the older half goes (the header's end stays).
-        if (marks_.size() > kMarksKept) {
+        if (marks_.size() > kMarksKept) { // then thinned: a trace of any size keeps at most this many
             size_t half = marks_.size() / 2, out = 1;
             for (size_t i = 1; i < marks_.size(); ++i)
                 if (i >= half || i % 2 == 0) marks_[out++] = marks_[i];
@@ -68,6 +68,13 @@ void TraceSink::commit() {
         }
     }
     if (buf_.size() >= kFlushAt) flush();
+    return marked;
+}
+
+std::vector<uint64_t> TraceSink::marked_units() const {
+    std::vector<uint64_t> out;
+    for (const Boundary& b : marks_) out.push_back(b.units);
+    return out;
 }
 
 void TraceSink::flush() {

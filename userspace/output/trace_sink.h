@@ -29,6 +29,7 @@ struct SinkCut {
 
 class TraceSink {
 public:
+    static constexpr size_t kMarksKept = 4096; // boundaries a cut may go back to, at most
     // Creates `<path>.partial` (see OutputFile; `force` discards a killed capture's partial) and
     // writes `header`, the unit-less start of the stream. A full disk fails here already.
     static Result<TraceSink> create(const std::string& path, bool force, std::string_view header);
@@ -36,8 +37,10 @@ public:
     void append(std::string_view bytes) {
         if (!failed()) buf_.append(bytes);
     }
-    // Everything appended so far is whole units.
-    void commit();
+    // Everything appended so far is whole units. True when this boundary is one a cut may go back
+    // to (about every 64 KiB; the oldest are thinned out: marked_units() says which are kept).
+    bool commit();
+    std::vector<uint64_t> marked_units() const;
     // Pushes the buffered bytes to the file (also done as the buffer fills).
     void flush();
 
