@@ -48,7 +48,6 @@ std::string_view LiveTrace::text(std::string_view s) {
 }
 
 ProcessData* LiveTrace::process(uint32_t pid) {
-    if (dropped_) return nullptr;
     ProcessData& p = data_.processes[pid];
     p.pid = pid;
     return &p;
@@ -59,11 +58,31 @@ void LiveTrace::counted() {
 }
 
 void LiveTrace::check_budget() {
-    if (dropped_ || held_bytes() <= max_bytes_) return;
-    dropped_ = true;
-    spans_at_drop_ = spans_, bytes_at_drop_ = held_bytes();
-    data_ = TraceData();
-    open_frames_.clear();
+    if (held_bytes() <= max_bytes_) return;
+    // Over the bound: the older half of the time the spans cover goes, until they take half of
+    // what the strings leave of the bound (so that this is rare); the report then covers the
+    // recent window, and says so.
+    const uint64_t fixed = held_bytes() - span_bytes();
+    const uint64_t target = max_bytes_ > fixed ? (max_bytes_ - fixed) / 2 : 0;
+    for (int halvings = 0; halvings < 64 && span_bytes() > target; ++halvings) {
+        uint64_t first = UINT64_MAX, last = 0;
+        auto cover = [&](const auto& spans) {
+            for (const auto& s : spans) first = std::min(first, s.start_ns), last = std::max(last, s.end_ns);
+        };
+        for (const auto& [pid, p] : data_.processes)
+            cover(p.calls), cover(p.gpu), cover(p.main_samples), cover(p.ranges), cover(p.off_cpu), cover(p.collectives);
+        if (first >= last) break;
+        window_from_ns_ = std::max(window_from_ns_, first + (last - first) / 2 + 1);
+        auto trim = [&](auto& spans) {
+            std::erase_if(spans, [&](const auto& s) { return s.start_ns < window_from_ns_; });
+            spans.shrink_to_fit();
+        };
+        for (auto& [pid, p] : data_.processes) {
+            trim(p.calls), trim(p.gpu), trim(p.main_samples), trim(p.ranges), trim(p.off_cpu), trim(p.collectives);
+            std::erase_if(p.memory, [&](const MemoryPoint& m) { return m.ts_ns < window_from_ns_; });
+            p.memory.shrink_to_fit();
+        }
+    }
 }
 
 void LiveTrace::call(const ApiCall& c) {
@@ -130,19 +149,23 @@ void LiveTrace::memory(const MemorySample& m) {
 }
 
 void LiveTrace::sample_frame_begin(const SampleFrame& f, uint64_t ts_ns) {
-    if (f.tid != f.pid || dropped_) return; // the report reads the main thread's samples only
+    if (f.tid != f.pid) return; // the report reads the main thread's samples only
     auto& open = open_frames_[f.pid];
     open.resize(f.depth);
     open.emplace_back(text(f.frame.text()), ts_ns);
 }
 
 void LiveTrace::sample_frame_end(uint32_t pid, uint32_t tid, size_t depth, uint64_t ts_ns) {
-    if (tid != pid || dropped_) return;
+    if (tid != pid) return;
     auto it = open_frames_.find(pid);
     if (it == open_frames_.end() || depth >= it->second.size()) return;
     ProcessData* p = process(pid);
     CallSpan s;
     s.start_ns = it->second[depth].second, s.end_ns = std::max(s.start_ns, ts_ns);
+    if (s.start_ns < window_from_ns_) { // begun before the window: not kept, as any span begun then
+        it->second.resize(depth);
+        return;
+    }
     s.name = it->second[depth].first, s.tid = pid;
     p->main_samples.push_back(s);
     it->second.resize(depth);
@@ -150,7 +173,6 @@ void LiveTrace::sample_frame_end(uint32_t pid, uint32_t tid, size_t depth, uint6
 }
 
 void LiveTrace::metadata(const TraceModel& model) {
-    if (dropped_) return;
     for (const auto& [pid, info] : model.processes()) {
         ProcessData* p = process(pid);
         p->label = form_.ascii_texts ? as_json_metadata(info.label()) : info.label();
@@ -161,23 +183,25 @@ void LiveTrace::metadata(const TraceModel& model) {
     }
 }
 
-uint64_t LiveTrace::held_bytes() const {
-    uint64_t bytes = data_.strings.bytes();
+uint64_t LiveTrace::span_bytes() const {
+    uint64_t bytes = 0;
     for (const auto& [pid, p] : data_.processes)
-        bytes += sizeof(p) + capacity_bytes(p.calls) + capacity_bytes(p.gpu) + capacity_bytes(p.main_samples) +
-                 capacity_bytes(p.ranges) + capacity_bytes(p.off_cpu) + capacity_bytes(p.collectives) + capacity_bytes(p.memory);
+        bytes += capacity_bytes(p.calls) + capacity_bytes(p.gpu) + capacity_bytes(p.main_samples) + capacity_bytes(p.ranges) +
+                 capacity_bytes(p.off_cpu) + capacity_bytes(p.collectives) + capacity_bytes(p.memory);
     return bytes;
 }
 
-Result<TraceData> LiveTrace::take(const nlohmann::json& facts) {
+uint64_t LiveTrace::held_bytes() const {
+    return data_.strings.bytes() + data_.processes.size() * sizeof(ProcessData) + span_bytes();
+}
+
+TraceData LiveTrace::take(const nlohmann::json& facts) {
     check_budget();
-    if (dropped_)
-        return make_error(ExitCode::Internal, fmt::format("the capture's spans outgrew the {:.1f} MiB its analysis keeps in memory "
-                                                          "(past {} spans, {:.1f} MiB)", max_bytes_ / 1048576.0, spans_at_drop_,
-                                                          bytes_at_drop_ / 1048576.0));
     TraceData t = std::move(data_);
     data_ = TraceData();
     open_frames_.clear();
+    if (window_from_ns_) t.spans_from_ns = window_from_ns_, t.spans_max_bytes = max_bytes_;
+    window_from_ns_ = 0;
     apply_capture_facts(t, facts);
     return t;
 }

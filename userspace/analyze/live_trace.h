@@ -5,8 +5,9 @@
 // a capture, and each flight-recorder dump, reports without reading its file back.
 //
 // It keeps spans, not events (no arguments, stacks or flows; strings once), at most `max_bytes`
-// of them: past that it lets go of them all and says so, and the report is left to
-// `gtrace report FILE`.
+// of them: past that it lets go of the older half of the time they cover (again as needed), so
+// the report at the end covers the capture's recent window and says from when
+// (TraceData::spans_from_ns); `gtrace report FILE` covers all of it.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -46,16 +47,15 @@ public:
 
     // What the spans take now (vectors' capacity and the string pool), about.
     uint64_t held_bytes() const;
-    bool over_budget() const { return dropped_; }
+    uint64_t span_bytes() const; // of that, the spans' vectors
     // The spans, with the capture's facts (its otherData: host, clocks, CPU pressure, whether
-    // the GPU agent was on) read as a trace's reader reads them. Past the budget: the error says
-    // how far it got. The LiveTrace is empty after.
-    Result<TraceData> take(const nlohmann::json& facts);
+    // the GPU agent was on) read as a trace's reader reads them. The LiveTrace is empty after.
+    TraceData take(const nlohmann::json& facts);
 
 private:
     ProcessData* process(uint32_t pid);
     void counted(); // one more span kept: checks the budget now and then
-    void check_budget(); // past it: every span let go
+    void check_budget(); // past it: the older spans let go
     std::string_view text(std::string_view s); // interned as the trace gives it back
 
     TraceData data_;
@@ -65,8 +65,7 @@ private:
     TraceForm form_;
     std::string scratch_;
     uint64_t spans_ = 0;
-    bool dropped_ = false;
-    uint64_t spans_at_drop_ = 0, bytes_at_drop_ = 0;
+    uint64_t window_from_ns_ = 0; // spans begun before it were let go (0: none)
 };
 
 // A capture's otherData as a trace's reader applies it to its TraceData: host, clocks, CPU

@@ -156,6 +156,7 @@ nlohmann::json report_json(const JobReport& report) {
         if (!report.nodes[0].host.empty()) out["host"] = report.nodes[0].host;
         if (report.nodes[0].cpu_pressure) out["cpu_pressure"] = *report.nodes[0].cpu_pressure;
     }
+    if (!report.notes.empty()) out["notes"] = report.notes;
     if (report.from_summaries) out["from_summaries"] = true;
     if (report.nodes.size() > 1) {
         out["nodes"] = nodes_json(report);

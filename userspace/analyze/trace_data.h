@@ -108,6 +108,10 @@ struct TraceData {
     std::map<uint32_t, ProcessData> processes;
     bool has_gpu = false; // the capture had the GPU agent on
     std::optional<uint64_t> partial_events; // a partial trace (its capture was killed): the whole events read
+    // A capture's live analysis past its memory bound (analyze/live_trace.h): only the spans begun
+    // from this time on, of at most that many bytes.
+    std::optional<uint64_t> spans_from_ns;
+    uint64_t spans_max_bytes = 0;
     // Where and when: the host that wrote it ("" when the trace does not say), and its
     // CLOCK_REALTIME minus CLOCK_MONOTONIC (the trace's clock), read together during the capture:
     // what puts traces of several hosts on one time line (analyze/clock_alignment.h).

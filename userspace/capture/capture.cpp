@@ -235,8 +235,7 @@ Result<CaptureResult> Capture::finish(const std::string& reason, double elapsed_
     result.script_incomplete = script_.incomplete();
     result.tree_exited = model_.live_processes() == 0;
     if (LiveTrace* live = flight_ ? &flight_->final_analysis() : analysis_.get()) {
-        if (auto spans = live->take(facts)) result.analysis = std::make_shared<TraceData>(std::move(*spans));
-        else result.analysis_left_out = spans.error().message;
+        result.analysis = std::make_shared<TraceData>(live->take(facts));
     }
     result.facts = std::move(facts);
     if (*cut) {

@@ -60,8 +60,8 @@ FlightDumps::Outcome write_dump(const DumpJob& job) {
     o.seconds = dump->seconds;
     if (dump->cut) o.error = fmt::format("writing it failed: {}; it holds its first {} events", dump->cut->error,
                                          dump->cut->events_kept);
-    auto spans = analysis.take(job.facts);
-    o.verdict = judge_dump(o.path, spans ? &*spans : nullptr, spans ? std::string() : spans.error().message, job.analysis, job.force);
+    TraceData spans = analysis.take(job.facts);
+    o.verdict = judge_dump(o.path, &spans, std::string(), job.analysis, job.force);
     return o;
 }
 
