@@ -66,12 +66,13 @@ struct {
 	__type(value, struct open_work);
 } open_works SEC(".maps");
 
-static __always_inline void emit(__u8 phase, __u8 op, __u8 backend, __u32 tgid, __u32 tid, __u64 start, __u64 issued,
-				 __u64 work, __u64 group)
+/* A collective event with what every kind has, the rest zero (NCCL's fields: none); null when
+ * the ring has no room (counted). The caller fills in its own and submits it. */
+static __always_inline struct gt_collective_event *new_event(__u8 phase, __u8 op, __u8 backend, __u32 tgid, __u32 tid, __u64 start)
 {
 	struct gt_collective_event *e = gt_reserve(sizeof(*e), GT_EV_COLLECTIVE);
 	if (!e)
-		return;
+		return 0;
 	e->cls = GT_EV_COLLECTIVE;
 	e->phase = phase;
 	e->op = op;
@@ -81,9 +82,9 @@ static __always_inline void emit(__u8 phase, __u8 op, __u8 backend, __u32 tgid, 
 	e->result = 0;
 	e->start_ns = start;
 	e->end_ns = bpf_ktime_get_ns();
-	e->issued_ns = issued;
-	e->work = work;
-	e->group = group;
+	e->issued_ns = 0;
+	e->work = 0;
+	e->group = 0;
 	e->count = 0;
 	e->stream = 0;
 	e->peer = -1;
@@ -91,6 +92,18 @@ static __always_inline void emit(__u8 phase, __u8 op, __u8 backend, __u32 tgid, 
 	e->redop = 255;
 	e->group_depth = 0;
 	e->pad = 0;
+	return e;
+}
+
+static __always_inline void emit(__u8 phase, __u8 op, __u8 backend, __u32 tgid, __u32 tid, __u64 start, __u64 issued,
+				 __u64 work, __u64 group)
+{
+	struct gt_collective_event *e = new_event(phase, op, backend, tgid, tid, start);
+	if (!e)
+		return;
+	e->issued_ns = issued;
+	e->work = work;
+	e->group = group;
 	bpf_ringbuf_submit(e, gt_submit_flags());
 }
 
@@ -186,20 +199,10 @@ static __always_inline void nccl_returned(struct thread_state *t, __u64 result, 
 		t->nccl_group_depth--;
 	if (c->comm_out && bpf_probe_read_user(&c->comm, sizeof(c->comm), (void *)c->comm_out))
 		c->comm = 0;
-	struct gt_collective_event *e = gt_reserve(sizeof(*e), GT_EV_COLLECTIVE);
+	struct gt_collective_event *e = new_event(GT_COMM_NCCL, c->api, GT_BACKEND_NCCL, tgid, tid, c->start_ns);
 	if (!e)
 		return;
-	e->cls = GT_EV_COLLECTIVE;
-	e->phase = GT_COMM_NCCL;
-	e->op = c->api;
-	e->backend = GT_BACKEND_NCCL;
-	e->pid = tgid;
-	e->tid = tid;
 	e->result = (int)result;
-	e->start_ns = c->start_ns;
-	e->end_ns = bpf_ktime_get_ns();
-	e->issued_ns = 0;
-	e->work = 0;
 	e->group = c->comm;
 	e->count = c->count;
 	e->stream = c->stream;
@@ -207,7 +210,6 @@ static __always_inline void nccl_returned(struct thread_state *t, __u64 result, 
 	e->datatype = c->datatype;
 	e->redop = c->redop;
 	e->group_depth = c->api == GT_NCCL_GROUP_END ? t->nccl_group_depth : c->group_depth;
-	e->pad = 0;
 	bpf_ringbuf_submit(e, gt_submit_flags());
 }
 
