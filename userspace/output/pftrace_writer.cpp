@@ -3,7 +3,6 @@
 #include "output/call_args.h"
 
 #include <cstring>
-#include <set>
 
 #include <fmt/format.h>
 
@@ -161,28 +160,9 @@ proto::Encoder& PftraceWriter::begin_event(Track& t, uint64_t ts, uint32_t type)
     enc_.varint(kSequenceFlags, kSeqNeedsIncrementalState);
     enc_.begin(kTrackEvent);
     enc_.varint(kType, type);
-    if (!sink_.failed()) { // after a failed write nothing more reaches the file
-        last_ts_ = std::max(last_ts_, ts);
-        if (type == kSliceBegin) {
-            ++open_[t.uuid];
-        } else if (type == kSliceEnd) {
-            if (auto o = open_.find(t.uuid); o != open_.end() && --o->second == 0) open_.erase(o);
-        }
-    }
+    // After a failed write nothing more reaches the file.
+    if (!sink_.failed()) cut_ends_.event(t.uuid, ts, type == kSliceBegin, type == kSliceEnd);
     return enc_;
-}
-
-PftraceOpenSlices PftraceWriter::open_slices() const {
-    PftraceOpenSlices o;
-    o.tracks.assign(open_.begin(), open_.end());
-    o.last_ts = last_ts_;
-    return o;
-}
-
-PftraceOpenSlices PftraceWriter::open_at(uint64_t units) const {
-    if (units == sink_.units()) return open_slices();
-    auto it = open_at_marks_.find(units);
-    return it != open_at_marks_.end() ? it->second : PftraceOpenSlices{}; // units 0: the header's end, nothing open
 }
 
 void PftraceWriter::end_event(Track& t) {
@@ -198,14 +178,7 @@ void PftraceWriter::end_event(Track& t) {
 void PftraceWriter::commit_with_metadata() {
     if (buf_.empty()) return;
     sink_.append(buf_);
-    if (sink_.commit()) {
-        open_at_marks_[sink_.units()] = open_slices();
-        if (open_at_marks_.size() > 2 * TraceSink::kMarksKept) { // the sink thinned its marks: keep theirs
-            std::set<uint64_t> kept;
-            for (uint64_t u : sink_.marked_units()) kept.insert(u);
-            std::erase_if(open_at_marks_, [&](const auto& m) { return !kept.contains(m.first); });
-        }
-    }
+    cut_ends_.committed(sink_, sink_.commit());
     buf_.clear();
 }
 
@@ -484,7 +457,7 @@ Result<std::optional<TraceCut>> PftraceWriter::finish(const TraceModel&, const n
         // After a cut, descriptors written into the stream may be gone with the packets cut off,
         // and the slices open at the cut (sampled frames) end at its last event.
         std::string tail = pending_descriptors(sink_cut != nullptr);
-        if (sink_cut) tail += pftrace_slice_ends(open_at(sink_cut->units_kept));
+        if (sink_cut) tail += pftrace_slice_ends(cut_ends_.at(sink_, sink_cut->units_kept));
         tail += pftrace_clock_packet(read_clocks());
         nlohmann::json other = facts;
         if (sink_cut)

@@ -31,6 +31,7 @@
 #include <tuple>
 
 #include "format/pftrace_scan.h"
+#include "output/pftrace_cut_ends.h"
 #include "output/clocks.h"
 #include "output/launch_texts.h"
 #include "format/pftrace_fields.h"
@@ -97,9 +98,6 @@ private:
     void commit_with_metadata(); // new descriptors first, then the packets buffered
     // Flows started on calls whose GPU work did not come: each ends at an instant in its call.
     void end_flows(const std::vector<PftraceFlows::Dangling>& flows);
-    // The slices open after the units committed so far, and at a boundary a cut may go back to.
-    PftraceOpenSlices open_slices() const;
-    PftraceOpenSlices open_at(uint64_t units) const;
 
     TraceSink sink_;
     const TraceModel& model_;
@@ -115,12 +113,7 @@ private:
     // A flow waiting for its GPU op's slice (flow() comes just before gpu_op(), with the same op).
     std::optional<std::pair<PftraceFlows::OpKey, uint64_t>> pending_flow_;
     LaunchTexts launch_texts_;
-    // What a cut must end, known as the events are written (the writer never reads its file
-    // back): the slices open on each track and the latest event's time, after the units committed
-    // so far, and as they were at each boundary the sink may cut back to (its marks).
-    std::map<uint64_t, size_t> open_;
-    uint64_t last_ts_ = 0;
-    std::map<uint64_t, PftraceOpenSlices> open_at_marks_; // units -> open slices then
+    PftraceCutEnds cut_ends_; // what a cut must end
 };
 
 } // namespace gtrace
