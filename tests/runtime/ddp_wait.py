@@ -60,7 +60,13 @@ def main():
                 if not line or "attached to PID" in line:
                     break
             open(go, "w").close()
-            _, err = g.communicate(timeout=180)
+            try:
+                _, err = g.communicate(timeout=180)
+            except subprocess.TimeoutExpired:  # which side hung: the job, or gtrace after it ended
+                g.kill()
+                _, err = g.communicate()
+                fail(f"gtrace still ran after 180 s; the job {'still ran' if job.poll() is None else 'had exited'}; "
+                     f"gtrace's stderr: {err[-1500:]}; the job's log: {open(log_path).read()[-1500:]}")
             if g.returncode != 0:
                 fail(f"gtrace exited {g.returncode}: {err}")
             job.wait(timeout=60)
