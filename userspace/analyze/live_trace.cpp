@@ -47,7 +47,8 @@ std::string_view LiveTrace::text(std::string_view s) {
     return data_.strings.intern(s);
 }
 
-ProcessData* LiveTrace::process(uint32_t pid) {
+ProcessData* LiveTrace::process(uint32_t pid, uint64_t start_ns) {
+    if (start_ns < window_from_ns_) return nullptr; // before the window kept (past the memory bound)
     ProcessData& p = data_.processes[pid];
     p.pid = pid;
     return &p;
@@ -86,7 +87,7 @@ void LiveTrace::check_budget() {
 }
 
 void LiveTrace::call(const ApiCall& c) {
-    ProcessData* p = process(c.pid);
+    ProcessData* p = process(c.pid, c.start_ns);
     if (!p) return;
     auto s = span_of<CallSpan>(c, text(api_name(c.api)));
     if (c.stack) s.source = text(c.stack->source);
@@ -98,7 +99,7 @@ void LiveTrace::call(const ApiCall& c) {
 
 void LiveTrace::torch_range(const TorchRange& r) {
     if (r.off_cpu && !form_.off_cpu) return;
-    ProcessData* p = process(r.pid);
+    ProcessData* p = process(r.pid, r.start_ns);
     if (!p) return;
     auto s = span_of<RangeSpan>(r, text(r.name));
     if (r.off_cpu) {
@@ -111,7 +112,7 @@ void LiveTrace::torch_range(const TorchRange& r) {
 }
 
 void LiveTrace::collective(const Collective& c) {
-    ProcessData* p = process(c.pid);
+    ProcessData* p = process(c.pid, c.start_ns);
     if (!p) return;
     auto s = span_of<CollectiveSpan>(c, text(c.name));
     s.wait = c.wait, s.issued_ns = c.wait ? c.issued_ns : 0;
@@ -126,7 +127,7 @@ void LiveTrace::collective(const Collective& c) {
 
 void LiveTrace::gpu_op(const GpuOp& op) {
     if (op.kind == GpuOpKind::Sync) return; // not a slice in gtrace's own formats
-    ProcessData* p = process(op.pid);
+    ProcessData* p = process(op.pid, op.start_ns); // GPU records come late: those of calls let go, too
     if (!p) return;
     GpuSpan g;
     g.start_ns = op.start_ns, g.end_ns = std::max(op.start_ns, op.end_ns);
@@ -142,7 +143,7 @@ void LiveTrace::gpu_op(const GpuOp& op) {
 
 void LiveTrace::memory(const MemorySample& m) {
     if (m.counter != MemoryCounter::Allocated) return; // the counters at attach are not the curve
-    ProcessData* p = process(m.pid);
+    ProcessData* p = process(m.pid, m.ts_ns);
     if (!p) return;
     p->memory.push_back({m.ts_ns, m.device >= 0 ? static_cast<uint32_t>(m.device) : 0u, m.allocated_bytes, m.at_attach});
     counted();
