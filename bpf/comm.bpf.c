@@ -70,10 +70,12 @@ struct {
  * the ring has no room (counted). The caller fills in its own and submits it. */
 static __always_inline struct gt_collective_event *new_event(__u8 phase, __u8 op, __u8 backend, __u32 tgid, __u32 tid, __u64 start)
 {
-	struct gt_collective_event *e = gt_reserve(sizeof(*e), GT_EV_COLLECTIVE);
+	/* NCCL's calls are a class of their own: a loss of them does not make c10d's counts incomplete. */
+	__u8 cls = phase == GT_COMM_NCCL ? GT_EV_NCCL : GT_EV_COLLECTIVE;
+	struct gt_collective_event *e = gt_reserve(sizeof(*e), cls);
 	if (!e)
 		return 0;
-	e->cls = GT_EV_COLLECTIVE;
+	e->cls = cls;
 	e->phase = phase;
 	e->op = op;
 	e->backend = backend;

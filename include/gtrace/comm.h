@@ -124,7 +124,7 @@ enum gt_nccl_api {
 };
 
 struct gt_collective_event {
-	unsigned char cls;     /* GT_EV_COLLECTIVE */
+	unsigned char cls;     /* GT_EV_COLLECTIVE; NCCL's calls: GT_EV_NCCL */
 	unsigned char phase;   /* enum gt_comm_phase */
 	unsigned char op;      /* enum gt_collective_op */
 	unsigned char backend; /* enum gt_comm_backend */

@@ -21,7 +21,8 @@ enum gt_event_class {
 	GT_EV_TORCH_RANGE = 7, /* a PyTorch record_function range (gtrace/torch_ranges.h) */
 	GT_EV_COLLECTIVE = 8,  /* a c10d collective call or a wait on its Work (gtrace/comm.h) */
 	GT_EV_OFFCPU = 9,      /* a main thread's time asleep, off the CPU (gtrace/offcpu.h) */
-	GT_EV_CLASS_COUNT = 10,
+	GT_EV_NCCL = 10,       /* an NCCL API call (gtrace/comm.h's struct, phase GT_COMM_NCCL): lost apart from c10d's */
+	GT_EV_CLASS_COUNT = 11,
 };
 
 /* Other counters kept beside the per-class losses (index into the same array). */

@@ -47,8 +47,8 @@ std::string_view LiveTrace::text(std::string_view s) {
     return data_.strings.intern(s);
 }
 
-ProcessData* LiveTrace::process(uint32_t pid, uint64_t start_ns) {
-    if (start_ns < window_from_ns_) return nullptr; // before the window kept (past the memory bound)
+ProcessData* LiveTrace::process(uint32_t pid, uint64_t end_ns) {
+    if (end_ns < window_from_ns_) return nullptr; // over before the window kept (past the memory bound)
     ProcessData& p = data_.processes[pid];
     p.pid = pid;
     return &p;
@@ -74,22 +74,32 @@ void LiveTrace::check_budget() {
             cover(p.calls), cover(p.gpu), cover(p.main_samples), cover(p.ranges), cover(p.off_cpu), cover(p.collectives);
         if (first >= last) break;
         window_from_ns_ = std::max(window_from_ns_, first + (last - first) / 2 + 1);
+        // Spans over by then go; those across it keep their part in the window (a frame or range
+        // open all along stays), as spans that come later do (process()).
         auto trim = [&](auto& spans) {
-            std::erase_if(spans, [&](const auto& s) { return s.start_ns < window_from_ns_; });
+            std::erase_if(spans, [&](const auto& s) { return s.end_ns < window_from_ns_; });
+            for (auto& s : spans) s.start_ns = std::max(s.start_ns, window_from_ns_);
             spans.shrink_to_fit();
         };
         for (auto& [pid, p] : data_.processes) {
             trim(p.calls), trim(p.gpu), trim(p.main_samples), trim(p.ranges), trim(p.off_cpu), trim(p.collectives);
-            std::erase_if(p.memory, [&](const MemoryPoint& m) { return m.ts_ns < window_from_ns_; });
+            // The memory curve keeps its level at the window's start: the last point before it.
+            auto first_kept = std::find_if(p.memory.begin(), p.memory.end(), [&](const MemoryPoint& m) { return m.ts_ns >= window_from_ns_; });
+            if (first_kept != p.memory.begin()) {
+                auto level = std::prev(first_kept);
+                level->ts_ns = window_from_ns_;
+                p.memory.erase(p.memory.begin(), level);
+            }
             p.memory.shrink_to_fit();
         }
     }
 }
 
 void LiveTrace::call(const ApiCall& c) {
-    ProcessData* p = process(c.pid, c.start_ns);
+    ProcessData* p = process(c.pid, c.end_ns);
     if (!p) return;
     auto s = span_of<CallSpan>(c, text(api_name(c.api)));
+    clip(s);
     if (c.stack) s.source = text(c.stack->source);
     if (c.copy_kind) s.kind = text(copy_kind_name(*c.copy_kind));
     s.bytes = c.bytes.value_or(0), s.correlation = c.correlation;
@@ -99,9 +109,10 @@ void LiveTrace::call(const ApiCall& c) {
 
 void LiveTrace::torch_range(const TorchRange& r) {
     if (r.off_cpu && !form_.off_cpu) return;
-    ProcessData* p = process(r.pid, r.start_ns);
+    ProcessData* p = process(r.pid, r.end_ns);
     if (!p) return;
     auto s = span_of<RangeSpan>(r, text(r.name));
+    clip(s);
     if (r.off_cpu) {
         if (r.stack) s.source = text(r.stack->source);
         p->off_cpu.push_back(s);
@@ -112,9 +123,10 @@ void LiveTrace::torch_range(const TorchRange& r) {
 }
 
 void LiveTrace::collective(const Collective& c) {
-    ProcessData* p = process(c.pid, c.start_ns);
+    ProcessData* p = process(c.pid, c.end_ns);
     if (!p) return;
     auto s = span_of<CollectiveSpan>(c, text(c.name));
+    clip(s);
     s.wait = c.wait, s.issued_ns = c.wait ? c.issued_ns : 0;
     if (c.nccl) {
         s.nccl = true, s.comm = c.group, s.nranks = c.nccl->nranks;
@@ -127,7 +139,7 @@ void LiveTrace::collective(const Collective& c) {
 
 void LiveTrace::gpu_op(const GpuOp& op) {
     if (op.kind == GpuOpKind::Sync) return; // not a slice in gtrace's own formats
-    ProcessData* p = process(op.pid, op.start_ns); // GPU records come late: those of calls let go, too
+    ProcessData* p = process(op.pid, op.end_ns); // GPU records come late: those over before the window go, too
     if (!p) return;
     GpuSpan g;
     g.start_ns = op.start_ns, g.end_ns = std::max(op.start_ns, op.end_ns);
@@ -137,6 +149,7 @@ void LiveTrace::gpu_op(const GpuOp& op) {
     std::string_view copy_kind = op.kind == GpuOpKind::Memcpy ? std::string_view(op.copy_kind) : std::string_view();
     g.copy_kind = copy_kind.empty() ? data_.strings.intern(trace_reader::copy_kind_of(g.name)) : text(copy_kind);
     g.correlation = op.correlation;
+    clip(g);
     p->gpu.push_back(g);
     counted();
 }
@@ -163,10 +176,11 @@ void LiveTrace::sample_frame_end(uint32_t pid, uint32_t tid, size_t depth, uint6
     ProcessData* p = process(pid);
     CallSpan s;
     s.start_ns = it->second[depth].second, s.end_ns = std::max(s.start_ns, ts_ns);
-    if (s.start_ns < window_from_ns_) { // begun before the window: not kept, as any span begun then
+    if (s.end_ns < window_from_ns_) { // over before the window: not kept, as any span over then
         it->second.resize(depth);
         return;
     }
+    clip(s);
     s.name = it->second[depth].first, s.tid = pid;
     p->main_samples.push_back(s);
     it->second.resize(depth);

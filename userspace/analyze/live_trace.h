@@ -53,7 +53,9 @@ public:
     TraceData take(const nlohmann::json& facts);
 
 private:
-    ProcessData* process(uint32_t pid, uint64_t start_ns = UINT64_MAX); // null: a span begun before the window kept
+    ProcessData* process(uint32_t pid, uint64_t end_ns = UINT64_MAX); // null: a span over before the window kept
+    template <typename Span>
+    void clip(Span& s) const { s.start_ns = std::max(s.start_ns, window_from_ns_); } // its part in the window
     void counted(); // one more span kept: checks the budget now and then
     void check_budget(); // past it: the older spans let go
     std::string_view text(std::string_view s); // interned as the trace gives it back

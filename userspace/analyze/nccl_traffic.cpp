@@ -178,8 +178,8 @@ std::vector<NcclTraffic> combined_nccl_traffic(const std::vector<const ProcessAn
             NcclTraffic& k = kinds[t.name];
             k.name = t.name;
             k.calls += t.calls, k.kernels += t.kernels;
-            k.bytes += t.bytes / steps;
-            k.kernel_ms += t.kernel_ms, k.joined_bytes += t.joined_bytes;
+            k.bytes += t.bytes / steps; // all per step: the bandwidths over per-step sums weigh each rank's step alike
+            k.kernel_ms += t.kernel_ms / steps, k.joined_bytes += t.joined_bytes / steps;
             k.nranks = std::max(k.nranks, t.nranks), k.nranks_assumed = k.nranks_assumed || t.nranks_assumed;
         }
     }
@@ -199,7 +199,8 @@ void nccl_bandwidths(std::vector<ProcessAnalysis>& all) {
         for (auto& t : r.nccl_traffic) {
             uint32_t world = r.world_size && *r.world_size > 0 ? static_cast<uint32_t>(*r.world_size) : r.rank ? job_ranks : 0;
             if (!t.nranks && world) t.nranks = world, t.nranks_assumed = true;
-            double scale = t.nranks ? t.nranks : 1; // not known: the rank's own buffer's size
+            // Calls on communicators not seen created: as the world's (not known: the rank's own buffer).
+            double scale = world ? world : 1;
             t.bytes += t.unscaled_bytes * scale, t.unscaled_bytes = 0;
             t.joined_bytes += t.unscaled_joined_bytes * scale, t.unscaled_joined_bytes = 0;
             t.algbw_gbps = t.kernel_ms > 0 ? t.joined_bytes / (t.kernel_ms * 1e6) : 0; // bytes per ns = GB/s

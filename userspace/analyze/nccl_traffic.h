@@ -26,8 +26,8 @@ void gather_nccl_traffic(const ProcessData& p, const Span& window, ProcessAnalys
 // else the job's ranks (a process without a rank: not known, no bus bandwidth); bandwidths.
 void nccl_bandwidths(std::vector<ProcessAnalysis>& all);
 
-// Several ranks' figures together (a node's): sums per kind, the bandwidths over the sums (each
-// rank's, on average), `bytes` divided by each rank's steps (the ranks' bytes per step, added).
+// Several ranks' figures together (a node's): per kind, each rank's bytes and kernel time per step
+// added, and the bandwidths over those sums (a rank's, on average); calls and kernels in all.
 std::vector<NcclTraffic> combined_nccl_traffic(const std::vector<const ProcessAnalysis*>& ranks);
 
 // nccl-tests' bus bandwidth factor for a kind ("AllReduce") on n ranks; 0 when it has none.

@@ -79,7 +79,8 @@ std::vector<ApiProbeSite> CommProbes::plan(const std::string& path, const ElfSym
         CommSymbol c = classify_comm_symbol(sym->name);
         auto entry = syms.vaddr_to_offset(start);
         const std::vector<uint64_t>& ret_offsets = (*rets)[start];
-        if (!entry || ret_offsets.empty()) {
+        bool entry_only = c.kind == CommSymbol::Nccl && ((c.cookie >> 8) & 0xff) == GT_NCCL_GROUP_START; // counted at its entry
+        if (!entry || (ret_offsets.empty() && !entry_only)) {
             probed.without_ret.push_back(demangle(sym->name));
             continue;
         }

@@ -173,8 +173,9 @@ Result<CaptureResult> Capture::run() {
     uint64_t gpu_records = 0;
     int poll_ms = kPollMs;
     while (reason.empty()) {
-        const uint64_t read_until_ns = monotonic_now_ns(); // what the poll below reads was emitted before it
+        const uint64_t poll_start_ns = monotonic_now_ns();
         reader_->poll(poll_ms);
+        if (!reader_->behind()) read_until_ns_ = poll_start_ns; // the ring emptied: every record emitted before it is read
         gpu_.poll();
         uint64_t now_read = agents_ ? agents_->records_read() : 0;
         poll_ms = now_read != gpu_records ? kBusyPollMs : kPollMs;
@@ -191,7 +192,7 @@ Result<CaptureResult> Capture::run() {
             // What a kill -9 would leave: the names known so far, and the events on disk.
             writer_.metadata(model_);
             writer_.flush();
-            if (collective_counts_.due_for_publication(read_until_ns)) publish_collective_counts(read_until_ns);
+            if (collective_counts_.due_for_publication(read_until_ns_)) publish_collective_counts(read_until_ns_);
             // Tables that fill and empty (a minute of calls, processes coming and going) leave
             // free pages inside the heap that glibc keeps: hand them back, so that gtrace's
             // resident memory on the job's host follows what it holds (a few ms a time).

@@ -101,6 +101,7 @@ private:
     RegisteredCapture registration_; // lists the partial trace if this gtrace is killed
     std::optional<CaptureRegistry> publisher_; // where the collective counts go (opened at the first)
     bool publish_failed_ = false;
+    uint64_t read_until_ns_ = 0; // CLOCK_MONOTONIC: every ring record emitted before it has been read
     uint64_t calls_at_last_status_ = 0;
 };
 

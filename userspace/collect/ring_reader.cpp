@@ -56,6 +56,7 @@ int RingReader::dispatch(void* context, void* data, size_t size) {
         if (size >= sizeof(gt_torch_range_event)) sink->on_torch_range(*static_cast<const gt_torch_range_event*>(data));
         break;
     case GT_EV_COLLECTIVE:
+    case GT_EV_NCCL:
         if (size >= sizeof(gt_collective_event)) sink->on_collective(*static_cast<const gt_collective_event*>(data));
         break;
     case GT_EV_OFFCPU:

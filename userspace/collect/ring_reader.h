@@ -42,6 +42,8 @@ public:
     // a producer faster than the sink (a busy job, a slow build of gtrace) must not keep the
     // capture loop from its stop conditions and its other sources. Returns records consumed.
     int poll(int timeout_ms);
+    // The last poll stopped at its bound: records were left in the ring.
+    bool behind() const { return behind_; }
     // Consume whatever is there without waiting, in bounded batches, for at most `limit`: the
     // probes are still on at a capture's stop, and a job that fills the ring faster than the
     // sink empties it would keep a drain going forever. Returns false when the limit cut it short.

@@ -30,9 +30,10 @@ void CollectiveCounts::on_collective(const Collective& c) {
 }
 
 bool CollectiveCounts::due_for_publication(uint64_t read_until_ns) {
-    if (std::exchange(changed_, false)) return still_published_ = false, true;
-    if (still_published_ || !last_change_ns_ || read_until_ns < last_change_ns_ + kStillNs) return false;
-    return still_published_ = true;
+    if (std::exchange(changed_, false)) return true;
+    // Standing still: again at every look (about each second), with how far the capture read —
+    // a dump joining counts of several captures needs each one's reading to be recent.
+    return last_change_ns_ && read_until_ns >= last_change_ns_ + kStillNs;
 }
 
 nlohmann::json CollectiveCounts::facts() const {

@@ -44,7 +44,7 @@ public:
     void process_exec(uint32_t pid) override { groups_.erase(pid); }
     void process_gone(uint32_t pid) override { groups_.erase(pid); }
     // Whether the counts are due to be published, read up to `read_until_ns` (CLOCK_MONOTONIC):
-    // once after they changed, and once more when they have stood still for kStillNs — a dump
+    // after they changed, and at each look once they have stood still for kStillNs — a dump
     // compares only counts the capture itself saw stand still (it may read its ring late).
     bool due_for_publication(uint64_t read_until_ns);
     // When the last collective was issued or completed (CLOCK_MONOTONIC; 0: none yet): a dump
@@ -57,7 +57,7 @@ public:
 
 private:
     std::map<uint32_t, std::map<uint64_t, GroupActivity>> groups_; // pid -> backend object -> activity
-    bool changed_ = false, still_published_ = false;
+    bool changed_ = false;
     uint64_t last_change_ns_ = 0;
 };
 

@@ -155,6 +155,7 @@ const char* counter_name(unsigned index) {
     case GT_EV_TORCH_RANGE: return "lost_torch_ranges";
     case GT_CNT_RANGES_OPEN_FULL: return "torch_ranges_not_remembered";
     case GT_EV_COLLECTIVE: return "lost_collectives";
+    case GT_EV_NCCL: return "lost_nccl_calls";
     case GT_CNT_COLLECTIVES_OPEN_FULL: return "collectives_not_remembered";
     case GT_EV_OFFCPU: return "lost_off_cpu";
     case GT_CNT_OFFCPU_SHORT: return "off_cpu_shorter_than_20us";
