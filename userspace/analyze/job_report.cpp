@@ -181,18 +181,11 @@ Result<JobReport> analyze_job(const std::vector<std::string>& traces, const Anal
 JobReport analyze_capture(const TraceData& trace, const std::string& output, const AnalysisOptions& options) {
     JobReport report;
     report.traces = {output};
-    if (trace.spans_from_ns) {
-        uint64_t last = *trace.spans_from_ns;
-        for (const auto& [pid, p] : trace.processes)
-            for (const auto* spans : {&p.calls, &p.main_samples})
-                for (const auto& s : *spans) last = std::max(last, s.end_ns);
-        for (const auto& [pid, p] : trace.processes)
-            for (const auto& g : p.gpu) last = std::max(last, g.end_ns);
+    if (trace.spans_from_ns)
         report.notes.push_back(fmt::format("this report covers the capture's last {:.3g} s: its analysis keeps at most {:.1f} MiB of spans "
                                            "in memory and let the older ones go; for all of it run: gtrace report {}",
-                                           static_cast<double>(last - *trace.spans_from_ns) / 1e9,
+                                           static_cast<double>(trace.spans_to_ns - *trace.spans_from_ns) / 1e9,
                                            static_cast<double>(trace.spans_max_bytes) / 1048576.0, output));
-    }
     std::vector<NodeClock> clocks;
     NodeClock clock;
     add_trace(report, clock, 0, trace, options);

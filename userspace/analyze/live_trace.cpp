@@ -33,6 +33,17 @@ std::string as_json_metadata(const std::string& s) {
     return nlohmann::json::parse(nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)).get<std::string>();
 }
 
+// The time the processes' spans cover: the earliest start, the latest end ({UINT64_MAX, 0}: none).
+std::pair<uint64_t, uint64_t> covered(const TraceData& t) {
+    uint64_t first = UINT64_MAX, last = 0;
+    auto cover = [&](const auto& spans) {
+        for (const auto& s : spans) first = std::min(first, s.start_ns), last = std::max(last, s.end_ns);
+    };
+    for (const auto& [pid, p] : t.processes)
+        cover(p.calls), cover(p.gpu), cover(p.main_samples), cover(p.ranges), cover(p.off_cpu), cover(p.collectives);
+    return {first, last};
+}
+
 } // namespace
 
 // Each span as trace_reader.h makes it of the event a writer makes of it (chrome_trace.cpp):
@@ -66,12 +77,7 @@ void LiveTrace::check_budget() {
     const uint64_t fixed = held_bytes() - span_bytes();
     const uint64_t target = max_bytes_ > fixed ? (max_bytes_ - fixed) / 2 : 0;
     for (int halvings = 0; halvings < 64 && span_bytes() > target; ++halvings) {
-        uint64_t first = UINT64_MAX, last = 0;
-        auto cover = [&](const auto& spans) {
-            for (const auto& s : spans) first = std::min(first, s.start_ns), last = std::max(last, s.end_ns);
-        };
-        for (const auto& [pid, p] : data_.processes)
-            cover(p.calls), cover(p.gpu), cover(p.main_samples), cover(p.ranges), cover(p.off_cpu), cover(p.collectives);
+        auto [first, last] = covered(data_);
         if (first >= last) break;
         window_from_ns_ = std::max(window_from_ns_, first + (last - first) / 2 + 1);
         // Spans over by then go; those across it keep their part in the window (a frame or range
@@ -215,7 +221,7 @@ TraceData LiveTrace::take(const nlohmann::json& facts) {
     TraceData t = std::move(data_);
     data_ = TraceData();
     open_frames_.clear();
-    if (window_from_ns_) t.spans_from_ns = window_from_ns_, t.spans_max_bytes = max_bytes_;
+    if (window_from_ns_) t.spans_from_ns = window_from_ns_, t.spans_to_ns = std::max(window_from_ns_, covered(t).second), t.spans_max_bytes = max_bytes_;
     window_from_ns_ = 0;
     apply_capture_facts(t, facts);
     return t;

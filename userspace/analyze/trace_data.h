@@ -111,6 +111,7 @@ struct TraceData {
     // A capture's live analysis past its memory bound (analyze/live_trace.h): only the spans begun
     // from this time on, of at most that many bytes.
     std::optional<uint64_t> spans_from_ns;
+    uint64_t spans_to_ns = 0; // and the latest of them ends here
     uint64_t spans_max_bytes = 0;
     // Where and when: the host that wrote it ("" when the trace does not say), and its
     // CLOCK_REALTIME minus CLOCK_MONOTONIC (the trace's clock), read together during the capture:
