@@ -228,8 +228,11 @@ int comm_probe(struct pt_regs *ctx)
 	bool entry = kind == GT_COMM_SITE_CALL || kind == GT_COMM_SITE_WAIT || kind == GT_COMM_SITE_NCCL;
 	struct thread_state *t = bpf_task_storage_get(&comm_threads, bpf_get_current_task_btf(), 0,
 						      entry ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
-	if (!t)
+	if (!t) {
+		if (entry) /* the task storage could not be had (memory, or busy on this CPU): counted */
+			gt_count(GT_CNT_COLLECTIVES_NO_STATE);
 		return 0;
+	}
 	switch (kind) {
 	case GT_COMM_SITE_CALL: {
 		/* The backend object is `this`: the first argument, or the second after the hidden

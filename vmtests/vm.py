@@ -194,11 +194,16 @@ class Progress:
                 self.running = name
 
     def console_tail(self, lines=30):
-        try:
-            with open(f"{self.run_dir}/console.log", errors="replace") as f:
-                return "\n".join(f.read().replace("\r", "").splitlines()[-lines:])
-        except FileNotFoundError:
-            return "(none)"
+        return console_tail(self.run_dir, lines)
+
+
+def console_tail(run_dir, lines=30):
+    """The guest console's last lines (a panic, the OOM killer, the case it was in)."""
+    try:
+        with open(f"{run_dir}/console.log", errors="replace") as f:
+            return "\n".join(f.read().replace("\r", "").splitlines()[-lines:])
+    except FileNotFoundError:
+        return "(none)"
 
 
 def read_results(path):
@@ -212,13 +217,14 @@ def read_results(path):
     return records
 
 
-def judge(spec, records):
+def judge(spec, records, console_tail=""):
     """Whether the kernel did what kernels.toml expects; the problems if not."""
     problems = []
     attach = next((r for r in records if r["type"] == "attach"), None)
     cases = [r for r in records if r["type"] == "case"]
     if not any(r["type"] == "done" for r in records):
-        problems.append("the guest stopped before its last case (see console.log)")
+        problems.append("the guest stopped before its last case; console.log ends:\n"
+                        + "\n".join("             | " + l for l in console_tail.splitlines()[-12:]))
     if attach is None:
         problems.append("no gtrace attach result")
     elif spec["expect"] == "works":
@@ -284,7 +290,7 @@ def run_kernel(spec, config, args, gtrace, accel, log):
         row["problems"] = row.get("problems", []) + ([] if command["exit_code"] == 0 else
                                                      [f"the command exited {command['exit_code']}"])
         return row
-    row["problems"] = row.get("problems", []) + judge(spec, records)
+    row["problems"] = row.get("problems", []) + judge(spec, records, console_tail(run_dir, 12))
     for c in row["cases"]:
         if c["status"] == "skip":
             log(f"kernel {spec['name']}: case {c['case']} skipped: {c['reason']}")

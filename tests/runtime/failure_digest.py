@@ -11,7 +11,7 @@ import re
 import sys
 from pathlib import Path
 
-MAX_LINES = 12
+MAX_LINES = 24
 
 
 def tests_in(log: str):
@@ -25,6 +25,21 @@ def tests_in(log: str):
         yield name, body.splitlines(), tail
 
 
+def failure_lines(lines):
+    """The lines that say a failure, each with the indented lines that continue it (a FAIL's
+    "its last lines:", a vmtests problem's console tail)."""
+    out, following = [], False
+    for line in lines:
+        if re.search(r"\bFAIL\b|Traceback|Error:|error:|timed out|Timeout|problem:", line):
+            out.append(line)
+            following = True
+        elif following and line[:1].isspace() and line.strip():
+            out.append(line)
+        else:
+            following = False
+    return out
+
+
 def main() -> int:
     log_path = Path(sys.argv[1]) / "Testing" / "Temporary" / "LastTest.log"
     if not log_path.exists():
@@ -36,8 +51,7 @@ def main() -> int:
         return 0
     print(f"\n== why each failed test failed ({len(failed)}) ==")
     for name, lines, tail in failed:
-        fails = [l for l in lines if re.search(r"\bFAIL\b|Traceback|Error:|error:|timed out|Timeout", l)]
-        shown = (fails or lines)[-MAX_LINES:]
+        shown = (failure_lines(lines) or lines)[-MAX_LINES:]
         status = "timeout" if "Timeout" in tail or "timeout" in tail.lower() else "failed"
         print(f"-- {name} ({status})")
         for line in shown:

@@ -147,3 +147,18 @@ TEST_CASE("DDP's wait on its buckets completes the groups it issued on") {
     CHECK(counts.facts()["8"].size() == CollectiveCounts::kMaxGroups);
     CHECK(counts.facts()["7"][0]["issued"] == 2);
 }
+
+TEST_CASE("a process's counts leave the published facts at its exit, and the change is published", "[collectives]") {
+    CollectiveCounts counts;
+    counts.on_collective(issue(100, 0x1000, 1000));
+    counts.on_collective(issue(101, 0x1000, 1001));
+    CHECK(counts.due_for_publication(0));
+    CHECK_FALSE(counts.due_for_publication(0)); // published; nothing new, not standing still long enough
+    counts.process_exited(100); // its PID may soon be another process's: a dump must not read it as that one
+    CHECK(counts.due_for_publication(0));
+    nlohmann::json facts = counts.facts();
+    CHECK_FALSE(facts.contains("100"));
+    CHECK(facts.contains("101"));
+    counts.process_exited(100); // again (its departure later): no change to publish
+    CHECK_FALSE(counts.due_for_publication(0));
+}

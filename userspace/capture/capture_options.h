@@ -62,10 +62,9 @@ struct CaptureResult {
     std::string script_incomplete; // why --steps did not reach its last step; empty when it did
     bool tree_exited = false;      // it stopped because every traced process had exited
     nlohmann::json facts;          // the trace's otherData: stop reason, window, losses, GPU side
-    // The spans the live analysis built of the trace's events (null: none was asked for, or
-    // analysis_left_out says why there are none).
+    // The spans the live analysis built of the trace's events (null: nobody reads a report —
+    // quiet, and no --summary-json).
     std::shared_ptr<TraceData> analysis;
-    std::string analysis_left_out;
     // A write failed mid-capture (disk full, quota, I/O error): the one line that says so. The
     // capture stopped and the trace was cut short; nothing else is written or printed.
     std::string write_failure;

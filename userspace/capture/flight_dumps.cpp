@@ -38,10 +38,8 @@ struct DumpJob {
 
 // The verdict of the dump's steps, as `gtrace report` gives it on the dump, and the report
 // beside it: from the spans the dump's events made as they were written (analyze/live_trace.h).
-std::string judge_dump(const std::string& path, const TraceData* spans, const std::string& left_out, const AnalysisOptions& analysis,
-                       bool force) {
-    if (!spans) return fmt::format("none ({})", left_out);
-    JobReport report = analyze_capture(*spans, path, analysis);
+std::string judge_dump(const std::string& path, const TraceData& spans, const AnalysisOptions& analysis, bool force) {
+    JobReport report = analyze_capture(spans, path, analysis);
     if (report.processes.empty()) return "none (no process with CUDA work in the window)";
     if (auto written = write_output(flight_report_path(path), format_report(report), force); !written)
         return fmt::format("{} (report not written: {})", report.verdict.verdict, written.error().message);
@@ -61,7 +59,7 @@ FlightDumps::Outcome write_dump(const DumpJob& job) {
     if (dump->cut) o.error = fmt::format("writing it failed: {}; it holds its first {} events", dump->cut->error,
                                          dump->cut->events_kept);
     TraceData spans = analysis.take(job.facts);
-    o.verdict = judge_dump(o.path, &spans, std::string(), job.analysis, job.force);
+    o.verdict = judge_dump(o.path, spans, job.analysis, job.force);
     return o;
 }
 
@@ -205,8 +203,9 @@ void FlightDumps::finish(const std::string& reason, nlohmann::json& trace_facts)
 }
 
 void FlightDumps::report_final(const CaptureResult& result) const {
-    std::string verdict = judge_dump(result.output, result.analysis.get(), result.analysis_left_out,
-                                     {options_.step_marker, options_.redact}, options_.force);
+    // A flight recorder always analyses its window (capture/capture.cpp).
+    std::string verdict = result.analysis ? judge_dump(result.output, *result.analysis, {options_.step_marker, options_.redact}, options_.force)
+                                          : "none (no analysis)";
     const nlohmann::json& fr = result.facts["flight_recorder"];
     if (!options_.quiet)
         print_safe(stderr, "gtrace: flight recorder dump {} ({}): {}, {:.1f} s, verdict: {}\n", fr["dump"].get<int>(),

@@ -114,24 +114,15 @@ void read_output_options(const po::variables_map& vm, int pid, CaptureOptions& o
 // CUDA work — a rank, or a plain `python train.py` (unless quiet) — and written with the
 // capture's facts for --summary-json. From the spans the capture's live analysis built of the
 // events it wrote (analyze/live_trace.h): the trace is not read back. Past that analysis's memory
-// budget (an hour of a busy job) the report is left to `gtrace report`.
+// budget (an hour of a busy job) the report covers the capture's recent window and says so.
 void report_capture(const CaptureOptions& options, const CaptureResult& result) {
     bool print = !options.quiet;
-    if (!print && options.summary_json.empty()) return;
+    if (!result.analysis) return; // nobody reads a report (capture/capture.cpp makes none then)
     nlohmann::json capture;
     if (!options.summary_json.empty()) {
         capture = result.facts;
         capture["trace"] = result.output;
         if (!result.script_incomplete.empty()) capture["script_incomplete"] = result.script_incomplete;
-    }
-    if (!result.analysis) {
-        std::string how = fmt::format("gtrace report {}{}", result.output, options.summary_json.empty() ? "" : " --json FILE");
-        if (print) print_safe(stderr, "gtrace: {}; for the step breakdown and verdict run: {}\n", result.analysis_left_out, how);
-        if (options.summary_json.empty()) return;
-        nlohmann::json summary = {{"traces", nlohmann::json::array({result.output})}, {"capture", capture},
-                                  {"findings_left_out", fmt::format("{}: run {}", result.analysis_left_out, how)}};
-        if (auto w = write_output(options.summary_json, report_json_text(summary), options.force); !w) fail(w.error());
-        return;
     }
     ReportOptions report;
     report.json_path = options.summary_json;

@@ -41,8 +41,10 @@ public:
     static constexpr size_t kMaxGroups = 64; // per process: a process's own records cannot grow it further
 
     void on_collective(const Collective& c);
-    void process_exec(uint32_t pid) override { groups_.erase(pid); }
-    void process_gone(uint32_t pid) override { groups_.erase(pid); }
+    void process_exec(uint32_t pid) override { forget(pid); }
+    // At its exit, not later: its PID may be another process's by the time a dump reads the counts.
+    void process_exited(uint32_t pid) override { forget(pid); }
+    void process_gone(uint32_t pid) override { forget(pid); }
     // Whether the counts are due to be published, read up to `read_until_ns` (CLOCK_MONOTONIC):
     // after they changed, and at each look once they have stood still for kStillNs — a dump
     // compares only counts the capture itself saw stand still (it may read its ring late).
@@ -56,6 +58,8 @@ public:
     nlohmann::json facts() const;
 
 private:
+    void forget(uint32_t pid) { changed_ |= groups_.erase(pid) > 0; }
+
     std::map<uint32_t, std::map<uint64_t, GroupActivity>> groups_; // pid -> backend object -> activity
     bool changed_ = false;
     uint64_t last_change_ns_ = 0;

@@ -157,6 +157,7 @@ const char* counter_name(unsigned index) {
     case GT_EV_COLLECTIVE: return "lost_collectives";
     case GT_EV_NCCL: return "lost_nccl_calls";
     case GT_CNT_COLLECTIVES_OPEN_FULL: return "collectives_not_remembered";
+    case GT_CNT_COLLECTIVES_NO_STATE: return "collectives_without_entry_state";
     case GT_EV_OFFCPU: return "lost_off_cpu";
     case GT_CNT_OFFCPU_SHORT: return "off_cpu_shorter_than_20us";
     case GT_CNT_OFFCPU_SHORT_NS: return "off_cpu_shorter_than_20us_ns";
