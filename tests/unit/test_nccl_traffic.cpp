@@ -121,3 +121,20 @@ TEST_CASE("nccl-tests' bus bandwidth factors, and a node's ranks together") {
     CHECK(node[0].algbw_gbps == Approx(20e6 / 20e6)); // 20 MB over 20 ms of kernels
     CHECK(node[0].busbw_gbps == Approx(1.0));
 }
+
+TEST_CASE("an NCCL call that returned an error moved nothing: neither its calls nor its bytes are counted") {
+    Builder b;
+    b.call("ncclCommInitRank", 0, 0);
+    b.p.collectives.back().nranks = 2;
+    b.call("ncclAllReduce", 1000, 4'000'000);
+    b.kernel(1005, 2'000'000);
+    b.call("ncclAllReduce", 2000, 8'000'000); // ncclInvalidArgument: no kernel, nothing moved
+    b.p.collectives.back().result = 4;
+    ProcessAnalysis r;
+    r.rank = 0;
+    gather_nccl_traffic(b.p, {0, UINT64_MAX}, r);
+    const NcclTraffic* ar = kind(r, "AllReduce");
+    REQUIRE(ar);
+    CHECK(ar->calls == 1);
+    CHECK(ar->bytes == Approx(4'000'000));
+}

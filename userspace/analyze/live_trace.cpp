@@ -89,14 +89,15 @@ void LiveTrace::check_budget() {
         };
         for (auto& [pid, p] : data_.processes) {
             trim(p.calls), trim(p.gpu), trim(p.main_samples), trim(p.ranges), trim(p.off_cpu), trim(p.collectives);
-            // The memory curve keeps its level at the window's start: the last point before it.
+            // The memory curve keeps its level at the window's start: each device's last point before it.
             auto first_kept = std::find_if(p.memory.begin(), p.memory.end(), [&](const MemoryPoint& m) { return m.ts_ns >= window_from_ns_; });
-            if (first_kept != p.memory.begin()) {
-                auto level = std::prev(first_kept);
-                level->ts_ns = window_from_ns_;
-                p.memory.erase(p.memory.begin(), level);
-            }
-            p.memory.shrink_to_fit();
+            std::map<uint32_t, MemoryPoint> levels;
+            for (auto m = p.memory.begin(); m != first_kept; ++m) levels[m->device] = *m;
+            std::vector<MemoryPoint> kept;
+            kept.reserve(levels.size() + static_cast<size_t>(p.memory.end() - first_kept));
+            for (auto& [device, level] : levels) kept.push_back(level), kept.back().ts_ns = window_from_ns_;
+            kept.insert(kept.end(), first_kept, p.memory.end());
+            p.memory = std::move(kept);
         }
     }
 }
@@ -138,6 +139,7 @@ void LiveTrace::collective(const Collective& c) {
         s.nccl = true, s.comm = c.group, s.nranks = c.nccl->nranks;
         s.bytes = nccl_api_moves_data(c.nccl->api) ? c.nccl->bytes : 0;
         s.group_depth = static_cast<uint8_t>(std::min(c.nccl->group_depth, 255u));
+        s.result = static_cast<uint32_t>(c.nccl->result); // as the writers give it (an unsigned annotation)
     }
     p->collectives.push_back(s);
     counted();

@@ -4,8 +4,9 @@
 // events gives (tests/runtime/report_scenarios.py compares the two reports) — so that the end of
 // a capture, and each flight-recorder dump, reports without reading its file back.
 //
-// It keeps spans, not events (no arguments, stacks or flows; strings once), at most `max_bytes`
-// of them: past that it lets go of the older half of the time they cover (again as needed), so
+// It keeps spans, not events (no arguments, stacks or flows; strings once), about `max_bytes` of
+// them (looked at every 4096 spans: vectors that doubled meanwhile may hold up to twice it): past
+// that it lets go of the older half of the time they cover (again as needed), so
 // the report at the end covers the capture's recent window and says from when
 // (TraceData::spans_from_ns); `gtrace report FILE` covers all of it.
 #pragma once

@@ -88,6 +88,7 @@ void gather_nccl_traffic(const ProcessData& p, const Span& window, ProcessAnalys
         if (!c.nccl) continue;
         unsigned api = nccl_api_from_symbol(c.name);
         if (api != GT_NCCL_GROUP_END && !nccl_api_moves_data(api)) continue;
+        if (c.result != 0 && api != GT_NCCL_GROUP_END) continue; // it failed (bad arguments, an aborted communicator): moved nothing
         auto size = comm_size.find(c.comm);
         by_thread[c.tid].push_back({&c, api, kind_of(api), size != comm_size.end() ? size->second : 0});
     }

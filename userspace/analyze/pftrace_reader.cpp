@@ -34,7 +34,7 @@ struct Open {
     uint64_t start = 0;
     Cat cat = Cat::Other;
     std::string_view name, source, kind, phase;
-    uint64_t bytes = 0, issued_ns = 0, comm = 0, nranks = 0, group_depth = 0;
+    uint64_t bytes = 0, issued_ns = 0, comm = 0, nranks = 0, group_depth = 0, result = 0;
     uint32_t correlation = 0;
     bool at_attach = false;
 };
@@ -237,6 +237,7 @@ private:
         else if (name == Ann::Comm) o.comm = value;
         else if (name == Ann::NRanks) o.nranks = value;
         else if (name == Ann::GroupDepth) o.group_depth = value;
+        else if (name == Ann::Result) o.result = value;
     }
 
     void span(const Track& tr, const Open& o, uint64_t end) {
@@ -273,6 +274,7 @@ private:
             if ((c.nccl = o.phase == "nccl")) {
                 c.bytes = o.bytes, c.comm = o.comm, c.nranks = static_cast<uint32_t>(std::min<uint64_t>(o.nranks, UINT32_MAX));
                 c.group_depth = static_cast<uint8_t>(std::min<uint64_t>(o.group_depth, 255));
+                c.result = static_cast<uint32_t>(std::min<uint64_t>(o.result, UINT32_MAX));
             }
             p.collectives.push_back(c);
             break;

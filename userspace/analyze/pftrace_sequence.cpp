@@ -35,6 +35,7 @@ Ann annotation_of(std::string_view s) {
     if (s == "comm") return Ann::Comm;
     if (s == "nranks") return Ann::NRanks;
     if (s == "group_depth") return Ann::GroupDepth;
+    if (s == "result") return Ann::Result;
     return Ann::Other;
 }
 

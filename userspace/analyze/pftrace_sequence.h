@@ -14,7 +14,7 @@
 namespace gtrace::pftrace_in {
 
 enum class Cat : uint8_t { Other, Call, Range, Kernel, Memcpy, Memset, Sample, Collective, OffCpu };
-enum class Ann : uint8_t { Other, Bytes, Kind, Correlation, Phase, IssuedNs, AtAttach, Comm, NRanks, GroupDepth };
+enum class Ann : uint8_t { Other, Bytes, Kind, Correlation, Phase, IssuedNs, AtAttach, Comm, NRanks, GroupDepth, Result };
 
 template <typename T>
 T get(const std::vector<T>& table, uint64_t iid) {

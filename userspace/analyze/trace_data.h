@@ -76,6 +76,7 @@ struct CollectiveSpan : Span {
     uint32_t nranks = 0;    // a communicator's creation: its size
     uint64_t bytes = 0;     // count x the datatype's size
     uint64_t comm = 0;      // the ncclComm_t
+    uint32_t result = 0;    // what the call returned (ncclResult_t; 0: ncclSuccess)
 };
 
 // The CUDA caching allocator's total on one device, after a change.

@@ -100,7 +100,7 @@ private:
 // stay text until the event is known to be kept (half of a trace is flow events); empty: absent.
 struct Event {
     std::string_view name, cat, ph, source, kind, arg_name, labels;
-    std::string_view pid, tid, ts, dur, bytes, correlation, device, allocated, phase, issued, comm, nranks, group_depth;
+    std::string_view pid, tid, ts, dur, bytes, correlation, device, allocated, phase, issued, comm, nranks, group_depth, result;
     bool at_attach = false; // a GPU memory counter's start: the state the agent found
 };
 
@@ -208,6 +208,7 @@ private:
             else if (is(key, "comm")) num(e.comm);
             else if (is(key, "nranks")) num(e.nranks);
             else if (is(key, "group_depth")) num(e.group_depth);
+            else if (is(key, "result")) num(e.result);
             else if (is(key, "at_attach") && (c_.peek() == 't' || c_.peek() == 'f')) e.at_attach = c_.literal();
             else c_.skip();
         }
@@ -285,6 +286,7 @@ private:
             if ((c.nccl = is(e.phase, "nccl"))) {
                 c.bytes = to_u64(e.bytes), c.comm = to_u64(e.comm), c.nranks = u32(e.nranks);
                 c.group_depth = static_cast<uint8_t>(std::min<uint64_t>(to_u64(e.group_depth), 255));
+                c.result = u32(e.result);
             }
             p.collectives.push_back(c);
         } else if (is(e.cat, "torch_range") || is(e.cat, "nvtx") || is(e.cat, "user_annotation")) {
