@@ -65,8 +65,12 @@ def main():
             except subprocess.TimeoutExpired:  # which side hung: the job, or gtrace after it ended
                 g.kill()
                 _, err = g.communicate()
+                where = ""
+                if job.poll() is None:  # where each of its processes stands, by gtrace dump
+                    d = subprocess.run([gtrace, "dump", "--pid", str(job.pid)], capture_output=True, text=True, timeout=120)
+                    where = "; gtrace dump of the job ends:\n    " + "\n    ".join((d.stdout + d.stderr).splitlines()[-40:])
                 fail(f"gtrace still ran after 180 s; the job {'still ran' if job.poll() is None else 'had exited'}; "
-                     f"gtrace's stderr: {err[-1500:]}; the job's log: {open(log_path).read()[-1500:]}")
+                     f"gtrace's stderr: {err[-1500:]}; the job's log: {open(log_path).read()[-1500:]}{where}")
             if g.returncode != 0:
                 fail(f"gtrace exited {g.returncode}: {err}")
             job.wait(timeout=60)

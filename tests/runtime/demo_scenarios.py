@@ -2,7 +2,7 @@
 """scripts/demo.sh in each of its six scenarios, run as a user runs it (as root, this build through
 GTRACE_BUILD_DIR, its outputs in a temp dir through GTRACE_DEMO_OUT): `scripts/demo.sh` as the
 README writes it (balanced), then `--scenario S` for the five others (long_kernels with --json;
-tiny_kernels' 10 s make 1.4 million launches: 1.3 GiB of JSON, which `gtrace report` reads back
+tiny_kernels' 10 s make a million launches: about 1 GiB of JSON, which `gtrace report` reads back
 in the demo, as it does when the end of the capture leaves it the report; checked by hand). Each must exit 0; list the job with
 gtrace ps; write the trace it names (trace.pftrace by default, trace.json with --json), the HTML
 report and report.json; print the scenario's verdict (the simulator's bottleneck: the same
