@@ -11,6 +11,7 @@ DDP's default one; `wait_from_backward_ms`: backward less the compute alone, whi
 stretches)."""
 import argparse
 import os
+import sys
 import statistics
 import json
 import time
@@ -100,7 +101,13 @@ def main():
         truth["wait_from_backward_ms"] = truth["backward_ms"] - truth["compute_ms"]
         print("GTRACE_DDP_TRUTH " + json.dumps(truth), flush=True)
     dist.barrier()
-    dist.destroy_process_group()
+    # No destroy_process_group: on torch 1.13 it can deadlock here. The barrier's Work holds the
+    # comm hook's futures, whose tensors Python touched; gloo's worker thread lets go of it after
+    # the barrier returned, and needs the GIL to free them — which the main thread holds while
+    # ProcessGroupGloo's destructor joins that thread (seen: rank 0 in ~ProcessGroupGloo, its
+    # worker in TensorImpl::destroy_pyobj_if_needed, for minutes). The process's exit ends it.
+    sys.stdout.flush()
+    os._exit(0)
 
 
 main()
