@@ -131,10 +131,10 @@ def kept_dirs(paths):
     return sorted(keep)
 
 
-# What a guest's console says when its virtual CPUs stopped getting timer interrupts: the host's
-# (nested) virtualization stalls it, whatever runs inside. Seen on this project's CI machines (a
-# microVM running qemu-kvm): one vCPU starved, the other spinning in a TLB-flush wait, then an
-# RCU stall, then the OOM killer ending the guest's init. A boot that says so is tried once more.
+# What a guest's console says when a virtual CPU stopped getting timer interrupts: the emulation
+# under it stalled, whatever runs inside. Seen on this project's machines (a PVM microVM, so TCG)
+# with two multi-threaded TCG vCPUs: vCPU 1 silent, vCPU 0 in a soft lockup inside gtrace's system
+# call (waiting for vCPU 1), for minutes. A boot that says so is tried once more.
 HOST_STALL = ("timer wakeup didn't happen", "Possible timer handling issue")
 
 

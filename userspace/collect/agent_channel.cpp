@@ -253,13 +253,22 @@ std::map<uint32_t, std::string> AgentChannel::poll(AgentSink& sink) {
             ++it;
             continue;
         }
+        Pending asked = std::move(it->second);
         it = pending_.erase(it);
         if (m.status == GT_MAILBOX_OFFERED && token_ == m.owner_token) {
             if (auto r = adopt(pid, m); !r) refused[pid] = r.error().message;
         } else if (m.status == GT_MAILBOX_REFUSED) {
             refused[pid] = fmt::format("the agent refused: {}", m.message);
+        } else if (m.status == GT_MAILBOX_IDLE) {
+            // It offered, and withdrew the offer when this gtrace took longer to take it than the
+            // agent waits (a busy host; a slow attach of many processes). Asking again is not
+            // done yet (see the note): say what happened.
+            refused[pid] = fmt::format("its agent withdrew its offer: this gtrace did not take it within {:.0f} s "
+                                       "(a busy host, or a slow attach of many processes)",
+                                       std::chrono::duration<double>(std::chrono::steady_clock::now() - asked.since).count());
         } else {
-            refused[pid] = fmt::format("its GPU side belongs to another gtrace capture ({})", m.owner_token);
+            refused[pid] = fmt::format("its GPU side belongs to another gtrace capture (gtrace pid {})",
+                                       std::string(m.owner_token).substr(0, std::string(m.owner_token).find('.')));
         }
     }
     for (auto& [pid, r] : rings_) read_ring(pid, r, sink);

@@ -139,6 +139,16 @@ bool begin_requested_calls(Agent& a, gt_agent_ring* ring) {
     return true;
 }
 
+// How long an offer waits to be taken. GTRACE_TEST_AGENT_ADOPT_TIMEOUT_MS (the traced process's
+// environment): shorter, so that a test sees a gtrace slower than that ask again.
+int adopt_timeout_ms() {
+    static const int ms = [] {
+        auto v = gtrace::test_hook_number(GTRACE_TEST_HOOK_IN_TARGET("AGENT_ADOPT_TIMEOUT_MS"));
+        return v ? static_cast<int>(*v) : kAdoptTimeoutMs;
+    }();
+    return ms;
+}
+
 // Runs one session until gtrace asks to detach, goes away, or never takes the offer.
 void serve(Agent& a) {
     // Attach mode: the session begins once gtrace has taken the ring, having asked in it for the
@@ -148,7 +158,7 @@ void serve(Agent& a) {
     // gtrace has seen it). Before, the session began at once and the calls a watch (200 ms) later.
     int waited = 0;
     if (a.offer.ring()->state == GT_AGENT_STARTING && (a.offer.ring()->flags & GT_AGENT_LATE_ATTACH))
-        for (; waited < kAdoptTimeoutMs && !a.offer.taken(); waited += kAdoptPollMs) usleep(kAdoptPollMs * 1000);
+        for (; waited < adopt_timeout_ms() && !a.offer.taken(); waited += kAdoptPollMs) usleep(kAdoptPollMs * 1000);
     {
         std::lock_guard lock(a.mutex);
         if (a.offer.ring()->state == GT_AGENT_STARTING && a.offer.taken()) begin_session(a);
@@ -168,7 +178,7 @@ void serve(Agent& a) {
     int since_flush = 0, since_clock = 0;
     for (;;) {
         if (!taken && (taken = a.offer.taken())) publish_owned();
-        if (!taken && waited >= kAdoptTimeoutMs) break;
+        if (!taken && waited >= adopt_timeout_ms()) break;
         if (a.offer.owner_gone(kWatchMs)) break;
         waited += kWatchMs;
         if (__atomic_load_n(&ring->control, __ATOMIC_ACQUIRE) == GT_AGENT_DETACH) break;
