@@ -229,8 +229,10 @@ int comm_probe(struct pt_regs *ctx)
 	struct thread_state *t = bpf_task_storage_get(&comm_threads, bpf_get_current_task_btf(), 0,
 						      entry ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
 	if (!t) {
-		if (entry) /* the task storage could not be had (memory, or busy on this CPU): counted */
-			gt_count(GT_CNT_COLLECTIVES_NO_STATE);
+		/* The task storage could not be had (memory, or busy on this CPU): counted, an NCCL
+		 * call as a lost one of its own class (it does not make c10d's counts incomplete). */
+		if (entry)
+			gt_count(kind == GT_COMM_SITE_NCCL ? GT_EV_NCCL : GT_CNT_COLLECTIVES_NO_STATE);
 		return 0;
 	}
 	switch (kind) {

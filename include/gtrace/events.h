@@ -34,7 +34,7 @@ enum gt_counter {
 	GT_CNT_COLLECTIVES_OPEN_FULL,                /* a collective's Work could not be remembered for its wait */
 	GT_CNT_OFFCPU_SHORT,                         /* off-CPU intervals shorter than the recorded minimum ... */
 	GT_CNT_OFFCPU_SHORT_NS,                      /* ... and their time */
-	GT_CNT_COLLECTIVES_NO_STATE,                 /* a collective, wait or NCCL call not traced: no per-thread state */
+	GT_CNT_COLLECTIVES_NO_STATE,                 /* a c10d collective or wait not traced: no per-thread state */
 	GT_CNT_COUNT,
 };
 

@@ -253,7 +253,7 @@ std::map<uint32_t, std::string> AgentChannel::poll(AgentSink& sink) {
             ++it;
             continue;
         }
-        Pending asked = std::move(it->second);
+        const auto asked_at = it->second.since;
         it = pending_.erase(it);
         if (m.status == GT_MAILBOX_OFFERED && token_ == m.owner_token) {
             if (auto r = adopt(pid, m); !r) refused[pid] = r.error().message;
@@ -265,7 +265,7 @@ std::map<uint32_t, std::string> AgentChannel::poll(AgentSink& sink) {
             // done yet (see the note): say what happened.
             refused[pid] = fmt::format("its agent withdrew its offer: this gtrace did not take it within {:.0f} s "
                                        "(a busy host, or a slow attach of many processes)",
-                                       std::chrono::duration<double>(std::chrono::steady_clock::now() - asked.since).count());
+                                       std::chrono::duration<double>(std::chrono::steady_clock::now() - asked_at).count());
         } else {
             refused[pid] = fmt::format("its GPU side belongs to another gtrace capture (gtrace pid {})",
                                        std::string(m.owner_token).substr(0, std::string(m.owner_token).find('.')));

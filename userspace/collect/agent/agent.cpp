@@ -140,7 +140,7 @@ bool begin_requested_calls(Agent& a, gt_agent_ring* ring) {
 }
 
 // How long an offer waits to be taken. GTRACE_TEST_AGENT_ADOPT_TIMEOUT_MS (the traced process's
-// environment): shorter, so that a test sees a gtrace slower than that ask again.
+// environment): shorter, so that a test sees an offer withdrawn from a gtrace slower than that.
 int adopt_timeout_ms() {
     static const int ms = [] {
         auto v = gtrace::test_hook_number(GTRACE_TEST_HOOK_IN_TARGET("AGENT_ADOPT_TIMEOUT_MS"));
