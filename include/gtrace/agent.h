@@ -148,6 +148,7 @@ enum gt_gpu_record_type {
 	GT_GPU_MEMORY_STATE = 9, /* the GPU memory in use when the agent started (attach), per device */
 	GT_GPU_NVTX_RANGE = 10, /* an NVTX range that ended (push/pop or start/end) */
 	GT_GPU_NVTX_MODULE = 11, /* attach mode: what became of one module's NVTX table */
+	GT_GPU_SHARED_CUPTI = 12, /* a window of the job's own CUPTI client (its profiler) beside the session */
 	GT_GPU_PAD = 0xffff, /* skip to the ring's end */
 };
 
@@ -238,6 +239,18 @@ struct gt_gpu_memory_state {
 	uint8_t have;  /* enum gt_memory_state_have */
 	uint8_t torch; /* enum gt_memory_state_torch */
 	uint8_t pad[2];
+};
+
+/* The job's own CUPTI client (torch.profiler's Kineto, a tool) had activity records on from
+ * `from` to `to` (CLOCK_MONOTONIC; to 0: still on when the session stopped) while the agent
+ * recorded beside it, its buffers passed back to it (collect/agent/job_profiler.h). */
+struct gt_gpu_shared_cupti {
+	struct gt_gpu_header h;
+	uint64_t from;
+	uint64_t to;
+	uint64_t buffers_lost; /* the job's buffers that reached the agent and could not go back to it */
+	uint8_t found_open;    /* already open when the session started */
+	uint8_t pad[7];
 };
 
 struct gt_gpu_api {

@@ -55,7 +55,9 @@ int main(int argc, char** argv) {
         }
         Sink sink;
         while (sink.state != GT_AGENT_ACTIVE && std::chrono::steady_clock::now() < deadline) {
-            for (const auto& [p, why] : channel->poll(sink)) fprintf(stderr, "cycle %d: %s\n", i, why.c_str());
+            auto answers = channel->poll(sink);
+            for (const auto& [p, why] : answers.refused) fprintf(stderr, "cycle %d: %s\n", i, why.c_str());
+            for (const auto& [p, seconds] : answers.withdrawn) fprintf(stderr, "cycle %d: offer withdrawn after %.1f s\n", i, seconds);
             usleep(5000);
         }
         if (sink.state != GT_AGENT_ACTIVE) {

@@ -20,6 +20,7 @@ constexpr int kInjectPatienceMs = 300; // per try; the capture loop must keep dr
 constexpr int kMaxInjectTries = 10;    // one try per rescan (about a second apart)
 constexpr int kDetachTimeoutMs = 3000;
 constexpr int kAgentStartTimeoutMs = 5000; // an agent reads its mailbox within 0.1 s (10 ms after loading)
+constexpr int kMaxReasks = 5; // an agent that withdrew its offer is asked again, this many times
 
 std::string agent_library() {
     if (const char* p = own_env("GTRACE_AGENT")) return p;
@@ -197,6 +198,10 @@ void GpuEvents::on_gpu_record(uint32_t pid, const gt_gpu_header& h, int64_t cloc
             ++memory_states_refused_;
         return;
     }
+    if (h.type == GT_GPU_SHARED_CUPTI) {
+        if (h.size >= sizeof(gt_gpu_shared_cupti)) on_job_window(pid, reinterpret_cast<const gt_gpu_shared_cupti&>(h));
+        return;
+    }
     if (h.type == GT_GPU_MEMORY) {
         if (h.size >= sizeof(gt_gpu_memory)) {
             const auto& m = reinterpret_cast<const gt_gpu_memory&>(h);
@@ -246,6 +251,22 @@ void GpuEvents::on_memory_state(uint32_t pid, const gt_gpu_memory_state& m) {
     print_safe(stderr, "\n");
 }
 
+std::string GpuEvents::job_window_text(const JobProfilerWindow& w) const {
+    auto since = [&](uint64_t ns) { return ns > started_ns_ ? static_cast<double>(ns - started_ns_) / 1e9 : 0.0; };
+    std::string text = fmt::format("its own profiler (torch.profiler, dynolog, a tool) had CUPTI's records on from {:.3f} s{}",
+                                   since(w.from_ns), w.found_open ? " (open already when gtrace attached)" : "");
+    text += w.to_ns ? fmt::format(" to {:.3f} s", since(w.to_ns)) : std::string(" to the end of the capture");
+    text += " after gtrace started: gtrace recorded beside it, and gave it back all its records";
+    if (w.buffers_lost)
+        text = fmt::format("{} but {} buffers: their callback was not known to gtrace, so its own trace misses them", text, w.buffers_lost);
+    return text;
+}
+
+void GpuEvents::on_job_window(uint32_t pid, const gt_gpu_shared_cupti& w) {
+    job_windows_.push_back({pid, w.from, w.to, w.buffers_lost, w.found_open != 0});
+    if (!s_.options.quiet) print_safe(stderr, "gtrace: pid {}: {}\n", pid, job_window_text(job_windows_.back()));
+}
+
 void GpuEvents::on_agent_state(uint32_t pid, const gt_agent_ring& ring) {
     std::string message(ring.message, strnlen(ring.message, sizeof ring.message));
     if (ring.state == GT_AGENT_ACTIVE) {
@@ -264,7 +285,21 @@ void GpuEvents::on_agent_state(uint32_t pid, const gt_agent_ring& ring) {
 
 void GpuEvents::poll() {
     if (!s_.agents) return;
-    for (const auto& [pid, why] : s_.agents->poll(*this)) warn_no_gpu(pid, why);
+    auto answers = s_.agents->poll(*this);
+    for (const auto& [pid, why] : answers.refused) warn_no_gpu(pid, why);
+    for (const auto& [pid, seconds] : answers.withdrawn) {
+        // Taken too late (a busy host, a slow attach of many processes): the next rescan asks
+        // again — a rescan of known code is quick, so the new offer is taken in time.
+        std::string why = fmt::format("its agent withdrew its offer: this gtrace did not take it within {:.1f} s "
+                                      "(a busy host, or a slow attach of many processes)", seconds);
+        if (int& asked = reasked_[pid]; asked < kMaxReasks) {
+            ++asked;
+            injection_tries_[pid] = 0;
+            if (!s_.options.quiet) print_safe(stderr, "gtrace: pid {}: {}; asking again\n", pid, why);
+        } else {
+            warn_no_gpu(pid, fmt::format("{}; asked {} times", why, kMaxReasks + 1));
+        }
+    }
     for (uint32_t pid : s_.agents->unanswered_requests(kAgentStartTimeoutMs)) {
         if (!s_.model.find(pid) || s_.model.find(pid)->exited) continue;
         warn_no_gpu(pid, fmt::format("the agent did not answer within {} s", kAgentStartTimeoutMs / 1000));
@@ -279,6 +314,7 @@ void GpuEvents::process_exited(uint32_t pid) {
         warn_no_gpu(pid, "it exited before its agent answered");
     injection_tries_.erase(pid);
     injected_at_.erase(pid);
+    reasked_.erase(pid);
     if (s_.agents) s_.agents->retire(pid, *this);
     s_.join.forget_process(pid);
 }
@@ -299,6 +335,17 @@ void GpuEvents::update_lost() {
     AgentTotals t = s_.agents->totals();
     s_.model.agent_ring_lost = t.ring_dropped;
     s_.model.cupti_lost = t.cupti_dropped;
+}
+
+nlohmann::json GpuEvents::job_windows_json() const {
+    nlohmann::json windows = nlohmann::json::array();
+    for (const auto& w : job_windows_) {
+        auto since = [&](uint64_t ns) { return ns > started_ns_ ? static_cast<double>(ns - started_ns_) / 1e9 : 0.0; };
+        windows.push_back({{"pid", w.pid}, {"from_s", since(w.from_ns)}, {"to_s", w.to_ns ? nlohmann::json(since(w.to_ns)) : nlohmann::json()},
+                           {"found_open", w.found_open}, {"buffers_not_given_back", w.buffers_lost},
+                           {"gtrace", "recorded beside it"}, {"text", job_window_text(w)}});
+    }
+    return windows;
 }
 
 nlohmann::json GpuEvents::facts() const {
@@ -325,6 +372,7 @@ nlohmann::json GpuEvents::facts() const {
             {"cupti_buffers_refused", t.buffers_refused},
             {"ops_of_calls_in_flight_at_stop_left_out", t.trimmed_at_stop},
             {"memory_at_attach", memory_at_attach_},
+            {"job_profiler_windows", job_windows_json()},
             {"warnings", warnings}};
 }
 
@@ -337,6 +385,7 @@ void GpuEvents::print_summary() const {
     const JoinStats& j = s_.join.stats();
     print_safe(stderr, "  GPU: {} agents ({} active, {} failed), {} kernels/copies/sets, {} linked to their CPU call\n",
                t.agents, t.active, t.failed, j.gpu_ops, j.joined);
+    for (const auto& w : job_windows_) print_safe(stderr, "  pid {}: {}\n", w.pid, job_window_text(w));
     if (j.joined < j.gpu_ops) {
         Unlinked u = s_.join.unlinked();
         print_safe(stderr, "  WARNING: {} GPU ops are not linked to a CPU call:", j.gpu_ops - j.joined);

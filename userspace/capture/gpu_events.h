@@ -63,6 +63,7 @@ public:
     const std::string& agent_library_path() const { return agent_path_; }
     const std::map<uint32_t, std::string>& warnings() const { return warnings_; }
     nlohmann::json facts() const;
+    nlohmann::json job_windows_json() const;
     void print_summary() const;
 
 private:
@@ -77,6 +78,18 @@ private:
     std::string agent_path_;
     std::optional<UprobeLink> agent_link_;
     std::map<uint32_t, int> injection_tries_; // pid -> attempts; -1 once asked (or given up)
+    // Windows of a job's own CUPTI client (its profiler) the agents recorded beside (job_profiler.h).
+    struct JobProfilerWindow {
+        uint32_t pid;
+        uint64_t from_ns, to_ns, buffers_lost; // CLOCK_MONOTONIC; to 0: open at the agent's stop
+        bool found_open;
+    };
+    std::vector<JobProfilerWindow> job_windows_;
+    void on_job_window(uint32_t pid, const gt_gpu_shared_cupti& w);
+    std::string job_window_text(const JobProfilerWindow& w) const;
+    uint64_t started_ns_ = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+        std::chrono::steady_clock::now().time_since_epoch()).count()); // CLOCK_MONOTONIC: the windows' times are given from it
+    std::map<uint32_t, int> reasked_;         // pid -> times asked again after its agent withdrew its offer
     std::map<uint32_t, std::chrono::steady_clock::time_point> injected_at_; // dlopen handed over, mailbox not yet seen
     std::map<uint32_t, std::string> warnings_;
     nlohmann::json memory_at_attach_ = nlohmann::json::object(); // pid -> the agent's figures per device

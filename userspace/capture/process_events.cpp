@@ -256,10 +256,15 @@ void ProcessEvents::rescan_pending() {
     auto pending = std::move(pending_scan_);
     pending_scan_.clear();
     for (int pid : pending)
-        if (!skipped_.skipped(static_cast<uint32_t>(pid)))
+        if (!skipped_.skipped(static_cast<uint32_t>(pid))) {
             guarded(pid, "scan", [&] {
                 if (auto r = scan(pid); !r) s_.errors.defer(r.error());
             });
+            // An agent asked in this scan answers within milliseconds and withdraws its offer
+            // if it waits too long: taken now, not after the other processes' scans (each can
+            // take long on a busy host: hundreds of mapped files).
+            gpu_.poll();
+        }
 }
 
 void ProcessEvents::rescan_all() {

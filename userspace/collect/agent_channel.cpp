@@ -242,8 +242,9 @@ void AgentChannel::take_offers() {
     }
 }
 
-std::map<uint32_t, std::string> AgentChannel::poll(AgentSink& sink) {
-    std::map<uint32_t, std::string> refused;
+AgentChannel::Answers AgentChannel::poll(AgentSink& sink) {
+    Answers answers;
+    auto& refused = answers.refused;
     take_offers();
     for (auto it = pending_.begin(); it != pending_.end();) {
         uint32_t pid = it->first;
@@ -261,18 +262,15 @@ std::map<uint32_t, std::string> AgentChannel::poll(AgentSink& sink) {
             refused[pid] = fmt::format("the agent refused: {}", m.message);
         } else if (m.status == GT_MAILBOX_IDLE) {
             // It offered, and withdrew the offer when this gtrace took longer to take it than the
-            // agent waits (a busy host; a slow attach of many processes). Asking again is not
-            // done yet (see the note): say what happened.
-            refused[pid] = fmt::format("its agent withdrew its offer: this gtrace did not take it within {:.0f} s "
-                                       "(a busy host, or a slow attach of many processes)",
-                                       std::chrono::duration<double>(std::chrono::steady_clock::now() - asked_at).count());
+            // agent waits (a busy host; a slow attach of many processes): the caller may ask again.
+            answers.withdrawn[pid] = std::chrono::duration<double>(std::chrono::steady_clock::now() - asked_at).count();
         } else {
             refused[pid] = fmt::format("its GPU side belongs to another gtrace capture (gtrace pid {})",
                                        std::string(m.owner_token).substr(0, std::string(m.owner_token).find('.')));
         }
     }
     for (auto& [pid, r] : rings_) read_ring(pid, r, sink);
-    return refused;
+    return answers;
 }
 
 void AgentChannel::detach_all(AgentSink& sink, int timeout_ms) {

@@ -67,8 +67,15 @@ public:
     // Requests older than `ms` that no agent answered (pids), each reported once.
     std::vector<uint32_t> unanswered_requests(int ms);
 
-    // Takes answered offers, reads every ring; refusals are returned as pid → reason.
-    std::map<uint32_t, std::string> poll(AgentSink& sink);
+    // What a poll found besides records: refusals (pid → reason, in words for the user), and
+    // offers the agent withdrew because this gtrace took longer than it waits (pid → seconds
+    // from the request to the answer): asking again may get one.
+    struct Answers {
+        std::map<uint32_t, std::string> refused;
+        std::map<uint32_t, double> withdrawn;
+    };
+    // Takes answered offers, reads every ring.
+    Answers poll(AgentSink& sink);
     // pid exited: its ring read a last time (what the agent wrote before the end), its counts
     // kept for totals(), the ring unmapped and its pipe closed; nothing of it is kept.
     void retire(uint32_t pid, AgentSink& sink);

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <set>
 
 #include <cupti.h>
 
@@ -16,6 +17,7 @@
 #include "collect/agent/call_capture.h"
 #include "collect/agent/call_records.h"
 #include "collect/agent/cupti_locate.h"
+#include "collect/agent/job_profiler.h"
 #include "collect/agent_ring.h"
 
 uint64_t gtrace_agent_slots[GT_AGENT_SLOTS];
@@ -53,6 +55,11 @@ struct Session {
     gt_agent_ring* ring = nullptr;
     std::mutex ring_mutex; // CUPTI may complete buffers on more than one thread
     std::atomic<int> buffers{0};
+    std::mutex buffers_mutex;
+    std::set<uint8_t*> own_buffers; // allocated here (the others are the job's profiler's)
+    bool api_kinds = false;         // RUNTIME/DRIVER records are the session's own
+    bool job_wants_all_api = false; // the job's window records every API: no id switched off meanwhile
+    bool ids_trimmed = false;       // API records of the ids not ours are off (start_call_records)
     CUpti_SubscriberHandle subscriber = nullptr;
     std::vector<CUpti_ActivityKind> enabled;
     struct NamedId {
@@ -65,9 +72,11 @@ struct Session {
     bool reader_stalled = false;     // wait_for_room: gtrace made no room in time
 };
 
-Session& the_session() { // constructed on first use, whatever the order of load-time constructors
-    static Session s;
-    return s;
+// Constructed on first use, whatever the order of load-time constructors; never destroyed:
+// CUPTI completes buffers from its own thread during the process's exit.
+Session& the_session() {
+    static Session* s = new Session;
+    return *s;
 }
 
 // The outermost CUPTI-visible call in progress on this thread, counted across both domains: a
@@ -128,6 +137,7 @@ void CUPTIAPI on_api_callback(void*, CUpti_CallbackDomain domain, CUpti_Callback
 }
 
 void CUPTIAPI on_buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
+    if (job_serves_request(buffer, size, max_records)) return; // the job's profiler's window: its own buffer
     *max_records = 0;
     if (the_session().buffers.fetch_add(1) >= kMaxBuffers) { // CUPTI drops and counts what has no buffer
         the_session().buffers.fetch_sub(1);
@@ -139,17 +149,29 @@ void CUPTIAPI on_buffer_requested(uint8_t** buffer, size_t* size, size_t* max_re
     }
     *buffer = static_cast<uint8_t*>(aligned_alloc(8, kBufferBytes));
     *size = *buffer ? kBufferBytes : 0;
+    std::lock_guard lock(the_session().buffers_mutex);
+    if (*buffer) the_session().own_buffers.insert(*buffer);
 }
 
-void CUPTIAPI on_buffer_completed(CUcontext context, uint32_t stream, uint8_t* buffer, size_t, size_t valid) {
+void CUPTIAPI on_buffer_completed(CUcontext context, uint32_t stream, uint8_t* buffer, size_t size, size_t valid) {
     Session& s = the_session();
+    bool own;
+    {
+        std::lock_guard lock(s.buffers_mutex);
+        own = s.own_buffers.erase(buffer) != 0;
+    }
+    // The job's profiler's: read when it filled it beside the session, not when it predates it.
+    const bool read = own || handed_by_job(buffer);
     {
         // The lock is let go every few hundred records: threads recording calls wait on it.
         constexpr int kRecordsPerLock = 256;
         std::unique_lock lock(s.ring_mutex);
-        if (s.ring) {
+        if (s.ring && read) {
             CUpti_Activity* record = nullptr;
             for (int n = 1; s.ring && s.cupti.cuptiActivityGetNextRecord(buffer, valid, &record) == CUPTI_SUCCESS; ++n) {
+                // The job's profiler's API records, in its buffers or beside the session's: not gtrace's.
+                if ((record->kind == CUPTI_ACTIVITY_KIND_RUNTIME || record->kind == CUPTI_ACTIVITY_KIND_DRIVER) && !s.api_kinds)
+                    continue;
                 wait_for_room(lock, s.ring, s.reader_stalled); // still full after it: the record is dropped, and counted
                 if (!s.ring) break;
                 write_record(s.ring, record, s.trim);
@@ -165,6 +187,10 @@ void CUPTIAPI on_buffer_completed(CUcontext context, uint32_t stream, uint8_t* b
             if (s.cupti.cuptiActivityGetNumDroppedRecords(context, stream, &dropped) == CUPTI_SUCCESS)
                 s.ring->cupti_dropped += dropped;
         }
+    }
+    if (!own) {
+        give_back_job_buffer(context, stream, buffer, size, valid);
+        return;
     }
     free(buffer);
     s.buffers.fetch_sub(1);
@@ -270,6 +296,41 @@ std::string driver_unusable() {
     return {};
 }
 
+namespace {
+
+// The job's profiler's window records every API (its RUNTIME/DRIVER on): the ids not ours go on
+// again for it while it lasts (their records are skipped here), and off after.
+void all_api_records_for_job(bool on) {
+    Session& s = the_session();
+    s.job_wants_all_api = on;
+    if (!s.ids_trimmed) return;
+    const Cupti& c = s.cupti;
+    for (const auto& id : s.named_ids)
+        if (!id.callback_on)
+            (id.domain == CUPTI_CB_DOMAIN_RUNTIME_API ? c.cuptiActivityEnableRuntimeApi : c.cuptiActivityEnableDriverApi)(id.cbid, on ? 1 : 0);
+}
+
+void report_job_window(uint64_t from_ns, uint64_t to_ns, bool found_open, uint64_t buffers_lost) {
+    std::lock_guard lock(the_session().ring_mutex);
+    gt_agent_ring* ring = the_session().ring;
+    if (!ring) return;
+    uint64_t pos = 0;
+    auto* r = agent_ring_reserve_record<gt_gpu_shared_cupti>(ring, sizeof(gt_gpu_shared_cupti), GT_GPU_SHARED_CUPTI, 0, &pos);
+    if (!r) return;
+    r->from = from_ns, r->to = to_ns, r->buffers_lost = buffers_lost, r->found_open = found_open ? 1 : 0;
+    agent_ring_commit(ring, pos, r->h.size);
+}
+
+bool enable_kind(Session& s, CUpti_ActivityKind kind) {
+    if (s.cupti.cuptiActivityEnable(kind) != CUPTI_SUCCESS) return false;
+    s.enabled.push_back(kind);
+    session_kind_on(kind);
+    if (kind == CUPTI_ACTIVITY_KIND_RUNTIME || kind == CUPTI_ACTIVITY_KIND_DRIVER) s.api_kinds = true;
+    return true;
+}
+
+} // namespace
+
 std::string start_session(gt_agent_ring* ring, const SessionConfig& config) {
     Session& s = the_session();
     // CUPTI needs a working CUDA driver. The real libcupti (13.2, pip's nvidia-cuda-cupti), called
@@ -296,8 +357,15 @@ std::string start_session(gt_agent_ring* ring, const SessionConfig& config) {
     gtrace_agent_announce(gtrace_agent_slots);
     // API records must name threads by their kernel tid (the default is pthread_self()).
     s.cupti.cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
-    if (CUptiResult r = s.cupti.cuptiActivityRegisterCallbacks(on_buffer_requested, on_buffer_completed); r != CUPTI_SUCCESS)
+    // The job's own profiler shares CUPTI with the session from here (job_profiler.h).
+    watch_job_cupti(ring->cupti_path);
+    s.api_kinds = s.job_wants_all_api = s.ids_trimmed = false;
+    share_cupti_begin({all_api_records_for_job, report_job_window});
+    if (CUptiResult r = s.cupti.cuptiActivityRegisterCallbacks(on_buffer_requested, on_buffer_completed); r != CUPTI_SUCCESS) {
+        share_cupti_end();
         return std::string(ring->cupti_path) + ": cuptiActivityRegisterCallbacks: " + result_text(r);
+    }
+    probe_open_window();
 
     {
         std::lock_guard lock(s.ring_mutex);
@@ -330,11 +398,12 @@ std::string start_session(gt_agent_ring* ring, const SessionConfig& config) {
         kinds.push_back(CUPTI_ACTIVITY_KIND_DRIVER);
     }
     for (auto kind : kinds) {
+        if (enable_kind(s, kind) || kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) continue;
         CUptiResult r = s.cupti.cuptiActivityEnable(kind);
-        if (r == CUPTI_SUCCESS) s.enabled.push_back(kind);
-        else if (kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
-            return std::string(ring->cupti_path) + " (the CUPTI found for this process's CUDA) refused "
-                   "cuptiActivityEnable(CONCURRENT_KERNEL): " + result_text(r) + "; use --cupti to name the right one";
+        share_cupti_end();
+        restore_job_callbacks(); // the job's profiler keeps its CUPTI
+        return std::string(ring->cupti_path) + " (the CUPTI found for this process's CUDA) refused "
+               "cuptiActivityEnable(CONCURRENT_KERNEL): " + result_text(r) + "; use --cupti to name the right one";
     }
     return {};
 }
@@ -396,10 +465,14 @@ void stop_session() {
         s.trim = std::move(trim);
     }
     gtrace_agent_announce(nullptr);
-    for (auto kind : s.enabled) s.cupti.cuptiActivityDisable(kind);
+    // The kinds the job's profiler has on stay on; CUPTI is finalized only when it holds nothing.
+    ShareEnd share = share_cupti_end();
+    for (auto kind : share.disable) s.cupti.cuptiActivityDisable(kind);
+    if (s.ids_trimmed && !share.may_finalize) all_api_records_for_job(true); // its ids as they were
     s.enabled.clear();
     s.cupti.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-    s.cupti.cuptiFinalize();
+    restore_job_callbacks();
+    if (share.may_finalize) s.cupti.cuptiFinalize();
     std::lock_guard lock(s.ring_mutex);
     if (calls_from_records()) send_waiting_calls(s.ring, true);
     set_calls_from_records(false, false);
@@ -416,13 +489,10 @@ bool start_call_records(bool with_stacks) {
         return false; // an older CUPTI: the callbacks time the calls
     // CUPTI 13.0 records nothing for ids switched on alone (seen on an H100, bench/README.md):
     // the kinds go on, then every id that is not one of ours goes off.
-    for (auto kind : {CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER}) {
-        if (c.cuptiActivityEnable(kind) != CUPTI_SUCCESS) return false;
-        s.enabled.push_back(kind);
-    }
-    for (const auto& id : s.named_ids)
-        if (!id.callback_on)
-            (id.domain == CUPTI_CB_DOMAIN_RUNTIME_API ? c.cuptiActivityEnableRuntimeApi : c.cuptiActivityEnableDriverApi)(id.cbid, 0);
+    for (auto kind : {CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER})
+        if (!enable_kind(s, kind)) return false;
+    s.ids_trimmed = true;
+    if (!s.job_wants_all_api) all_api_records_for_job(false); // else at the end of the job's window
     return true;
 }
 
