@@ -149,6 +149,7 @@ enum gt_gpu_record_type {
 	GT_GPU_NVTX_RANGE = 10, /* an NVTX range that ended (push/pop or start/end) */
 	GT_GPU_NVTX_MODULE = 11, /* attach mode: what became of one module's NVTX table */
 	GT_GPU_SHARED_CUPTI = 12, /* a window of the job's own CUPTI client (its profiler) beside the session */
+	GT_GPU_CALLBACKS_YIELDED = 13, /* the session gave CUPTI's callback API up to the job's profiler */
 	GT_GPU_PAD = 0xffff, /* skip to the ring's end */
 };
 
@@ -251,6 +252,22 @@ struct gt_gpu_shared_cupti {
 	uint64_t buffers_lost; /* the job's buffers that reached the agent and could not go back to it */
 	uint8_t found_open;    /* already open when the session started */
 	uint8_t pad[7];
+};
+
+/* The job's profiler subscribed to CUPTI's callback API, which takes one subscriber (before CUDA
+ * 13.3): the session let it go at `ts` (CLOCK_MONOTONIC) rather than leave the job's profiler
+ * without GPU records; GPU work is joined through CUPTI's API records from then on. */
+struct gt_gpu_callbacks_yielded {
+	struct gt_gpu_header h;
+	uint64_t ts;
+	uint8_t calls; /* enum gt_calls_after_yield */
+	uint8_t pad[7];
+};
+
+enum gt_calls_after_yield {
+	GT_YIELD_CALLS_UNCHANGED = 0,    /* the agent was not recording the calls, or records them from API records already */
+	GT_YIELD_CALLS_FROM_RECORDS = 1, /* it recorded them in its callbacks, and from API records from now on (no stacks) */
+	GT_YIELD_CALLS_TO_UPROBES = 2,   /* it recorded them in its callbacks, and cannot go on: the uprobes must */
 };
 
 struct gt_gpu_api {

@@ -2,7 +2,11 @@
 // Kineto drives it (libkineto/src/CuptiActivityApi.cpp, CuptiActivityProfiler.cpp; its calls
 // go through this program's PLT to libcupti, as libtorch_cpu's do), against the GPU simulator.
 //
-//   gpu_profiled_job --until-file STOP [--kernels K] [--step-sleep-ms M] --open-file O --close-file C
+//   gpu_profiled_job --until-file STOP [--kernels K] [--step-sleep-ms M] --open-file O --close-file C [--subscribe]
+//
+// --subscribe: as Kineto from 2025-02 to 2026-08 (libkineto/src/init.cpp before 7a3ba363), its
+// first window subscribes to CUPTI's callback API (CONTEXT_CREATED); when that fails it runs
+// CPU-only for the rest of the process — its window records no GPU activity.
 //
 // Steps of K kernels (each with its own grid.x) and a synchronize. Once O exists the profiler's
 // window opens (Kineto's prepare: buffer callbacks registered, its kinds enabled, cudaGetDevice's
@@ -89,6 +93,7 @@ void libkineto::CuptiActivityApi::bufferCompletedTrampoline(CUcontext, uint32_t,
 int main(int argc, char** argv) {
     std::string until, open_file, close_file;
     int kernels = 4, sleep_ms = 5;
+    bool subscribe = false, cpu_only = false;
     for (int i = 1; i < argc; ++i) {
         std::string a = argv[i];
         auto next = [&] { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
@@ -97,6 +102,7 @@ int main(int argc, char** argv) {
         else if (a == "--step-sleep-ms") sleep_ms = atoi(next().c_str());
         else if (a == "--open-file") open_file = next();
         else if (a == "--close-file") close_file = next();
+        else if (a == "--subscribe") subscribe = true;
         else {
             fprintf(stderr, "gpu_profiled_job: unknown option %s\n", a.c_str());
             return 2;
@@ -124,7 +130,23 @@ int main(int argc, char** argv) {
     void* args[] = {&arg0, &arg1};
     long failed = 0;
     while (!exists(until)) {
-        if (phase == Idle && exists(open_file)) { // Kineto's prepareTrace → enableCuptiActivities
+        if (phase == Idle && exists(open_file) && subscribe) { // libkineto_init, once
+            CUpti_SubscriberHandle handle = nullptr;
+            CUptiResult r = cuptiSubscribe(&handle, [](void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {}, nullptr);
+            if (r == CUPTI_SUCCESS)
+                check(cuptiEnableCallback(1, handle, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED), "cuptiEnableCallback");
+            else {
+                check(r, "cbapi.getCuptiStatus()");
+                printf("profiler: CUPTI initialization failed - CUDA profiler activities will be missing\n");
+                cpu_only = true;
+            }
+            subscribe = false;
+        }
+        if (phase == Idle && exists(open_file) && cpu_only) {
+            phase = Warmup;
+            printf("profiler: window open (CPU only)\n");
+            fflush(stdout);
+        } else if (phase == Idle && exists(open_file)) { // Kineto's prepareTrace → enableCuptiActivities
             check(cuptiActivityRegisterCallbacks(libkineto::CuptiActivityApi::bufferRequestedTrampoline,
                                                  libkineto::CuptiActivityApi::bufferCompletedTrampoline), "cuptiActivityRegisterCallbacks");
             for (CUpti_ActivityKind kind : kKinds) check(cuptiActivityEnable(kind), "cuptiActivityEnable");
@@ -133,7 +155,7 @@ int main(int argc, char** argv) {
             printf("profiler: window open\n");
             fflush(stdout);
         } else if (phase == Warmup) { // startTrace → clearActivities: the warm-up's records go
-            check(cuptiActivityFlushAll(0), "cuptiActivityFlushAll");
+            if (!cpu_only) check(cuptiActivityFlushAll(0), "cuptiActivityFlushAll");
             drop_ready();
             phase = Recording;
             first_recorded = grid;
@@ -141,8 +163,10 @@ int main(int argc, char** argv) {
             fflush(stdout);
         } else if (phase == Recording && exists(close_file)) { // stopTrace, then processTrace
             last_recorded = grid - 1;
-            for (CUpti_ActivityKind kind : kKinds) check(cuptiActivityDisable(kind), "cuptiActivityDisable");
-            check(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED), "cuptiActivityFlushAll");
+            if (!cpu_only) {
+                for (CUpti_ActivityKind kind : kKinds) check(cuptiActivityDisable(kind), "cuptiActivityDisable");
+                check(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED), "cuptiActivityFlushAll");
+            }
             std::set<unsigned> seen;
             std::lock_guard lock(g_profiler.mutex);
             for (auto& [buffer, valid] : g_profiler.ready) {

@@ -119,7 +119,10 @@ void CallEvents::forget_process(uint32_t pid) {
     py_layouts_.erase(pid);
     requested_calls_.erase(pid);
     calls_since_.erase(pid);
+    calls_until_.erase(pid);
 }
+
+void CallEvents::agent_stopped_calls(uint32_t pid, uint64_t ts_ns) { calls_until_[pid] = ts_ns; }
 
 bool CallEvents::recorded_by_agent(const ApiCall& call) {
     auto it = calls_since_.find(call.pid);
@@ -131,7 +134,8 @@ bool CallEvents::recorded_by_agent(const ApiCall& call) {
         if (!since) return false;
         it = calls_since_.emplace(call.pid, since).first;
     }
-    return call.start_ns >= it->second;
+    auto until = calls_until_.find(call.pid); // it gave CUPTI's callbacks up: the uprobes record from then on
+    return call.start_ns >= it->second && (until == calls_until_.end() || call.start_ns < until->second);
 }
 
 void CallEvents::on_agent_call(uint32_t pid, const gt_gpu_header& h) {

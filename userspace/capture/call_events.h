@@ -50,6 +50,7 @@ public:
     void on_api(const gt_api_event& e);          // a call the uprobes saw
     void on_func_name(const gt_func_name_event& e) { s_.kernel_names.on_func_name(e); }
     void on_agent_call(uint32_t pid, const gt_gpu_header& h); // a call or Python stack from an agent
+    void agent_stopped_calls(uint32_t pid, uint64_t ts_ns);   // its agent records no call begun from then on
     // Uprobes on or off, and agents asked to record calls, as the processes now need;
     // `gpu_warnings`: processes whose GPU side failed (they keep the uprobes).
     void update_sources(const std::map<uint32_t, std::string>& gpu_warnings);
@@ -72,6 +73,7 @@ private:
     std::map<uint32_t, gt_py_layout> py_layouts_; // as BPF has them (with their epoch), for the agents
     std::set<uint32_t> requested_calls_;          // agents asked to record calls
     std::map<uint32_t, uint64_t> calls_since_;    // agents recording calls, since (CLOCK_MONOTONIC)
+    std::map<uint32_t, uint64_t> calls_until_;    //   and until, for those that stopped (CUPTI's callbacks given up)
     std::chrono::steady_clock::time_point last_sources_update_{};
     uint64_t agent_calls_ = 0, uprobe_calls_ = 0, uprobe_calls_dropped_ = 0, uprobe_switches_ = 0;
 };

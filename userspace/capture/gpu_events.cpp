@@ -198,6 +198,10 @@ void GpuEvents::on_gpu_record(uint32_t pid, const gt_gpu_header& h, int64_t cloc
             ++memory_states_refused_;
         return;
     }
+    if (h.type == GT_GPU_CALLBACKS_YIELDED) {
+        if (h.size >= sizeof(gt_gpu_callbacks_yielded)) on_callbacks_yielded(pid, reinterpret_cast<const gt_gpu_callbacks_yielded&>(h));
+        return;
+    }
     if (h.type == GT_GPU_SHARED_CUPTI) {
         if (h.size >= sizeof(gt_gpu_shared_cupti)) on_job_window(pid, reinterpret_cast<const gt_gpu_shared_cupti&>(h));
         return;
@@ -260,6 +264,19 @@ std::string GpuEvents::job_window_text(const JobProfilerWindow& w) const {
     if (w.buffers_lost)
         text = fmt::format("{} but {} buffers: their callback was not known to gtrace, so its own trace misses them", text, w.buffers_lost);
     return text;
+}
+
+void GpuEvents::on_callbacks_yielded(uint32_t pid, const gt_gpu_callbacks_yielded& y) {
+    const double at_s = y.ts > started_ns_ ? static_cast<double>(y.ts - started_ns_) / 1e9 : 0.0;
+    const char* calls = y.calls == GT_YIELD_CALLS_FROM_RECORDS ? "; its calls come from CUPTI's API records, without Python stacks"
+                        : y.calls == GT_YIELD_CALLS_TO_UPROBES  ? "; the uprobes record its calls again"
+                                                                : "";
+    std::string text = fmt::format("its own profiler took CUPTI's callback API at {:.3f} s (one subscriber before CUDA 13.3): gtrace "
+                                   "let it go, so that the profiler keeps its GPU records; GPU work is joined to its calls through "
+                                   "CUPTI's API records from then on{}", at_s, calls);
+    callbacks_yielded_[std::to_string(pid)] = {{"at_s", at_s}, {"text", text}};
+    if (y.calls == GT_YIELD_CALLS_TO_UPROBES) calls_.agent_stopped_calls(pid, y.ts);
+    if (!s_.options.quiet) print_safe(stderr, "gtrace: pid {}: {}\n", pid, text);
 }
 
 void GpuEvents::on_job_window(uint32_t pid, const gt_gpu_shared_cupti& w) {
@@ -373,6 +390,7 @@ nlohmann::json GpuEvents::facts() const {
             {"ops_of_calls_in_flight_at_stop_left_out", t.trimmed_at_stop},
             {"memory_at_attach", memory_at_attach_},
             {"job_profiler_windows", job_windows_json()},
+            {"callbacks_given_to_job_profiler", callbacks_yielded_},
             {"warnings", warnings}};
 }
 

@@ -86,6 +86,8 @@ private:
     };
     std::vector<JobProfilerWindow> job_windows_;
     void on_job_window(uint32_t pid, const gt_gpu_shared_cupti& w);
+    void on_callbacks_yielded(uint32_t pid, const gt_gpu_callbacks_yielded& y);
+    nlohmann::json callbacks_yielded_ = nlohmann::json::object(); // pid -> when, what was said
     std::string job_window_text(const JobProfilerWindow& w) const;
     uint64_t started_ns_ = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
         std::chrono::steady_clock::now().time_since_epoch()).count()); // CLOCK_MONOTONIC: the windows' times are given from it

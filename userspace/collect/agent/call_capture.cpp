@@ -141,12 +141,12 @@ bool is_table_api(CUpti_CallbackDomain domain, const char* name) {
     return name && table_names().contains(symbol_of(domain, name));
 }
 
-void begin_call_capture(gt_agent_ring* ring, bool from_records) {
+void begin_call_capture(gt_agent_ring* ring, bool from_records, bool with_callbacks) {
     // The calls that start from `since` on are the agent's; those before it the uprobes' (still
     // on until gtrace reads the flag). API records are on already: those of earlier calls are
     // left out (call_records.cpp), so `since` is set before the first record can be sent.
     __atomic_store_n(&ring->calls_since_ns, monotonic_ns(), __ATOMIC_RELEASE);
-    set_calls_from_records(from_records, from_records && ring->py_stack_every != 0);
+    set_calls_from_records(from_records, from_records && with_callbacks && ring->py_stack_every != 0);
     __atomic_or_fetch(&ring->flags, GT_AGENT_CALLS | (from_records ? GT_AGENT_CALL_RECORDS : 0), __ATOMIC_RELEASE);
 }
 

@@ -20,9 +20,9 @@ int api_of_callback(CUpti_CallbackDomain domain, uint32_t cbid);
 bool is_table_api(CUpti_CallbackDomain domain, const char* name);
 
 // gtrace asked for the API calls (capture_calls): record them from now on, and say since when;
-// from_records: the calls come from CUPTI's API records (call_records.h), the callbacks only
-// walk the stacks.
-void begin_call_capture(gt_agent_ring* ring, bool from_records);
+// from_records: the calls come from CUPTI's API records (call_records.h), the callbacks (if
+// any: with_callbacks) only walk the stacks.
+void begin_call_capture(gt_agent_ring* ring, bool from_records, bool with_callbacks = true);
 // At the entry and exit of a thread's outermost call to an API of the table (api >= 0) that
 // the agent records. `ring_mutex` guards the ring.
 void call_entered(gt_agent_ring* const& session_ring, std::mutex& ring_mutex, int api, uint32_t correlation);

@@ -321,6 +321,39 @@ void report_job_window(uint64_t from_ns, uint64_t to_ns, bool found_open, uint64
     agent_ring_commit(ring, pos, r->h.size);
 }
 
+bool enable_kind(Session& s, CUpti_ActivityKind kind);
+
+// The job's profiler subscribes while the session holds the callback API (see job_profiler.h):
+// the session lets it go. Calls the callbacks recorded are recorded from CUPTI's API records
+// from now on (without Python stacks), or, where this CUPTI cannot, by the uprobes again; GPU
+// work is joined through API records.
+bool yield_callbacks_to_job() {
+    Session& s = the_session();
+    if (!s.subscriber) return false;
+    s.cupti.cuptiUnsubscribe(s.subscriber);
+    s.subscriber = nullptr;
+    s.callbacks_on = false; // the slots go stale: nothing to trim at the stop by them
+    uint8_t calls = GT_YIELD_CALLS_UNCHANGED;
+    gt_agent_ring* ring = session_ring();
+    const bool agent_calls = ring && (__atomic_load_n(&ring->flags, __ATOMIC_ACQUIRE) & GT_AGENT_CALLS);
+    if (agent_calls && !calls_from_records())
+        calls = start_call_records(false) ? GT_YIELD_CALLS_FROM_RECORDS : GT_YIELD_CALLS_TO_UPROBES;
+    if (!s.api_kinds)
+        for (auto kind : {CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER}) enable_kind(s, kind);
+    std::lock_guard lock(s.ring_mutex);
+    if (!s.ring) return true;
+    if (calls == GT_YIELD_CALLS_FROM_RECORDS) begin_call_capture(s.ring, true, false);
+    // No callbacks: the uprobes record the calls (gtrace sees the flag go).
+    else if (!calls_from_records()) __atomic_and_fetch(&s.ring->flags, ~uint32_t{GT_AGENT_CALLBACKS}, __ATOMIC_RELEASE);
+    uint64_t pos = 0;
+    auto* r = agent_ring_reserve_record<gt_gpu_callbacks_yielded>(s.ring, sizeof(gt_gpu_callbacks_yielded), GT_GPU_CALLBACKS_YIELDED, 0, &pos);
+    if (r) {
+        r->ts = monotonic_ns(), r->calls = calls;
+        agent_ring_commit(s.ring, pos, r->h.size);
+    }
+    return true;
+}
+
 bool enable_kind(Session& s, CUpti_ActivityKind kind) {
     if (s.cupti.cuptiActivityEnable(kind) != CUPTI_SUCCESS) return false;
     s.enabled.push_back(kind);
@@ -358,9 +391,9 @@ std::string start_session(gt_agent_ring* ring, const SessionConfig& config) {
     // API records must name threads by their kernel tid (the default is pthread_self()).
     s.cupti.cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
     // The job's own profiler shares CUPTI with the session from here (job_profiler.h).
-    watch_job_cupti(ring->cupti_path);
+    watch_job_cupti(s.cupti.handle, ring->cupti_path);
     s.api_kinds = s.job_wants_all_api = s.ids_trimmed = false;
-    share_cupti_begin({all_api_records_for_job, report_job_window});
+    share_cupti_begin({all_api_records_for_job, report_job_window, yield_callbacks_to_job});
     if (CUptiResult r = s.cupti.cuptiActivityRegisterCallbacks(on_buffer_requested, on_buffer_completed); r != CUPTI_SUCCESS) {
         share_cupti_end();
         return std::string(ring->cupti_path) + ": cuptiActivityRegisterCallbacks: " + result_text(r);

@@ -124,8 +124,7 @@ GotPatchResult redirect_imports(std::vector<GotRedirect>& redirects, const std::
     dl_iterate_phdr(visit, &s); // under the loader's lock: nothing else of the loader's is called in it
     GotPatchResult result;
     for (const Importer& imp : s.importers) {
-        result.importers.push_back(imp.name.empty() ? "(the program)" : imp.name);
-        if (imp.slots.empty()) continue;
+        bool bound = imp.slots.empty(); // all redirected already
         // Pinned while written (it cannot be unloaded meanwhile); its own scope resolves its
         // imports. Not the slot's value: an unresolved lazy slot holds the PLT's stub, whose
         // resolver would write the slot back over the replacement.
@@ -137,9 +136,10 @@ GotPatchResult redirect_imports(std::vector<GotRedirect>& redirects, const std::
             if (!real) continue;
             if (!*g.real) *g.real = real;
             else if (*g.real != real) continue; // bound to another copy of the library: left alone
-            if (write_slot(slot.at, g.replacement, imp.relro_start, imp.relro_end)) ++result.slots;
+            if (write_slot(slot.at, g.replacement, imp.relro_start, imp.relro_end)) ++result.slots, bound = true;
         }
         dlclose(handle);
+        if (bound) result.bound.push_back(imp.name.empty() ? "(the program)" : imp.name);
     }
     return result;
 }

@@ -18,13 +18,15 @@ struct GotRedirect {
 };
 
 struct GotPatchResult {
-    int slots = 0;                      // slots written now
-    std::vector<std::string> importers; // objects that import one of the functions (patched now or before)
+    int slots = 0;                  // slots written now
+    std::vector<std::string> bound; // objects whose imports are redirected (now or before)
 };
 
 // Redirects, in every loaded object except those whose path contains one of `skip` (and this
-// library), each import of a function in `redirects`. Slots already pointing at the replacement
-// are left alone: call it again after new objects were loaded.
+// library), each import of a function in `redirects`. An import is redirected only where it
+// resolves to `*real` when that is set (else *real is set to the first one found): an object
+// bound to another copy of the library is left alone. Slots already pointing at the
+// replacement are left alone: call it again after new objects were loaded.
 GotPatchResult redirect_imports(std::vector<GotRedirect>& redirects, const std::vector<std::string>& skip);
 
 } // namespace gtrace::agent

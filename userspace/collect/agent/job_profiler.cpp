@@ -20,6 +20,8 @@ struct Real {
     decltype(&::cuptiActivityDisable) disable = nullptr;
     decltype(&::cuptiActivityFlushAll) flush_all = nullptr;
     decltype(&::cuptiFinalize) finalize = nullptr;
+    decltype(&::cuptiSubscribe) subscribe = nullptr;
+    decltype(&::cuptiUnsubscribe) unsubscribe = nullptr;
 };
 
 // Kineto's buffer callbacks, exported by libtorch_cpu (libkineto/src/CuptiActivityApi.h): the
@@ -46,6 +48,7 @@ struct Shared {
     std::set<uint8_t*> job_buffers; // handed to CUPTI from the job's callback, not yet completed
     uint64_t buffers_lost = 0;      // the job's buffers that reached gtrace and could not go back
     bool finalize_waiting = false;
+    bool job_subscribed = false; // the job holds CUPTI's callback API
 };
 
 Shared& shared() {
@@ -159,6 +162,28 @@ CUptiResult job_finalize() {
     return CUPTI_SUCCESS;
 }
 
+CUptiResult job_subscribe(CUpti_SubscriberHandle* subscriber, CUpti_CallbackFunc callback, void* userdata) {
+    Shared& s = shared();
+    bool (*yield)() = nullptr;
+    {
+        std::lock_guard lock(s.mutex);
+        if (s.recording) yield = s.side.yield_callbacks;
+    }
+    CUptiResult r = s.real.subscribe(subscriber, callback, userdata);
+    if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED && yield && yield()) r = s.real.subscribe(subscriber, callback, userdata);
+    std::lock_guard lock(s.mutex);
+    if (r == CUPTI_SUCCESS) s.job_subscribed = true;
+    return r;
+}
+
+CUptiResult job_unsubscribe(CUpti_SubscriberHandle subscriber) {
+    Shared& s = shared();
+    CUptiResult r = s.real.unsubscribe(subscriber);
+    std::lock_guard lock(s.mutex);
+    if (r == CUPTI_SUCCESS) s.job_subscribed = false;
+    return r;
+}
+
 // Kineto's callbacks where the job's process exports them (any object that imports CUPTI).
 void assume_kineto_callbacks(Shared& s) {
     for (const std::string& object : s.importers) {
@@ -176,7 +201,7 @@ void assume_kineto_callbacks(Shared& s) {
 
 } // namespace
 
-std::vector<std::string> watch_job_cupti(const std::string& cupti_path) {
+std::vector<std::string> watch_job_cupti(void* cupti, const std::string& cupti_path) {
     Shared& s = shared();
     std::lock_guard lock(s.mutex);
     std::vector<GotRedirect> redirects = {
@@ -185,11 +210,15 @@ std::vector<std::string> watch_job_cupti(const std::string& cupti_path) {
         {"cuptiActivityDisable", reinterpret_cast<void*>(&job_disable), reinterpret_cast<void**>(&s.real.disable)},
         {"cuptiActivityFlushAll", reinterpret_cast<void*>(&job_flush_all), reinterpret_cast<void**>(&s.real.flush_all)},
         {"cuptiFinalize", reinterpret_cast<void*>(&job_finalize), reinterpret_cast<void**>(&s.real.finalize)},
+        {"cuptiSubscribe", reinterpret_cast<void*>(&job_subscribe), reinterpret_cast<void**>(&s.real.subscribe)},
+        {"cuptiUnsubscribe", reinterpret_cast<void*>(&job_unsubscribe), reinterpret_cast<void**>(&s.real.unsubscribe)},
     };
+    // Only imports that resolve to the session's own functions are redirected (got_patch.h).
+    for (GotRedirect& g : redirects) *g.real = dlsym(cupti, g.symbol);
     // Never CUPTI itself (its internal calls) nor the agent (it calls CUPTI through dlsym).
     std::string cupti_name = cupti_path.substr(cupti_path.rfind('/') + 1);
     GotPatchResult r = redirect_imports(redirects, {cupti_name.empty() ? "libcupti" : cupti_name, "libcupti.so"});
-    for (auto& name : r.importers)
+    for (auto& name : r.bound)
         if (std::find(s.importers.begin(), s.importers.end(), name) == s.importers.end()) s.importers.push_back(name);
     return s.importers;
 }
@@ -211,7 +240,10 @@ void share_cupti_begin(const SessionSide& side) {
 
 void probe_open_window() {
     Shared& s = shared();
-    if (!s.real.flush_all) return; // no object imports CUPTI: no job client
+    {
+        std::lock_guard lock(s.mutex);
+        if (s.importers.empty()) return; // nothing in the process calls the session's CUPTI: no job client
+    }
     // A buffer the job's window was filling is completed to gtrace's callback now (CUPTI keeps
     // one pair): give_back_job_buffer sees it is neither gtrace's nor known, and takes the
     // window as open.
@@ -233,7 +265,7 @@ ShareEnd share_cupti_end() {
         if (!s.job_kinds.count(kind) && !(s.window_open && s.found_open)) end.disable.push_back(static_cast<CUpti_ActivityKind>(kind));
     if (s.window_open && s.side.report_window) s.side.report_window(s.window_from_ns, 0, s.found_open, s.buffers_lost);
     // CUPTI's finalize forgets every client's callbacks and kinds: only when the job has none.
-    end.may_finalize = s.finalize_waiting || (!s.job_registered && s.job_kinds.empty() && !s.window_open);
+    end.may_finalize = (s.finalize_waiting || (!s.job_registered && s.job_kinds.empty() && !s.window_open)) && !s.job_subscribed;
     s.recording = false;
     s.finalize_waiting = false;
     return end;

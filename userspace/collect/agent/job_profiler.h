@@ -12,7 +12,9 @@
 //   - a kind the job disables that gtrace still needs stays on (the job gets records it did not
 //     ask for; Kineto keeps those of its window, and discards the rest); its finalize waits until
 //     gtrace stops;
-//   - at gtrace's stop the job's callbacks are registered again and its kinds left on.
+//   - at gtrace's stop the job's callbacks are registered again and its kinds left on;
+//   - CUPTI's callback API takes one subscriber: when the job's profiler subscribes, gtrace's
+//     session gives its subscription up (yield_callbacks) and lets the job's call through.
 // A window already open when gtrace starts is found by its buffers reaching gtrace's callback
 // when gtrace flushes at once; they go back to the job through its callback — known from its
 // registration, or, in a process gtrace meets for the first time, Kineto's exported trampolines.
@@ -32,12 +34,19 @@ struct SessionSide {
     void (*all_api_records)(bool) = nullptr;
     // A window of the job's, closed (to_ns) or still open at the stop (to_ns 0); CLOCK_MONOTONIC.
     void (*report_window)(uint64_t from_ns, uint64_t to_ns, bool found_open, uint64_t buffers_lost) = nullptr;
+    // The job's profiler subscribes to the callback API, which the session holds: the session
+    // lets it go (true) and joins through API records, rather than leave the job's profiler
+    // without GPU records for good (Kineto before 2026-08 runs CPU-only when its subscribe fails).
+    bool (*yield_callbacks)() = nullptr;
 };
 
-// Redirects the job's imports of CUPTI's activity API (again: objects loaded since). Returns the
-// objects that import it. Safe to call any time; the redirected calls pass straight through
-// while no session records.
-std::vector<std::string> watch_job_cupti(const std::string& cupti_path);
+// Redirects the job's imports of CUPTI's activity API (again: objects loaded since) — those
+// bound to the session's CUPTI (`cupti`, the handle it loaded): a job on another copy (a --cupti
+// path) shares nothing with the session, and that copy is never called (the wheels' libcupti
+// recurses without end where there is no driver). Returns the objects whose imports are
+// redirected. Safe to call any time; the redirected calls pass straight through while no
+// session records.
+std::vector<std::string> watch_job_cupti(void* cupti, const std::string& cupti_path);
 
 // Session start, before gtrace's callbacks are registered, and right after (probe_open_window
 // flushes: a window open now shows by its buffers). session_kind_on: a kind gtrace switched on.
