@@ -18,6 +18,7 @@
 #include "collect/agent/call_records.h"
 #include "collect/agent/cupti_locate.h"
 #include "collect/agent/job_profiler.h"
+#include "collect/agent/session_state.h"
 #include "collect/agent_ring.h"
 
 uint64_t gtrace_agent_slots[GT_AGENT_SLOTS];
@@ -32,52 +33,6 @@ namespace {
 
 constexpr size_t kBufferBytes = 1 << 20;
 constexpr int kMaxBuffers = 16; // the agent never holds more than 16 MiB of CUPTI buffers
-
-// The CUPTI functions the agent calls, resolved from the library gtrace chose.
-struct Cupti {
-    void* handle = nullptr;
-#define GT_CUPTI_FN(name) decltype(&::name) name = nullptr;
-#define GT_CUPTI_FUNCTIONS(X)                                                                                      \
-    X(cuptiGetResultString) X(cuptiGetTimestamp) X(cuptiActivityEnable) X(cuptiActivityDisable)                   \
-    X(cuptiActivityRegisterCallbacks) X(cuptiActivityFlushAll) X(cuptiActivityGetNextRecord)                      \
-    X(cuptiActivityGetNumDroppedRecords) X(cuptiSubscribe) X(cuptiUnsubscribe) X(cuptiEnableCallback)             \
-    X(cuptiFinalize) X(cuptiSetThreadIdType) X(cuptiGetCallbackName)
-    GT_CUPTI_FUNCTIONS(GT_CUPTI_FN)
-    // Optional (CUPTI 12.x and later): API records per callback id, callbacks off per domain.
-#define GT_CUPTI_OPTIONAL_FUNCTIONS(X) X(cuptiActivityEnableRuntimeApi) X(cuptiActivityEnableDriverApi) X(cuptiEnableDomain)
-    GT_CUPTI_OPTIONAL_FUNCTIONS(GT_CUPTI_FN)
-#undef GT_CUPTI_FN
-};
-
-struct Session {
-    Cupti cupti;
-    StopTrim trim; // what the stop leaves out
-    gt_agent_ring* ring = nullptr;
-    std::mutex ring_mutex; // CUPTI may complete buffers on more than one thread
-    std::atomic<int> buffers{0};
-    std::mutex buffers_mutex;
-    std::set<uint8_t*> own_buffers; // allocated here (the others are the job's profiler's)
-    bool api_kinds = false;         // RUNTIME/DRIVER records are the session's own
-    bool job_wants_all_api = false; // the job's window records every API: no id switched off meanwhile
-    bool ids_trimmed = false;       // API records of the ids not ours are off (start_call_records)
-    CUpti_SubscriberHandle subscriber = nullptr;
-    std::vector<CUpti_ActivityKind> enabled;
-    struct NamedId {
-        CUpti_CallbackDomain domain;
-        uint32_t cbid;
-        bool callback_on; // one of ours: its callback switched on
-    };
-    std::vector<NamedId> named_ids; // every callback id this CUPTI names, found once per session
-    bool callbacks_on = false;       // the callbacks keep the slots current
-    bool reader_stalled = false;     // wait_for_room: gtrace made no room in time
-};
-
-// Constructed on first use, whatever the order of load-time constructors; never destroyed:
-// CUPTI completes buffers from its own thread during the process's exit.
-Session& the_session() {
-    static Session* s = new Session;
-    return *s;
-}
 
 // The outermost CUPTI-visible call in progress on this thread, counted across both domains: a
 // driver call the runtime makes inside a runtime call (cudaLaunchKernel → cuLaunchKernel) raises
@@ -196,46 +151,6 @@ void CUPTIAPI on_buffer_completed(CUcontext context, uint32_t stream, uint8_t* b
     s.buffers.fetch_sub(1);
 }
 
-std::string result_text(CUptiResult r) {
-    const char* text = nullptr;
-    if (the_session().cupti.cuptiGetResultString && the_session().cupti.cuptiGetResultString(r, &text) == CUPTI_SUCCESS && text)
-        return text;
-    return "CUPTI error " + std::to_string(static_cast<int>(r));
-}
-
-std::string load_cupti(const std::vector<std::string>& candidates) {
-    std::string tried;
-    for (const auto& path : candidates) {
-        void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-        if (!h) {
-            tried += (tried.empty() ? "" : "; ") + path + ": " + dlerror();
-            continue;
-        }
-        Cupti c;
-        c.handle = h;
-        bool complete = true;
-#define GT_CUPTI_RESOLVE(name)                                                       \
-    c.name = reinterpret_cast<decltype(c.name)>(dlsym(h, #name));                    \
-    if (!c.name) {                                                                   \
-        tried += (tried.empty() ? "" : "; ") + path + ": no symbol " #name;          \
-        complete = false;                                                            \
-    }
-        GT_CUPTI_FUNCTIONS(GT_CUPTI_RESOLVE)
-#undef GT_CUPTI_RESOLVE
-        if (!complete) continue; // left loaded: unloading a CUPTI that initialized is unsafe
-#define GT_CUPTI_RESOLVE_OPTIONAL(name) c.name = reinterpret_cast<decltype(c.name)>(dlsym(h, #name));
-        GT_CUPTI_OPTIONAL_FUNCTIONS(GT_CUPTI_RESOLVE_OPTIONAL)
-#undef GT_CUPTI_RESOLVE_OPTIONAL
-        the_session().cupti = c;
-        return {};
-    }
-    return "no usable libcupti (tried " + (tried.empty() ? std::string("nothing") : tried) + ")";
-}
-
-void set_message(gt_agent_ring* ring, const std::string& text) {
-    snprintf(ring->message, sizeof ring->message, "%s", text.c_str());
-}
-
 } // namespace
 
 namespace {
@@ -279,91 +194,6 @@ int enable_work_callbacks(Session& s) {
 
 } // namespace
 
-// The CUDA driver, loaded — already (CUDA initialized; by its soname, whatever its file is
-// called) or now, as CUPTI would load it itself — and a working one: its version answered
-// (cuDriverGetVersion needs no cuInit). The toolkit's stub libcuda answers
-// CUDA_ERROR_STUB_LIBRARY. Empty when usable, else why not.
-std::string driver_unusable() {
-    void* h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
-    if (!h) h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL); // kept: CUPTI needs it from now on
-    if (!h) return "no CUDA driver in this process or on this host (libcuda.so.1 cannot be loaded)";
-    using DriverGetVersion = int (*)(int*);
-    auto get_version = reinterpret_cast<DriverGetVersion>(dlsym(h, "cuDriverGetVersion"));
-    int version = 0, rc = get_version ? get_version(&version) : -1;
-    if (rc != 0 || version <= 0)
-        return rc == 34 ? "the CUDA driver in this process is the toolkit's stub (CUDA_ERROR_STUB_LIBRARY), not a driver"
-                        : "the CUDA driver does not answer cuDriverGetVersion (error " + std::to_string(rc) + ")";
-    return {};
-}
-
-namespace {
-
-// The job's profiler's window records every API (its RUNTIME/DRIVER on): the ids not ours go on
-// again for it while it lasts (their records are skipped here), and off after.
-void all_api_records_for_job(bool on) {
-    Session& s = the_session();
-    s.job_wants_all_api = on;
-    if (!s.ids_trimmed) return;
-    const Cupti& c = s.cupti;
-    for (const auto& id : s.named_ids)
-        if (!id.callback_on)
-            (id.domain == CUPTI_CB_DOMAIN_RUNTIME_API ? c.cuptiActivityEnableRuntimeApi : c.cuptiActivityEnableDriverApi)(id.cbid, on ? 1 : 0);
-}
-
-void report_job_window(uint64_t from_ns, uint64_t to_ns, bool found_open, uint64_t buffers_lost) {
-    std::lock_guard lock(the_session().ring_mutex);
-    gt_agent_ring* ring = the_session().ring;
-    if (!ring) return;
-    uint64_t pos = 0;
-    auto* r = agent_ring_reserve_record<gt_gpu_shared_cupti>(ring, sizeof(gt_gpu_shared_cupti), GT_GPU_SHARED_CUPTI, 0, &pos);
-    if (!r) return;
-    r->from = from_ns, r->to = to_ns, r->buffers_lost = buffers_lost, r->found_open = found_open ? 1 : 0;
-    agent_ring_commit(ring, pos, r->h.size);
-}
-
-bool enable_kind(Session& s, CUpti_ActivityKind kind);
-
-// The job's profiler subscribes while the session holds the callback API (see job_profiler.h):
-// the session lets it go. Calls the callbacks recorded are recorded from CUPTI's API records
-// from now on (without Python stacks), or, where this CUPTI cannot, by the uprobes again; GPU
-// work is joined through API records.
-bool yield_callbacks_to_job() {
-    Session& s = the_session();
-    if (!s.subscriber) return false;
-    s.cupti.cuptiUnsubscribe(s.subscriber);
-    s.subscriber = nullptr;
-    s.callbacks_on = false; // the slots go stale: nothing to trim at the stop by them
-    uint8_t calls = GT_YIELD_CALLS_UNCHANGED;
-    gt_agent_ring* ring = session_ring();
-    const bool agent_calls = ring && (__atomic_load_n(&ring->flags, __ATOMIC_ACQUIRE) & GT_AGENT_CALLS);
-    if (agent_calls && !calls_from_records())
-        calls = start_call_records(false) ? GT_YIELD_CALLS_FROM_RECORDS : GT_YIELD_CALLS_TO_UPROBES;
-    if (!s.api_kinds)
-        for (auto kind : {CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER}) enable_kind(s, kind);
-    std::lock_guard lock(s.ring_mutex);
-    if (!s.ring) return true;
-    if (calls == GT_YIELD_CALLS_FROM_RECORDS) begin_call_capture(s.ring, true, false);
-    // No callbacks: the uprobes record the calls (gtrace sees the flag go).
-    else if (!calls_from_records()) __atomic_and_fetch(&s.ring->flags, ~uint32_t{GT_AGENT_CALLBACKS}, __ATOMIC_RELEASE);
-    uint64_t pos = 0;
-    auto* r = agent_ring_reserve_record<gt_gpu_callbacks_yielded>(s.ring, sizeof(gt_gpu_callbacks_yielded), GT_GPU_CALLBACKS_YIELDED, 0, &pos);
-    if (r) {
-        r->ts = monotonic_ns(), r->calls = calls;
-        agent_ring_commit(s.ring, pos, r->h.size);
-    }
-    return true;
-}
-
-bool enable_kind(Session& s, CUpti_ActivityKind kind) {
-    if (s.cupti.cuptiActivityEnable(kind) != CUPTI_SUCCESS) return false;
-    s.enabled.push_back(kind);
-    session_kind_on(kind);
-    if (kind == CUPTI_ACTIVITY_KIND_RUNTIME || kind == CUPTI_ACTIVITY_KIND_DRIVER) s.api_kinds = true;
-    return true;
-}
-
-} // namespace
-
 std::string start_session(gt_agent_ring* ring, const SessionConfig& config) {
     Session& s = the_session();
     // CUPTI needs a working CUDA driver. The real libcupti (13.2, pip's nvidia-cuda-cupti), called
@@ -393,7 +223,7 @@ std::string start_session(gt_agent_ring* ring, const SessionConfig& config) {
     // The job's own profiler shares CUPTI with the session from here (job_profiler.h).
     watch_job_cupti(s.cupti.handle, ring->cupti_path);
     s.api_kinds = s.job_wants_all_api = s.ids_trimmed = false;
-    share_cupti_begin({all_api_records_for_job, report_job_window, yield_callbacks_to_job});
+    share_cupti_begin(sharing_side());
     if (CUptiResult r = s.cupti.cuptiActivityRegisterCallbacks(on_buffer_requested, on_buffer_completed); r != CUPTI_SUCCESS) {
         share_cupti_end();
         return std::string(ring->cupti_path) + ": cuptiActivityRegisterCallbacks: " + result_text(r);
@@ -443,27 +273,6 @@ std::string start_session(gt_agent_ring* ring, const SessionConfig& config) {
 
 void flush_session(bool forced) {
     if (the_session().cupti.cuptiActivityFlushAll) the_session().cupti.cuptiActivityFlushAll(forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
-}
-
-void measure_clock() {
-    Session& s = the_session();
-    if (!s.ring || !s.cupti.cuptiGetTimestamp) return;
-    uint64_t best_width = UINT64_MAX;
-    int64_t best_offset = 0;
-    for (int i = 0; i < 64; ++i) {
-        timespec a{}, b{};
-        uint64_t cupti_ts = 0;
-        clock_gettime(CLOCK_MONOTONIC, &a);
-        s.cupti.cuptiGetTimestamp(&cupti_ts);
-        clock_gettime(CLOCK_MONOTONIC, &b);
-        uint64_t ta = a.tv_sec * 1000000000ull + a.tv_nsec, tb = b.tv_sec * 1000000000ull + b.tv_nsec;
-        if (tb - ta < best_width) {
-            best_width = tb - ta;
-            best_offset = static_cast<int64_t>(cupti_ts) - static_cast<int64_t>(ta + (tb - ta) / 2);
-        }
-    }
-    s.ring->clock_error_ns = best_width / 2;
-    __atomic_store_n(&s.ring->clock_offset_ns, best_offset, __ATOMIC_RELEASE);
 }
 
 void with_session_ring(const std::function<void(gt_agent_ring*)>& write) {

@@ -1,0 +1,77 @@
+// The state of the agent's CUPTI session, shared by the files that run it: cupti_session.cpp
+// (start, stop, callbacks), cupti_library.cpp (the library and its clock), session_sharing.cpp
+// (beside the job's own profiler). Internal to the agent.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <cupti.h>
+
+#include "collect/agent/activity_records.h"
+#include "collect/agent/job_profiler.h"
+#include "gtrace/agent.h"
+
+namespace gtrace::agent {
+
+// The CUPTI functions the agent calls, resolved from the library gtrace chose.
+struct Cupti {
+    void* handle = nullptr;
+#define GT_CUPTI_FN(name) decltype(&::name) name = nullptr;
+#define GT_CUPTI_FUNCTIONS(X)                                                                                      \
+    X(cuptiGetResultString) X(cuptiGetTimestamp) X(cuptiActivityEnable) X(cuptiActivityDisable)                   \
+    X(cuptiActivityRegisterCallbacks) X(cuptiActivityFlushAll) X(cuptiActivityGetNextRecord)                      \
+    X(cuptiActivityGetNumDroppedRecords) X(cuptiSubscribe) X(cuptiUnsubscribe) X(cuptiEnableCallback)             \
+    X(cuptiFinalize) X(cuptiSetThreadIdType) X(cuptiGetCallbackName)
+    GT_CUPTI_FUNCTIONS(GT_CUPTI_FN)
+    // Optional (CUPTI 12.x and later): API records per callback id, callbacks off per domain.
+#define GT_CUPTI_OPTIONAL_FUNCTIONS(X) X(cuptiActivityEnableRuntimeApi) X(cuptiActivityEnableDriverApi) X(cuptiEnableDomain)
+    GT_CUPTI_OPTIONAL_FUNCTIONS(GT_CUPTI_FN)
+#undef GT_CUPTI_FN
+};
+
+struct Session {
+    Cupti cupti;
+    StopTrim trim; // what the stop leaves out
+    gt_agent_ring* ring = nullptr;
+    std::mutex ring_mutex; // CUPTI may complete buffers on more than one thread
+    std::atomic<int> buffers{0};
+    std::mutex buffers_mutex;
+    std::set<uint8_t*> own_buffers; // allocated here (the others are the job's profiler's)
+    bool api_kinds = false;         // RUNTIME/DRIVER records are the session's own
+    bool job_wants_all_api = false; // the job's window records every API: no id switched off meanwhile
+    bool ids_trimmed = false;       // API records of the ids not ours are off (start_call_records)
+    CUpti_SubscriberHandle subscriber = nullptr;
+    std::vector<CUpti_ActivityKind> enabled;
+    struct NamedId {
+        CUpti_CallbackDomain domain;
+        uint32_t cbid;
+        bool callback_on; // one of ours: its callback switched on
+    };
+    std::vector<NamedId> named_ids; // every callback id this CUPTI names, found once per session
+    bool callbacks_on = false;       // the callbacks keep the slots current
+    bool reader_stalled = false;     // wait_for_room: gtrace made no room in time
+};
+
+// Constructed on first use, whatever the order of load-time constructors; never destroyed:
+// CUPTI completes buffers from its own thread during the process's exit.
+Session& the_session();
+
+std::string result_text(CUptiResult r);
+// Loads the first usable library of `candidates` into the_session().cupti; else why none.
+std::string load_cupti(const std::vector<std::string>& candidates);
+void set_message(gt_agent_ring* ring, const std::string& text);
+// Switches a kind on for the session (and says so to the sharing with the job's profiler).
+bool enable_kind(Session& s, CUpti_ActivityKind kind);
+// What the session lends the sharing with the job's profiler (job_profiler.h).
+SessionSide sharing_side();
+// The job's profiler's window records every API (true) or not any more: the API records of
+// the ids not the session's go on again for it, and off after (when the session trimmed them).
+void all_api_records_for_job(bool on);
+// Empty when the process has a usable CUDA driver, else why not.
+std::string driver_unusable();
+
+} // namespace gtrace::agent
