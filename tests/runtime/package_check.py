@@ -63,6 +63,7 @@ def check_layout(prefix):
     for rel in ["bin/gtrace", "lib/gtrace/libgtrace_agent.so", "share/doc/gtrace/README.md", "share/doc/gtrace/docs/usage.md",
                 "share/gtrace/scripts/gpu-check.sh", "share/gtrace/scripts/gpu-bench.sh",
                 "share/gtrace/scripts/gpu_check_train.py", "share/gtrace/scripts/gpu_check_verify.py",
+                "share/gtrace/scripts/gpu_profiler_check.py", "share/gtrace/scripts/gpu_profiler_job.py",
                 "share/gtrace/scripts/gpu_bench.py", "share/gtrace/scripts/gpu_bench_workload.py",
                 "share/gtrace/scripts/gpu_common.sh"]:
         if not os.path.isfile(os.path.join(prefix, rel)):
@@ -144,6 +145,12 @@ def check_gpu_check_smoke(script, gtrace, cwd, env):
         fail("gpu-check.sh --device cpu: the torch ranges check did not pass")
     if not os.path.getsize(os.path.join(cwd, "gpu-check-out", "trace.json")):
         fail("gpu-check.sh left no trace")
+    # The job's own torch.profiler beside gtrace, plain and with KINETO_USE_DAEMON=1: the flow runs
+    # (windows before, during and after a capture; the job ends normally); kernels need a GPU.
+    for tag in ("profiler", "daemon"):
+        for check in ("baseline", "window 1", "window 2", "window 3", "job alive"):
+            if not re.search(rf"^gpu-check: PASS: {tag} {check}:", out, re.M):
+                fail(f"gpu-check.sh --device cpu: no PASS line for '{tag} {check}'")
     ok(f"gpu-check.sh --device cpu ran with {gtrace}")
 
 
