@@ -9,18 +9,18 @@ using namespace gtrace;
 
 namespace {
 
-constexpr uint32_t kPid = 42;
+constexpr uint32_t kLivePid = 42;
 constexpr uint64_t kMs = 1'000'000;
 
 ApiCall call_at(uint64_t start_ns, uint64_t end_ns) {
     ApiCall c;
-    c.api = GT_API_CUDA_MALLOC, c.pid = kPid, c.tid = kPid, c.start_ns = start_ns, c.end_ns = end_ns;
+    c.api = GT_API_CUDA_MALLOC, c.pid = kLivePid, c.tid = kLivePid, c.start_ns = start_ns, c.end_ns = end_ns;
     return c;
 }
 
 MemorySample allocated(int device, uint64_t ts_ns, uint64_t bytes) {
     MemorySample m;
-    m.pid = kPid, m.device = device, m.ts_ns = ts_ns, m.allocated_bytes = bytes;
+    m.pid = kLivePid, m.device = device, m.ts_ns = ts_ns, m.allocated_bytes = bytes;
     return m;
 }
 
@@ -42,7 +42,7 @@ TEST_CASE("past its bound the live analysis keeps the recent window: spans acros
     REQUIRE(t.spans_from_ns);
     const uint64_t from = *t.spans_from_ns;
     CHECK(from > 10 * kMs); // the first calls were let go
-    const ProcessData& p = t.processes.at(kPid);
+    const ProcessData& p = t.processes.at(kLivePid);
     CHECK(std::all_of(p.calls.begin(), p.calls.end(), [&](const CallSpan& s) { return s.start_ns >= from; }));
     // The long call is kept, from the window's start (its part in the window).
     CHECK(std::any_of(p.calls.begin(), p.calls.end(), [&](const CallSpan& s) { return s.end_ns == (20 + calls) * kMs && s.start_ns == from; }));
@@ -63,6 +63,6 @@ TEST_CASE("within its bound the live analysis keeps every span and says no windo
     for (uint64_t i = 0; i < 1000; ++i) live.call(call_at(i * kMs, i * kMs + 10));
     TraceData t = live.take(nlohmann::json::object());
     CHECK_FALSE(t.spans_from_ns);
-    CHECK(t.processes.at(kPid).calls.size() == 1000);
-    CHECK(t.processes.at(kPid).memory.size() == 1);
+    CHECK(t.processes.at(kLivePid).calls.size() == 1000);
+    CHECK(t.processes.at(kLivePid).memory.size() == 1);
 }

@@ -20,21 +20,21 @@ constexpr uint32_t kJumpSlot = R_AARCH64_JUMP_SLOT, kGlobDat = R_AARCH64_GLOB_DA
 #endif
 
 // A slot found while the loader's lock is held; written after, with the object pinned.
-struct Slot {
+struct GotSlot {
     void** at;
     size_t redirect; // index into the redirects
 };
-struct Importer {
+struct ImportingObject {
     std::string name; // as the loader names it ("" for the program)
     uintptr_t relro_start = 0, relro_end = 0;
-    std::vector<Slot> slots;
+    std::vector<GotSlot> slots;
 };
 
-struct Search {
+struct GotSearch {
     std::vector<GotRedirect>* redirects;
     const std::vector<std::string>* skip;
     uintptr_t own_base;
-    std::vector<Importer> importers;
+    std::vector<ImportingObject> importers;
 };
 
 // ld.so relocates most of the dynamic section's pointers in place; some loaders leave them as
@@ -53,7 +53,7 @@ bool write_slot(void** slot, void* value, uintptr_t relro_start, uintptr_t relro
     return true;
 }
 
-void patch_object(dl_phdr_info* info, Search& s) {
+void patch_object(dl_phdr_info* info, GotSearch& s) {
     const uintptr_t base = info->dlpi_addr;
     const ElfW(Dyn)* dynamic = nullptr;
     uintptr_t relro_start = 0, relro_end = 0;
@@ -83,7 +83,7 @@ void patch_object(dl_phdr_info* info, Search& s) {
         }
     }
     if (!symtab || !strtab || !rela_plt) return; // both architectures use RELA
-    Importer found{info->dlpi_name ? info->dlpi_name : "", relro_start, relro_end, {}};
+    ImportingObject found{info->dlpi_name ? info->dlpi_name : "", relro_start, relro_end, {}};
     bool imports = false;
     for (int t = 0; t < 2; ++t) {
         for (size_t i = 0; tables[t] && i < sizes[t] / sizeof(ElfW(Rela)); ++i) {
@@ -106,7 +106,7 @@ void patch_object(dl_phdr_info* info, Search& s) {
 }
 
 int visit(dl_phdr_info* info, size_t, void* data) {
-    auto& s = *static_cast<Search*>(data);
+    auto& s = *static_cast<GotSearch*>(data);
     if (info->dlpi_addr == s.own_base) return 0;
     const char* name = info->dlpi_name ? info->dlpi_name : "";
     for (const std::string& skip : *s.skip)
@@ -120,17 +120,17 @@ int visit(dl_phdr_info* info, size_t, void* data) {
 GotPatchResult redirect_imports(std::vector<GotRedirect>& redirects, const std::vector<std::string>& skip) {
     Dl_info self{};
     dladdr(reinterpret_cast<void*>(&redirect_imports), &self);
-    Search s{&redirects, &skip, reinterpret_cast<uintptr_t>(self.dli_fbase), {}};
+    GotSearch s{&redirects, &skip, reinterpret_cast<uintptr_t>(self.dli_fbase), {}};
     dl_iterate_phdr(visit, &s); // under the loader's lock: nothing else of the loader's is called in it
     GotPatchResult result;
-    for (const Importer& imp : s.importers) {
+    for (const ImportingObject& imp : s.importers) {
         bool bound = imp.slots.empty(); // all redirected already
         // Pinned while written (it cannot be unloaded meanwhile); its own scope resolves its
         // imports. Not the slot's value: an unresolved lazy slot holds the PLT's stub, whose
         // resolver would write the slot back over the replacement.
         void* handle = dlopen(imp.name.empty() ? nullptr : imp.name.c_str(), RTLD_LAZY | RTLD_NOLOAD);
         if (!handle) continue;
-        for (const Slot& slot : imp.slots) {
+        for (const GotSlot& slot : imp.slots) {
             GotRedirect& g = redirects[slot.redirect];
             void* real = dlsym(handle, g.symbol);
             if (!real) continue;
