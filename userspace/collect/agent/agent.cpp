@@ -20,6 +20,7 @@
 #include "collect/agent/call_capture.h"
 #include "foundation/test_hooks.h"
 #include "collect/agent/cupti_session.h"
+#include "collect/agent/job_profiler.h"
 #include "collect/agent/memory_state.h"
 #include "collect/agent/nvtx_injection.h"
 #include "collect/agent/nvtx_tables.h"
@@ -184,6 +185,7 @@ void serve(Agent& a) {
         if (__atomic_load_n(&ring->control, __ATOMIC_ACQUIRE) == GT_AGENT_DETACH) break;
         if (ring->state != GT_AGENT_ACTIVE) continue;
         if (!(ring->flags & GT_AGENT_CALLS)) begin_requested_calls(a, ring);
+        settle_job_window(); // a job's profiler window that closed without handing its last buffers back
         if ((since_flush += kWatchMs) >= kFlushEveryMs) {
             since_flush = 0;
             flush_session(false);
@@ -315,6 +317,7 @@ __attribute__((constructor)) void on_load() {
 // process unless gtrace takes it: give gtrace a moment (it looks every 50 ms).
 __attribute__((destructor)) void flush_at_exit() {
     constexpr int kExitWaitMs = 2000; // gtrace rescans every process at least once a second
+    share_cupti_exiting(); // the job's profiler may be destroyed already: nothing goes back to it
     Agent& a = the_agent();
     std::lock_guard lock(a.mutex);
     if (!a.active || !a.offer || a.offer.ring()->state != GT_AGENT_ACTIVE) return;

@@ -117,6 +117,7 @@ void CUPTIAPI on_buffer_completed(CUcontext context, uint32_t stream, uint8_t* b
     }
     // The job's profiler's: read when it filled it beside the session, not when it predates it.
     const bool read = own || handed_by_job(buffer);
+    bool job_kinds_in_own = false;
     {
         // The lock is let go every few hundred records: threads recording calls wait on it.
         constexpr int kRecordsPerLock = 256;
@@ -124,6 +125,8 @@ void CUPTIAPI on_buffer_completed(CUcontext context, uint32_t stream, uint8_t* b
         if (s.ring && read) {
             CUpti_Activity* record = nullptr;
             for (int n = 1; s.ring && s.cupti.cuptiActivityGetNextRecord(buffer, valid, &record) == CUPTI_SUCCESS; ++n) {
+                if (own && (record->kind == CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION || record->kind == CUPTI_ACTIVITY_KIND_OVERHEAD))
+                    job_kinds_in_own = true;
                 // The job's profiler's API records, in its buffers or beside the session's: not gtrace's.
                 if ((record->kind == CUPTI_ACTIVITY_KIND_RUNTIME || record->kind == CUPTI_ACTIVITY_KIND_DRIVER) && !s.api_kinds)
                     continue;
@@ -143,6 +146,7 @@ void CUPTIAPI on_buffer_completed(CUcontext context, uint32_t stream, uint8_t* b
                 s.ring->cupti_dropped += dropped;
         }
     }
+    if (job_kinds_in_own) foreign_records_seen();
     if (!own) {
         give_back_job_buffer(context, stream, buffer, size, valid);
         return;
@@ -222,13 +226,15 @@ std::string start_session(gt_agent_ring* ring, const SessionConfig& config) {
     s.cupti.cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
     // The job's own profiler shares CUPTI with the session from here (job_profiler.h).
     watch_job_cupti(s.cupti.handle, ring->cupti_path);
-    s.api_kinds = s.job_wants_all_api = s.ids_trimmed = false;
+    s.api_kinds = s.ids_trimmed = s.foreign_subscriber = false;
     share_cupti_begin(sharing_side());
     if (CUptiResult r = s.cupti.cuptiActivityRegisterCallbacks(on_buffer_requested, on_buffer_completed); r != CUPTI_SUCCESS) {
-        share_cupti_end();
+        share_cupti_end(false);
+        restore_job_callbacks();
         return std::string(ring->cupti_path) + ": cuptiActivityRegisterCallbacks: " + result_text(r);
     }
-    probe_open_window();
+    probe_open_window(); // no lock of the session's held: the job's callbacks may run in it
+    std::lock_guard control(s.control);
 
     {
         std::lock_guard lock(s.ring_mutex);
@@ -247,6 +253,7 @@ std::string start_session(gt_agent_ring* ring, const SessionConfig& config) {
                 set_message(ring, "CUPTI names none of the launch, copy and set APIs; GPU work is joined through its API records");
         } else {
             s.subscriber = nullptr;
+            s.foreign_subscriber = r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
             set_message(ring, r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED
                                   ? "another tool (Kineto, nsys, a debugger) holds CUPTI's callback API; GPU work is "
                                     "joined to CPU calls through CUPTI's API records instead"
@@ -263,7 +270,7 @@ std::string start_session(gt_agent_ring* ring, const SessionConfig& config) {
     for (auto kind : kinds) {
         if (enable_kind(s, kind) || kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) continue;
         CUptiResult r = s.cupti.cuptiActivityEnable(kind);
-        share_cupti_end();
+        share_cupti_end(s.foreign_subscriber);
         restore_job_callbacks(); // the job's profiler keeps its CUPTI
         return std::string(ring->cupti_path) + " (the CUPTI found for this process's CUDA) refused "
                "cuptiActivityEnable(CONCURRENT_KERNEL): " + result_text(r) + "; use --cupti to name the right one";
@@ -288,31 +295,36 @@ gt_agent_ring* session_ring() { return the_session().ring; }
 void stop_session() {
     Session& s = the_session();
     if (!s.cupti.handle) return;
-    if (s.subscriber) {
-        s.cupti.cuptiUnsubscribe(s.subscriber);
-        s.subscriber = nullptr;
-    }
-    if (s.callbacks_on) {
-        // Calls in flight now will never show their end (no exit callback, and gtrace stops
-        // reading): their GPU ops are past the capture's end. Left out, and counted.
-        s.callbacks_on = false;
-        StopTrim trim;
-        for (uint32_t i = 0; i < GT_AGENT_SLOTS; ++i) {
-            uint64_t v = __atomic_load_n(&gtrace_agent_slots[i], __ATOMIC_ACQUIRE);
-            if (v & kSlotInCall) trim.in_flight.push_back(static_cast<uint32_t>(v));
-            trim.after = std::max(trim.after, static_cast<uint32_t>(v));
+    ShareEnd share;
+    {
+        std::lock_guard control(s.control);
+        if (s.subscriber) {
+            s.cupti.cuptiUnsubscribe(s.subscriber);
+            s.subscriber = nullptr;
         }
-        std::sort(trim.in_flight.begin(), trim.in_flight.end());
-        std::lock_guard lock(s.ring_mutex);
-        s.trim = std::move(trim);
+        if (s.callbacks_on) {
+            // Calls in flight now will never show their end (no exit callback, and gtrace stops
+            // reading): their GPU ops are past the capture's end. Left out, and counted.
+            s.callbacks_on = false;
+            StopTrim trim;
+            for (uint32_t i = 0; i < GT_AGENT_SLOTS; ++i) {
+                uint64_t v = __atomic_load_n(&gtrace_agent_slots[i], __ATOMIC_ACQUIRE);
+                if (v & kSlotInCall) trim.in_flight.push_back(static_cast<uint32_t>(v));
+                trim.after = std::max(trim.after, static_cast<uint32_t>(v));
+            }
+            std::sort(trim.in_flight.begin(), trim.in_flight.end());
+            std::lock_guard lock(s.ring_mutex);
+            s.trim = std::move(trim);
+        }
+        gtrace_agent_announce(nullptr);
+        // The kinds the job's profiler has on stay on; CUPTI is finalized only when it holds nothing.
+        share = share_cupti_end(s.foreign_subscriber);
+        for (auto kind : share.disable) s.cupti.cuptiActivityDisable(kind);
+        if (s.ids_trimmed && !share.may_finalize) apply_api_ids(s, true); // the job's ids as they were
+        s.ids_trimmed = false;
+        s.enabled.clear();
     }
-    gtrace_agent_announce(nullptr);
-    // The kinds the job's profiler has on stay on; CUPTI is finalized only when it holds nothing.
-    ShareEnd share = share_cupti_end();
-    for (auto kind : share.disable) s.cupti.cuptiActivityDisable(kind);
-    if (s.ids_trimmed && !share.may_finalize) all_api_records_for_job(true); // its ids as they were
-    s.enabled.clear();
-    s.cupti.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    s.cupti.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED); // the job's buffers go back to it in this
     restore_job_callbacks();
     if (share.may_finalize) s.cupti.cuptiFinalize();
     std::lock_guard lock(s.ring_mutex);
@@ -324,6 +336,7 @@ void stop_session() {
 
 bool start_call_records(bool with_stacks) {
     Session& s = the_session();
+    std::lock_guard control(s.control);
     const Cupti& c = s.cupti;
     bool any_on = std::any_of(s.named_ids.begin(), s.named_ids.end(), [](const auto& id) { return id.callback_on; });
     if (!c.cuptiActivityEnableRuntimeApi || !c.cuptiActivityEnableDriverApi || !any_on ||
@@ -334,12 +347,13 @@ bool start_call_records(bool with_stacks) {
     for (auto kind : {CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER})
         if (!enable_kind(s, kind)) return false;
     s.ids_trimmed = true;
-    if (!s.job_wants_all_api) all_api_records_for_job(false); // else at the end of the job's window
+    if (!job_wants_all_api()) apply_api_ids(s, false); // else at the end of the job's window
     return true;
 }
 
 void end_unneeded_callbacks(bool with_stacks) {
     Session& s = the_session();
+    std::lock_guard control(s.control);
     const Cupti& c = s.cupti;
     if (!with_stacks && s.subscriber) { // nothing left for a callback to do: none is made
         c.cuptiEnableDomain(0, s.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API);

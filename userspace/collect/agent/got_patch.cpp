@@ -41,15 +41,18 @@ struct GotSearch {
 // offsets from the load address.
 uintptr_t dyn_pointer(uintptr_t value, uintptr_t base) { return value < base ? value + base : value; }
 
-// Writes the slot, through RELRO (read-only after relocation, with -z now) when it lies there.
+// Writes the slot, through RELRO when it lies there. The loader made read-only the RELRO pages
+// whole (its end rounded down to a page: the last partial page stays writable, and holds other
+// data), so only a slot on one of those is written around an mprotect.
 bool write_slot(void** slot, void* value, uintptr_t relro_start, uintptr_t relro_end) {
-    const auto at = reinterpret_cast<uintptr_t>(slot);
-    const bool in_relro = at >= relro_start && at + sizeof(void*) <= relro_end;
     const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+    const auto at = reinterpret_cast<uintptr_t>(slot);
+    const uintptr_t protected_start = relro_start & ~(page - 1), protected_end = relro_end & ~(page - 1);
+    const bool read_only = at >= protected_start && at + sizeof(void*) <= protected_end;
     void* first = reinterpret_cast<void*>(at & ~(page - 1));
-    if (in_relro && mprotect(first, page, PROT_READ | PROT_WRITE) != 0) return false;
+    if (read_only && mprotect(first, page, PROT_READ | PROT_WRITE) != 0) return false;
     __atomic_store_n(slot, value, __ATOMIC_RELEASE); // one aligned word: a concurrent caller sees either
-    if (in_relro) mprotect(first, page, PROT_READ);
+    if (read_only) mprotect(first, page, PROT_READ);
     return true;
 }
 

@@ -30,25 +30,26 @@ constexpr const char* kKinetoRequested = "_ZN9libkineto16CuptiActivityApi25buffe
 constexpr const char* kKinetoCompleted = "_ZN9libkineto16CuptiActivityApi25bufferCompletedTrampolineEP8CUctx_stjPhmm";
 
 struct Shared {
-    std::mutex mutex;
-    Real real;
+    std::mutex mutex; // never held while calling CUPTI, the job's code or the loader
+    Real real;        // set before any slot points at a wrapper; not changed after
     std::vector<std::string> importers;
     // The job's client as its calls showed it.
     CUpti_BuffersCallbackRequestFunc job_requested = nullptr;
     CUpti_BuffersCallbackCompleteFunc job_completed = nullptr;
     bool job_registered = false; // its pair is what CUPTI would hold, were gtrace not there
+    bool job_subscribed = false; // it holds CUPTI's callback API
     std::set<int> job_kinds;     // kinds it has on
     // gtrace's session beside it.
     bool recording = false;
     SessionSide side;
     std::set<int> session_kinds; // kinds gtrace's session switched on
     std::atomic<bool> serve_from_job{false}; // new buffers are the job's (its window is open)
+    std::atomic<bool> exiting{false};        // the process exits: the job's code may be gone
     bool window_open = false, found_open = false, all_api = false;
     uint64_t window_from_ns = 0;
     std::set<uint8_t*> job_buffers; // handed to CUPTI from the job's callback, not yet completed
     uint64_t buffers_lost = 0;      // the job's buffers that reached gtrace and could not go back
-    bool finalize_waiting = false;
-    bool job_subscribed = false; // the job holds CUPTI's callback API
+    bool finalize_waiting = false;  // the job finalized during the session: done at gtrace's stop
 };
 
 Shared& shared() {
@@ -66,69 +67,95 @@ bool is_api_kind(int kind) { return kind == CUPTI_ACTIVITY_KIND_RUNTIME || kind 
 
 bool session_needs(const Shared& s, int kind) { return s.recording && s.session_kinds.count(kind); }
 
-// The job's window opened (a first kind on) or closed; under the mutex. Opening while gtrace
-// records: gtrace's own buffers are completed first, so that the job's records start in its own.
-void window_opens(Shared& s, std::unique_lock<std::mutex>& lock) {
-    s.window_open = true;
-    s.window_from_ns = now_ns();
-    if (!s.recording) return;
-    lock.unlock();
-    s.real.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-    lock.lock();
-    s.serve_from_job = s.job_completed != nullptr;
+// What a decision under the mutex leaves to do after it: session calls that reach CUPTI or
+// the ring, made with the mutex let go.
+struct After {
+    int all_api = -1; // 0/1: switch the session's API-record filter
+    bool report = false;
+    uint64_t from_ns = 0, to_ns = 0, lost = 0;
+    bool found_open = false;
+    SessionSide side;
+    void run() const {
+        if (all_api >= 0 && side.all_api_records) side.all_api_records(all_api == 1);
+        if (report && side.report_window) side.report_window(from_ns, to_ns, found_open, lost);
+    }
+};
+
+void want_all_api(Shared& s, bool on, After& after) {
+    if (s.all_api == on || !s.recording) return;
+    s.all_api = on;
+    after.all_api = on ? 1 : 0;
+    after.side = s.side;
 }
 
-void window_closes(Shared& s) {
+void window_closes(Shared& s, After& after) {
     s.window_open = false;
-    if (s.recording && s.side.report_window) s.side.report_window(s.window_from_ns, now_ns(), s.found_open, s.buffers_lost);
+    if (s.recording) {
+        after.report = true, after.from_ns = s.window_from_ns, after.to_ns = now_ns();
+        after.found_open = s.found_open, after.lost = s.buffers_lost, after.side = s.side;
+    }
     s.found_open = false;
     s.buffers_lost = 0;
-}
-
-void set_all_api(Shared& s, bool on) {
-    if (s.all_api == on || !s.side.all_api_records) return;
-    s.all_api = on;
-    s.side.all_api_records(on);
 }
 
 // --- the job's calls, redirected ---
 
 CUptiResult job_register_callbacks(CUpti_BuffersCallbackRequestFunc requested, CUpti_BuffersCallbackCompleteFunc completed) {
     Shared& s = shared();
-    std::unique_lock lock(s.mutex);
     if (!requested || !completed) return CUPTI_ERROR_INVALID_PARAMETER;
-    s.job_requested = requested, s.job_completed = completed, s.job_registered = true;
-    if (s.recording) { // gtrace's stay registered; the job's buffers go through them to it
-        if (s.window_open) s.serve_from_job = true;
-        return CUPTI_SUCCESS;
+    {
+        std::lock_guard lock(s.mutex);
+        s.job_requested = requested, s.job_completed = completed, s.job_registered = true;
+        s.finalize_waiting = false; // a new start after its finalize
+        if (s.recording) { // gtrace's stay registered; the job's buffers go through them to it
+            if (s.window_open) s.serve_from_job = true;
+            return CUPTI_SUCCESS;
+        }
     }
-    lock.unlock();
     return s.real.register_callbacks(requested, completed);
 }
 
 CUptiResult job_enable(CUpti_ActivityKind kind) {
     Shared& s = shared();
-    std::unique_lock lock(s.mutex);
-    const bool opens = s.job_kinds.empty() && !s.window_open;
-    s.job_kinds.insert(kind);
-    if (opens) window_opens(s, lock);
-    if (s.recording && is_api_kind(kind)) set_all_api(s, true);
-    lock.unlock();
-    return s.real.enable(kind);
+    bool opens, recording;
+    {
+        std::lock_guard lock(s.mutex);
+        opens = s.job_kinds.empty() && !s.window_open;
+        recording = s.recording;
+        s.finalize_waiting = false;
+    }
+    // Opening while gtrace records: gtrace's own buffers are completed first, so that the
+    // job's records start in its own.
+    if (opens && recording) s.real.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    CUptiResult r = s.real.enable(kind);
+    After after;
+    {
+        std::lock_guard lock(s.mutex);
+        if (r != CUPTI_SUCCESS) return r;
+        s.job_kinds.insert(kind);
+        if (!s.window_open) s.window_open = true, s.window_from_ns = now_ns();
+        s.serve_from_job = s.recording && s.job_completed && s.job_requested;
+        if (is_api_kind(kind)) want_all_api(s, true, after);
+    }
+    after.run();
+    return r;
 }
 
 CUptiResult job_disable(CUpti_ActivityKind kind) {
     Shared& s = shared();
-    std::unique_lock lock(s.mutex);
-    s.job_kinds.erase(kind);
-    if (s.recording && is_api_kind(kind) && !s.job_kinds.count(CUPTI_ACTIVITY_KIND_RUNTIME) &&
-        !s.job_kinds.count(CUPTI_ACTIVITY_KIND_DRIVER))
-        set_all_api(s, false);
-    // A window found open has no kinds known: its first disable closes it, as an emptied one does.
-    if (s.window_open && s.job_kinds.empty()) window_closes(s);
-    if (session_needs(s, kind)) return CUPTI_SUCCESS; // still gtrace's: stays on
-    lock.unlock();
-    return s.real.disable(kind);
+    After after;
+    bool keep;
+    {
+        std::lock_guard lock(s.mutex);
+        s.job_kinds.erase(kind);
+        if (is_api_kind(kind) && !s.job_kinds.count(CUPTI_ACTIVITY_KIND_RUNTIME) && !s.job_kinds.count(CUPTI_ACTIVITY_KIND_DRIVER))
+            want_all_api(s, false, after);
+        // A window found open has no kinds known: its first disable closes it, as an emptied one does.
+        if (s.window_open && s.job_kinds.empty()) window_closes(s, after);
+        keep = session_needs(s, kind); // still gtrace's: stays on
+    }
+    after.run();
+    return keep ? CUPTI_SUCCESS : s.real.disable(kind);
 }
 
 CUptiResult job_flush_all(uint32_t flag) {
@@ -142,23 +169,30 @@ CUptiResult job_flush_all(uint32_t flag) {
 
 CUptiResult job_finalize() {
     Shared& s = shared();
-    std::unique_lock lock(s.mutex);
-    if (!s.recording) {
-        s.job_registered = false, s.job_kinds.clear();
-        lock.unlock();
-        return s.real.finalize();
+    {
+        std::lock_guard lock(s.mutex);
+        if (!s.recording) {
+            s.job_registered = s.job_subscribed = false, s.job_kinds.clear();
+            s.window_open = false;
+        }
+        if (!s.recording) return s.real.finalize(); // no redirected call or callback takes this mutex inside it
     }
     // Finalizing would end gtrace's session too: its buffers go back to it now, CUPTI forgets it
     // as finalize would, and the finalize itself happens at gtrace's stop.
-    lock.unlock();
     s.real.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-    lock.lock();
-    for (int kind : s.job_kinds)
-        if (!session_needs(s, kind)) s.real.disable(static_cast<CUpti_ActivityKind>(kind));
-    s.job_kinds.clear();
-    if (s.window_open) window_closes(s);
-    set_all_api(s, false);
-    s.job_registered = false, s.serve_from_job = false, s.finalize_waiting = true;
+    std::vector<int> off;
+    After after;
+    {
+        std::lock_guard lock(s.mutex);
+        for (int kind : s.job_kinds)
+            if (!session_needs(s, kind)) off.push_back(kind);
+        s.job_kinds.clear();
+        if (s.window_open) window_closes(s, after);
+        want_all_api(s, false, after);
+        s.job_registered = false, s.serve_from_job = false, s.finalize_waiting = true;
+    }
+    for (int kind : off) s.real.disable(static_cast<CUpti_ActivityKind>(kind));
+    after.run();
     return CUPTI_SUCCESS;
 }
 
@@ -184,40 +218,55 @@ CUptiResult job_unsubscribe(CUpti_SubscriberHandle subscriber) {
     return r;
 }
 
-// Kineto's callbacks where the job's process exports them (any object that imports CUPTI).
-void assume_kineto_callbacks(Shared& s) {
-    for (const std::string& object : s.importers) {
+// Kineto's callbacks where one of these objects exports them; looked up with no lock held.
+std::pair<CUpti_BuffersCallbackRequestFunc, CUpti_BuffersCallbackCompleteFunc> kineto_callbacks(const std::vector<std::string>& objects) {
+    for (const std::string& object : objects) {
         void* h = dlopen(object == "(the program)" ? nullptr : object.c_str(), RTLD_LAZY | RTLD_NOLOAD);
         if (!h) continue;
         auto requested = reinterpret_cast<CUpti_BuffersCallbackRequestFunc>(dlsym(h, kKinetoRequested));
         auto completed = reinterpret_cast<CUpti_BuffersCallbackCompleteFunc>(dlsym(h, kKinetoCompleted));
         dlclose(h);
-        if (requested && completed) {
-            s.job_requested = requested, s.job_completed = completed;
-            return;
-        }
+        if (requested && completed) return {requested, completed};
     }
+    return {nullptr, nullptr};
 }
 
 } // namespace
 
 std::vector<std::string> watch_job_cupti(void* cupti, const std::string& cupti_path) {
     Shared& s = shared();
-    std::lock_guard lock(s.mutex);
+    // The session's own functions: the only ones redirected calls may reach (set once, before
+    // any slot points at a wrapper; the same library every time).
+    Real real;
+    real.register_callbacks = reinterpret_cast<decltype(real.register_callbacks)>(dlsym(cupti, "cuptiActivityRegisterCallbacks"));
+    real.enable = reinterpret_cast<decltype(real.enable)>(dlsym(cupti, "cuptiActivityEnable"));
+    real.disable = reinterpret_cast<decltype(real.disable)>(dlsym(cupti, "cuptiActivityDisable"));
+    real.flush_all = reinterpret_cast<decltype(real.flush_all)>(dlsym(cupti, "cuptiActivityFlushAll"));
+    real.finalize = reinterpret_cast<decltype(real.finalize)>(dlsym(cupti, "cuptiFinalize"));
+    real.subscribe = reinterpret_cast<decltype(real.subscribe)>(dlsym(cupti, "cuptiSubscribe"));
+    real.unsubscribe = reinterpret_cast<decltype(real.unsubscribe)>(dlsym(cupti, "cuptiUnsubscribe"));
+    {
+        std::lock_guard lock(s.mutex);
+        if (!s.real.register_callbacks) s.real = real;
+        else if (s.real.register_callbacks != real.register_callbacks) return s.importers; // another copy: left as it is
+    }
     std::vector<GotRedirect> redirects = {
-        {"cuptiActivityRegisterCallbacks", reinterpret_cast<void*>(&job_register_callbacks), reinterpret_cast<void**>(&s.real.register_callbacks)},
-        {"cuptiActivityEnable", reinterpret_cast<void*>(&job_enable), reinterpret_cast<void**>(&s.real.enable)},
-        {"cuptiActivityDisable", reinterpret_cast<void*>(&job_disable), reinterpret_cast<void**>(&s.real.disable)},
-        {"cuptiActivityFlushAll", reinterpret_cast<void*>(&job_flush_all), reinterpret_cast<void**>(&s.real.flush_all)},
-        {"cuptiFinalize", reinterpret_cast<void*>(&job_finalize), reinterpret_cast<void**>(&s.real.finalize)},
-        {"cuptiSubscribe", reinterpret_cast<void*>(&job_subscribe), reinterpret_cast<void**>(&s.real.subscribe)},
-        {"cuptiUnsubscribe", reinterpret_cast<void*>(&job_unsubscribe), reinterpret_cast<void**>(&s.real.unsubscribe)},
+        {"cuptiActivityRegisterCallbacks", reinterpret_cast<void*>(&job_register_callbacks), reinterpret_cast<void**>(&real.register_callbacks)},
+        {"cuptiActivityEnable", reinterpret_cast<void*>(&job_enable), reinterpret_cast<void**>(&real.enable)},
+        {"cuptiActivityDisable", reinterpret_cast<void*>(&job_disable), reinterpret_cast<void**>(&real.disable)},
+        {"cuptiActivityFlushAll", reinterpret_cast<void*>(&job_flush_all), reinterpret_cast<void**>(&real.flush_all)},
+        {"cuptiFinalize", reinterpret_cast<void*>(&job_finalize), reinterpret_cast<void**>(&real.finalize)},
+        {"cuptiSubscribe", reinterpret_cast<void*>(&job_subscribe), reinterpret_cast<void**>(&real.subscribe)},
+        {"cuptiUnsubscribe", reinterpret_cast<void*>(&job_unsubscribe), reinterpret_cast<void**>(&real.unsubscribe)},
     };
-    // Only imports that resolve to the session's own functions are redirected (got_patch.h).
-    for (GotRedirect& g : redirects) *g.real = dlsym(cupti, g.symbol);
-    // Never CUPTI itself (its internal calls) nor the agent (it calls CUPTI through dlsym).
+    for (const GotRedirect& g : redirects)
+        if (!*g.real) return s.importers; // an incomplete CUPTI: nothing redirected
+    // Never CUPTI itself (its internal calls) nor the agent (it calls CUPTI through dlsym). With
+    // no lock of ours held: the loader's lock is taken inside, and a constructor running under
+    // it may call a redirected function.
     std::string cupti_name = cupti_path.substr(cupti_path.rfind('/') + 1);
     GotPatchResult r = redirect_imports(redirects, {cupti_name.empty() ? "libcupti" : cupti_name, "libcupti.so"});
+    std::lock_guard lock(s.mutex);
     for (auto& name : r.bound)
         if (std::find(s.importers.begin(), s.importers.end(), name) == s.importers.end()) s.importers.push_back(name);
     return s.importers;
@@ -225,17 +274,31 @@ std::vector<std::string> watch_job_cupti(void* cupti, const std::string& cupti_p
 
 void share_cupti_begin(const SessionSide& side) {
     Shared& s = shared();
+    std::vector<std::string> importers;
+    bool known;
+    {
+        std::lock_guard lock(s.mutex);
+        importers = s.importers;
+        known = s.job_registered || s.job_completed;
+    }
+    auto kineto = known ? std::pair<CUpti_BuffersCallbackRequestFunc, CUpti_BuffersCallbackCompleteFunc>{} : kineto_callbacks(importers);
     std::lock_guard lock(s.mutex);
+    if (kineto.first && !s.job_completed) s.job_requested = kineto.first, s.job_completed = kineto.second;
     s.side = side;
     s.recording = true;
     s.session_kinds.clear();
-    s.buffers_lost = 0, s.all_api = false, s.found_open = false;
-    if (!s.job_registered && !s.job_completed) assume_kineto_callbacks(s);
-    s.serve_from_job = s.window_open && s.job_completed;
-    if (s.window_open) { // seen opening while the agent was dormant
+    s.buffers_lost = 0, s.all_api = false, s.found_open = false, s.finalize_waiting = false;
+    s.serve_from_job = s.window_open && s.job_completed && s.job_requested;
+    if (s.window_open) { // seen opening while the agent was dormant: its API records stay whole
         s.window_from_ns = now_ns();
         if (s.job_kinds.count(CUPTI_ACTIVITY_KIND_RUNTIME) || s.job_kinds.count(CUPTI_ACTIVITY_KIND_DRIVER)) s.all_api = true;
     }
+}
+
+bool job_wants_all_api() {
+    Shared& s = shared();
+    std::lock_guard lock(s.mutex);
+    return s.all_api;
 }
 
 void probe_open_window() {
@@ -256,31 +319,61 @@ void session_kind_on(CUpti_ActivityKind kind) {
     s.session_kinds.insert(kind);
 }
 
-ShareEnd share_cupti_end() {
+ShareEnd share_cupti_end(bool foreign_subscriber) {
     Shared& s = shared();
-    std::lock_guard lock(s.mutex);
     ShareEnd end;
-    // A window found open has kinds gtrace never saw switched on: all stay on, for the job to end.
-    for (int kind : s.session_kinds)
-        if (!s.job_kinds.count(kind) && !(s.window_open && s.found_open)) end.disable.push_back(static_cast<CUpti_ActivityKind>(kind));
-    if (s.window_open && s.side.report_window) s.side.report_window(s.window_from_ns, 0, s.found_open, s.buffers_lost);
-    // CUPTI's finalize forgets every client's callbacks and kinds: only when the job has none.
-    end.may_finalize = (s.finalize_waiting || (!s.job_registered && s.job_kinds.empty() && !s.window_open)) && !s.job_subscribed;
-    s.recording = false;
-    s.finalize_waiting = false;
+    After after;
+    {
+        std::lock_guard lock(s.mutex);
+        // A window found open has kinds gtrace never saw switched on: all stay on, for the job to end.
+        for (int kind : s.session_kinds)
+            if (!s.job_kinds.count(kind) && !(s.window_open && s.found_open)) end.disable.push_back(static_cast<CUpti_ActivityKind>(kind));
+        if (s.window_open && s.recording) {
+            after.report = true, after.from_ns = s.window_from_ns, after.to_ns = 0;
+            after.found_open = s.found_open, after.lost = s.buffers_lost, after.side = s.side;
+        }
+        // CUPTI's finalize forgets every client's callbacks, kinds and subscription: only when the
+        // job has none, as far as gtrace can know (a subscriber before it: never).
+        end.may_finalize = (s.finalize_waiting || (!s.job_registered && s.job_kinds.empty() && !s.window_open)) &&
+                           !s.job_subscribed && !foreign_subscriber;
+    }
+    after.run();
     return end;
 }
 
 void restore_job_callbacks() {
     Shared& s = shared();
-    std::lock_guard lock(s.mutex);
-    s.serve_from_job = false;
-    if (s.job_registered && s.real.register_callbacks) s.real.register_callbacks(s.job_requested, s.job_completed);
+    CUpti_BuffersCallbackRequestFunc requested = nullptr;
+    CUpti_BuffersCallbackCompleteFunc completed = nullptr;
+    {
+        std::lock_guard lock(s.mutex);
+        s.recording = false; // after the session's last flush: until then the job's buffers went through it
+        s.serve_from_job = false;
+        s.finalize_waiting = false;
+        if ((s.job_registered || s.window_open) && s.job_requested && s.job_completed)
+            requested = s.job_requested, completed = s.job_completed;
+    }
+    if (requested && s.real.register_callbacks) s.real.register_callbacks(requested, completed);
 }
+
+void settle_job_window() {
+    Shared& s = shared();
+    {
+        std::lock_guard lock(s.mutex);
+        if (!s.recording || s.window_open || !s.serve_from_job) return;
+    }
+    // Its window closed without the forced flush that hands its last buffers back (a Kineto
+    // with none allocated skips it): done here, after which new buffers are gtrace's own.
+    s.real.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    std::lock_guard lock(s.mutex);
+    if (!s.window_open) s.serve_from_job = false;
+}
+
+void share_cupti_exiting() { shared().exiting = true; }
 
 bool job_serves_request(uint8_t** buffer, size_t* size, size_t* max_records) {
     Shared& s = shared();
-    if (!s.serve_from_job.load(std::memory_order_acquire)) return false;
+    if (!s.serve_from_job.load(std::memory_order_acquire) || s.exiting.load(std::memory_order_acquire)) return false;
     CUpti_BuffersCallbackRequestFunc requested;
     {
         std::lock_guard lock(s.mutex);
@@ -294,6 +387,19 @@ bool job_serves_request(uint8_t** buffer, size_t* size, size_t* max_records) {
     return true;
 }
 
+void foreign_records_seen() {
+    Shared& s = shared();
+    std::lock_guard lock(s.mutex);
+    if (s.window_open) return;
+    // Kinds only the job's profiler switches on, in gtrace's own buffers: its window was open
+    // when gtrace started, with no buffer of its own in use then. Its records so far are gtrace's
+    // (lost to it); from now on its buffers are its own, and at gtrace's stop its kinds stay on.
+    s.window_open = s.found_open = true;
+    s.window_from_ns = now_ns();
+    s.serve_from_job = s.recording && s.job_completed && s.job_requested;
+    if (s.recording) s.all_api = true;
+}
+
 bool handed_by_job(uint8_t* buffer) {
     Shared& s = shared();
     std::lock_guard lock(s.mutex);
@@ -303,23 +409,31 @@ bool handed_by_job(uint8_t* buffer) {
 void give_back_job_buffer(CUcontext context, uint32_t stream, uint8_t* buffer, size_t size, size_t valid) {
     Shared& s = shared();
     CUpti_BuffersCallbackCompleteFunc completed;
+    bool all_api = false;
+    SessionSide side;
     {
-        std::unique_lock lock(s.mutex);
+        std::lock_guard lock(s.mutex);
         if (!s.job_buffers.erase(buffer) && !s.window_open) {
             // One the job's window was filling before gtrace started: the window is open.
             s.window_open = s.found_open = true;
             s.window_from_ns = now_ns();
-            s.serve_from_job = s.job_completed != nullptr;
-            if (s.recording) set_all_api(s, true);
+            s.serve_from_job = s.recording && s.job_completed && s.job_requested;
+            if (s.recording && !s.all_api) s.all_api = all_api = true, side = s.side;
         }
         completed = s.job_completed;
-        if (!completed) { // not known: the buffer is kept (not freed: it is not gtrace's), and counted
+        // Not known, or the process is exiting (the job's profiler may be destroyed already):
+        // the buffer is kept — not freed, it is not gtrace's — and counted.
+        if (!completed || s.exiting) {
             ++s.buffers_lost;
             return;
         }
     }
+    // Inside CUPTI's completion: the API-record switch (CUPTI calls) is left to the agent's
+    // thread (settle_job_window's caller) — here only the flag; its ids stay as they are, which
+    // is what the job's open window needs.
+    (void)all_api;
+    (void)side;
     completed(context, stream, buffer, size, valid);
 }
-
 
 } // namespace gtrace::agent

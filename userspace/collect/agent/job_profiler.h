@@ -59,12 +59,24 @@ struct ShareEnd {
     std::vector<CUpti_ActivityKind> disable;
     bool may_finalize = true;
 };
-ShareEnd share_cupti_end();
-// Called after the session's last flush: the job's callbacks registered again, when it had some.
+// foreign_subscriber: the session found CUPTI's callback API held when it started.
+ShareEnd share_cupti_end(bool foreign_subscriber);
+// Called after the session's last flush: the job's callbacks registered again, when it had some,
+// and the redirected calls pass straight through from then on.
 void restore_job_callbacks();
+// Whether the job's open window records every API (the session's ids stay on for it).
+bool job_wants_all_api();
+// From the agent's thread, every few hundred ms: a closed window whose last buffers the job
+// never flushed back is settled (new buffers gtrace's again).
+void settle_job_window();
+// The process is exiting: the job's profiler may be destroyed already; nothing goes back to it.
+void share_cupti_exiting();
 
 // The session's buffer callbacks: a buffer from the job while its window is open (true: served).
 bool job_serves_request(uint8_t** buffer, size_t* size, size_t* max_records);
+// Records of a kind only the job's profiler switches on (Kineto: EXTERNAL_CORRELATION,
+// OVERHEAD) reached one of gtrace's own buffers: the job's window is open.
+void foreign_records_seen();
 // Whether a buffer came from the job's callback through gtrace's (its records were made while
 // gtrace recorded; a buffer neither gtrace's nor that predates the session: not read).
 bool handed_by_job(uint8_t* buffer);

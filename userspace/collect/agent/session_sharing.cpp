@@ -26,6 +26,7 @@ void report_job_window(uint64_t from_ns, uint64_t to_ns, bool found_open, uint64
 // work is joined through API records.
 bool yield_callbacks_to_job() {
     Session& s = the_session();
+    std::lock_guard control(s.control);
     if (!s.subscriber) return false;
     s.cupti.cuptiUnsubscribe(s.subscriber);
     s.subscriber = nullptr;
@@ -53,14 +54,18 @@ bool yield_callbacks_to_job() {
 
 } // namespace
 
-void all_api_records_for_job(bool on) {
-    Session& s = the_session();
-    s.job_wants_all_api = on;
+void apply_api_ids(Session& s, bool all) {
     if (!s.ids_trimmed) return;
     const Cupti& c = s.cupti;
     for (const auto& id : s.named_ids)
         if (!id.callback_on)
-            (id.domain == CUPTI_CB_DOMAIN_RUNTIME_API ? c.cuptiActivityEnableRuntimeApi : c.cuptiActivityEnableDriverApi)(id.cbid, on ? 1 : 0);
+            (id.domain == CUPTI_CB_DOMAIN_RUNTIME_API ? c.cuptiActivityEnableRuntimeApi : c.cuptiActivityEnableDriverApi)(id.cbid, all ? 1 : 0);
+}
+
+void all_api_records_for_job(bool on) {
+    Session& s = the_session();
+    std::lock_guard control(s.control);
+    apply_api_ids(s, on);
 }
 
 bool enable_kind(Session& s, CUpti_ActivityKind kind) {

@@ -42,7 +42,10 @@ struct Session {
     std::mutex buffers_mutex;
     std::set<uint8_t*> own_buffers; // allocated here (the others are the job's profiler's)
     bool api_kinds = false;         // RUNTIME/DRIVER records are the session's own
-    bool job_wants_all_api = false; // the job's window records every API: no id switched off meanwhile
+    bool foreign_subscriber = false; // the callback API was held by another tool when the session began
+    // Held while the session's CUPTI state changes (start, stop, the call source, a subscription
+    // given up from the job's thread); never across a flush (the job's callbacks run in it).
+    std::recursive_mutex control;
     bool ids_trimmed = false;       // API records of the ids not ours are off (start_call_records)
     CUpti_SubscriberHandle subscriber = nullptr;
     std::vector<CUpti_ActivityKind> enabled;
@@ -71,6 +74,8 @@ SessionSide sharing_side();
 // The job's profiler's window records every API (true) or not any more: the API records of
 // the ids not the session's go on again for it, and off after (when the session trimmed them).
 void all_api_records_for_job(bool on);
+// The same, with the session's control lock held.
+void apply_api_ids(Session& s, bool all);
 // Empty when the process has a usable CUDA driver, else why not.
 std::string driver_unusable();
 
