@@ -77,8 +77,10 @@ static __always_inline __u32 own_namespace_tid(struct thread_calls *tc)
 	return tc->own_tid;
 }
 
-/* Looked up once per call, at its entry: an agent that announces itself during the call had no
- * callback at its entry either, so the call could not carry its correlation id anyway. */
+/* Looked up at a call's entry, and again at its return when the agent announced itself during
+ * the call (CUDA's initialization starts it inside the process's first CUDA call): the slot then
+ * names the outermost call the agent saw inside this one — its nested driver call, which it may
+ * have recorded as a call of its own (then userspace drops ours, the same call twice). */
 static __always_inline __u64 agent_slots_of(__u32 tgid)
 {
 	__u64 *base = bpf_map_lookup_elem(&agent_slots, &tgid);
@@ -260,7 +262,8 @@ static __always_inline void gt_call_exit(struct pt_regs *ctx)
 	e->out_value = out_value;
 	e->py_stack = entry->py_stack;
 	__u32 own_tid = own_namespace_tid(tc);
-	__u64 slot_after = agent_slot(entry->slots, own_tid);
+	__u64 slots = entry->slots ? entry->slots : agent_slots_of(pid_tgid >> 32);
+	__u64 slot_after = agent_slot(slots, own_tid);
 	e->correlation = call_correlation(entry->slot_before, slot_after, own_tid);
 	/* The agent recorded this very call itself (its slot names it, marked): userspace drops ours. */
 	e->flags = e->correlation && (__u32)slot_after == e->correlation && GT_SLOT_TID(slot_after) == own_tid &&

@@ -3,7 +3,9 @@
 // go through this program's PLT to libcupti, as libtorch_cpu's do), against the GPU simulator.
 //
 //   gpu_profiled_job --until-file STOP [--kernels K] [--step-sleep-ms M] --open-file O --close-file C [--subscribe]
+//                    [--launch-first]
 //
+// --launch-first: no device query first (as torch makes): the first launch initializes CUDA.
 // --subscribe: as Kineto from 2025-02 to 2026-08 (libkineto/src/init.cpp before 7a3ba363), its
 // first window subscribes to CUPTI's callback API (CONTEXT_CREATED); when that fails it runs
 // CPU-only for the rest of the process — its window records no GPU activity.
@@ -93,7 +95,7 @@ void libkineto::CuptiActivityApi::bufferCompletedTrampoline(CUcontext, uint32_t,
 int main(int argc, char** argv) {
     std::string until, open_file, close_file;
     int kernels = 4, sleep_ms = 5;
-    bool subscribe = false, cpu_only = false;
+    bool subscribe = false, cpu_only = false, launch_first = false;
     for (int i = 1; i < argc; ++i) {
         std::string a = argv[i];
         auto next = [&] { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
@@ -103,6 +105,7 @@ int main(int argc, char** argv) {
         else if (a == "--open-file") open_file = next();
         else if (a == "--close-file") close_file = next();
         else if (a == "--subscribe") subscribe = true;
+        else if (a == "--launch-first") launch_first = true;
         else {
             fprintf(stderr, "gpu_profiled_job: unknown option %s\n", a.c_str());
             return 2;
@@ -116,11 +119,8 @@ int main(int argc, char** argv) {
         fprintf(stderr, "gpu_profiled_job: no usable libcudart: %s\n", dlerror());
         return 2;
     }
-    // CUDA initialized by a device query before the first launch, as torch does. (A launch or
-    // an allocation that initializes CUDA under `gtrace record` is recorded twice — its uprobe
-    // call, and its nested driver call by the agent that the initialization started inside it
-    // —: a known gap, not this program's subject.)
-    if (int n = 0; device_count(&n) != cudaSuccess || n < 1) return 2;
+    // CUDA initialized by a device query before the first launch, as torch does.
+    if (int n = 0; !launch_first && (device_count(&n) != cudaSuccess || n < 1)) return 2;
     printf("ready %d\n", getpid());
     fflush(stdout);
     enum { Idle, Warmup, Recording, Done } phase = Idle;
