@@ -238,18 +238,6 @@ std::vector<std::string> watch_job_cupti(void* cupti, const std::string& cupti_p
     // The session's own functions: the only ones redirected calls may reach (set once, before
     // any slot points at a wrapper; the same library every time).
     Real real;
-    real.register_callbacks = reinterpret_cast<decltype(real.register_callbacks)>(dlsym(cupti, "cuptiActivityRegisterCallbacks"));
-    real.enable = reinterpret_cast<decltype(real.enable)>(dlsym(cupti, "cuptiActivityEnable"));
-    real.disable = reinterpret_cast<decltype(real.disable)>(dlsym(cupti, "cuptiActivityDisable"));
-    real.flush_all = reinterpret_cast<decltype(real.flush_all)>(dlsym(cupti, "cuptiActivityFlushAll"));
-    real.finalize = reinterpret_cast<decltype(real.finalize)>(dlsym(cupti, "cuptiFinalize"));
-    real.subscribe = reinterpret_cast<decltype(real.subscribe)>(dlsym(cupti, "cuptiSubscribe"));
-    real.unsubscribe = reinterpret_cast<decltype(real.unsubscribe)>(dlsym(cupti, "cuptiUnsubscribe"));
-    {
-        std::lock_guard lock(s.mutex);
-        if (!s.real.register_callbacks) s.real = real;
-        else if (s.real.register_callbacks != real.register_callbacks) return s.importers; // another copy: left as it is
-    }
     std::vector<GotRedirect> redirects = {
         {"cuptiActivityRegisterCallbacks", reinterpret_cast<void*>(&job_register_callbacks), reinterpret_cast<void**>(&real.register_callbacks)},
         {"cuptiActivityEnable", reinterpret_cast<void*>(&job_enable), reinterpret_cast<void**>(&real.enable)},
@@ -259,8 +247,14 @@ std::vector<std::string> watch_job_cupti(void* cupti, const std::string& cupti_p
         {"cuptiSubscribe", reinterpret_cast<void*>(&job_subscribe), reinterpret_cast<void**>(&real.subscribe)},
         {"cuptiUnsubscribe", reinterpret_cast<void*>(&job_unsubscribe), reinterpret_cast<void**>(&real.unsubscribe)},
     };
-    for (const GotRedirect& g : redirects)
-        if (!*g.real) return s.importers; // an incomplete CUPTI: nothing redirected
+    bool complete = true;
+    for (GotRedirect& g : redirects) complete = (*g.real = dlsym(cupti, g.symbol)) && complete;
+    {
+        std::lock_guard lock(s.mutex);
+        // An incomplete CUPTI, or another copy than the one redirected before: left as it is.
+        if (!complete || (s.real.register_callbacks && s.real.register_callbacks != real.register_callbacks)) return s.importers;
+        s.real = real;
+    }
     // Never CUPTI itself (its internal calls) nor the agent (it calls CUPTI through dlsym). With
     // no lock of ours held: the loader's lock is taken inside, and a constructor running under
     // it may call a redirected function.
