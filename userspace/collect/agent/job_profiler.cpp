@@ -169,14 +169,15 @@ CUptiResult job_flush_all(uint32_t flag) {
 
 CUptiResult job_finalize() {
     Shared& s = shared();
+    bool recording;
     {
         std::lock_guard lock(s.mutex);
-        if (!s.recording) {
-            s.job_registered = s.job_subscribed = false, s.job_kinds.clear();
-            s.window_open = false;
-        }
-        if (!s.recording) return s.real.finalize(); // no redirected call or callback takes this mutex inside it
+        recording = s.recording;
+        if (!recording) s.job_registered = s.job_subscribed = false, s.job_kinds.clear(), s.window_open = false;
     }
+    // Not under the mutex: finalize completes buffers, through gtrace's callback when it is still
+    // the registered one, and that callback takes the mutex.
+    if (!recording) return s.real.finalize();
     // Finalizing would end gtrace's session too: its buffers go back to it now, CUPTI forgets it
     // as finalize would, and the finalize itself happens at gtrace's stop.
     s.real.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
@@ -403,8 +404,6 @@ bool handed_by_job(uint8_t* buffer) {
 void give_back_job_buffer(CUcontext context, uint32_t stream, uint8_t* buffer, size_t size, size_t valid) {
     Shared& s = shared();
     CUpti_BuffersCallbackCompleteFunc completed;
-    bool all_api = false;
-    SessionSide side;
     {
         std::lock_guard lock(s.mutex);
         if (!s.job_buffers.erase(buffer) && !s.window_open) {
@@ -412,7 +411,8 @@ void give_back_job_buffer(CUcontext context, uint32_t stream, uint8_t* buffer, s
             s.window_open = s.found_open = true;
             s.window_from_ns = now_ns();
             s.serve_from_job = s.recording && s.job_completed && s.job_requested;
-            if (s.recording && !s.all_api) s.all_api = all_api = true, side = s.side;
+            // Its ids stay whole for it: the flag only (CUPTI is not called from inside its completion).
+            if (s.recording) s.all_api = true;
         }
         completed = s.job_completed;
         // Not known, or the process is exiting (the job's profiler may be destroyed already):
@@ -422,11 +422,6 @@ void give_back_job_buffer(CUcontext context, uint32_t stream, uint8_t* buffer, s
             return;
         }
     }
-    // Inside CUPTI's completion: the API-record switch (CUPTI calls) is left to the agent's
-    // thread (settle_job_window's caller) — here only the flag; its ids stay as they are, which
-    // is what the job's open window needs.
-    (void)all_api;
-    (void)side;
     completed(context, stream, buffer, size, valid);
 }
 
