@@ -255,11 +255,12 @@ void GpuEvents::on_memory_state(uint32_t pid, const gt_gpu_memory_state& m) {
     print_safe(stderr, "\n");
 }
 
+double GpuEvents::since_start_s(uint64_t ns) const { return ns > started_ns_ ? static_cast<double>(ns - started_ns_) / 1e9 : 0.0; }
+
 std::string GpuEvents::job_window_text(const JobProfilerWindow& w) const {
-    auto since = [&](uint64_t ns) { return ns > started_ns_ ? static_cast<double>(ns - started_ns_) / 1e9 : 0.0; };
     std::string text = fmt::format("its own profiler (torch.profiler, dynolog, a tool) had CUPTI's records on from {:.3f} s{}",
-                                   since(w.from_ns), w.found_open ? " (open already when gtrace attached)" : "");
-    text += w.to_ns ? fmt::format(" to {:.3f} s", since(w.to_ns)) : std::string(" to the end of the capture");
+                                   since_start_s(w.from_ns), w.found_open ? " (open already when gtrace attached)" : "");
+    text += w.to_ns ? fmt::format(" to {:.3f} s", since_start_s(w.to_ns)) : std::string(" to the end of the capture");
     text += " after gtrace started: gtrace recorded beside it, and gave it back all its records";
     if (w.buffers_lost)
         text = fmt::format("{} but {} buffers: their callback was not known to gtrace, so its own trace misses them", text, w.buffers_lost);
@@ -267,7 +268,7 @@ std::string GpuEvents::job_window_text(const JobProfilerWindow& w) const {
 }
 
 void GpuEvents::on_callbacks_yielded(uint32_t pid, const gt_gpu_callbacks_yielded& y) {
-    const double at_s = y.ts > started_ns_ ? static_cast<double>(y.ts - started_ns_) / 1e9 : 0.0;
+    const double at_s = since_start_s(y.ts);
     const char* calls = y.calls == GT_YIELD_CALLS_FROM_RECORDS ? "; its calls come from CUPTI's API records, without Python stacks"
                         : y.calls == GT_YIELD_CALLS_TO_UPROBES  ? "; the uprobes record its calls again"
                                                                 : "";
@@ -357,8 +358,8 @@ void GpuEvents::update_lost() {
 nlohmann::json GpuEvents::job_windows_json() const {
     nlohmann::json windows = nlohmann::json::array();
     for (const auto& w : job_windows_) {
-        auto since = [&](uint64_t ns) { return ns > started_ns_ ? static_cast<double>(ns - started_ns_) / 1e9 : 0.0; };
-        windows.push_back({{"pid", w.pid}, {"from_s", since(w.from_ns)}, {"to_s", w.to_ns ? nlohmann::json(since(w.to_ns)) : nlohmann::json()},
+        windows.push_back({{"pid", w.pid}, {"from_s", since_start_s(w.from_ns)},
+                           {"to_s", w.to_ns ? nlohmann::json(since_start_s(w.to_ns)) : nlohmann::json()},
                            {"found_open", w.found_open}, {"buffers_not_given_back", w.buffers_lost},
                            {"gtrace", "recorded beside it"}, {"text", job_window_text(w)}});
     }

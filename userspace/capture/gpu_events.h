@@ -89,6 +89,7 @@ private:
     void on_callbacks_yielded(uint32_t pid, const gt_gpu_callbacks_yielded& y);
     nlohmann::json callbacks_yielded_ = nlohmann::json::object(); // pid -> when, what was said
     std::string job_window_text(const JobProfilerWindow& w) const;
+    double since_start_s(uint64_t monotonic_ns) const; // seconds after started_ns_ (0 before it)
     uint64_t started_ns_ = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
         std::chrono::steady_clock::now().time_since_epoch()).count()); // CLOCK_MONOTONIC: the windows' times are given from it
     std::map<uint32_t, int> reasked_;         // pid -> times asked again after its agent withdrew its offer
