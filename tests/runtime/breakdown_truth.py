@@ -68,8 +68,9 @@ def load_sources(sim_log, truth_prefix):
     return gpu, loaders
 
 
-def compare(summary, sim_log, truth_prefix, tolerance=0.05):
-    """Returns a list of failures (empty: every checked share within tolerance of the truth)."""
+def compare(summary, sim_log, truth_prefix, tolerance=0.05, truth_shares=None):
+    """Returns a list of failures (empty: every checked share within tolerance of the truth).
+    truth_shares, if given, is filled with each rank's true shares of its steps: name -> {part: share}."""
     gpu, loaders = load_sources(sim_log, truth_prefix)
     failures = []
     for r in summary["ranks"]:
@@ -101,6 +102,8 @@ def compare(summary, sim_log, truth_prefix, tolerance=0.05):
         if matched < max(3, len(r["per_step"]) // 2):
             failures.append(f"{r['name']}: only {matched} of {len(r['per_step'])} steps end where an optimizer step returned")
             continue
+        if truth_shares is not None:
+            truth_shares[r["name"]] = {c: truth[c] / wall for c in CHECKED}
         for c in CHECKED:
             got, want = totals[c] / wall, truth[c] / wall
             print(f"{r['name']}: {c}: gtrace {got * 100:.1f}%, truth {want * 100:.1f}% of {matched} steps", flush=True)
