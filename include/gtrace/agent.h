@@ -61,6 +61,7 @@ enum gt_agent_flags {
 	GT_AGENT_LATE_ATTACH = 1 << 1, /* started in a process whose CUDA was already initialized */
 	GT_AGENT_CALLS = 1 << 2,       /* recording API calls (GT_GPU_CALL) as gtrace asked */
 	GT_AGENT_CALL_RECORDS = 1 << 3, /* ... from CUPTI's API records (capture_calls 2), not its callbacks */
+	GT_AGENT_MULTI_SUBSCRIBER = 1 << 4, /* a subscriber of its own beside others (CUPTI's multi-subscriber mode, CUDA 13.3+) */
 };
 
 /* What the agent's mailbox says, written by the agent. */

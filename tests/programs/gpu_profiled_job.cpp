@@ -3,12 +3,16 @@
 // go through this program's PLT to libcupti, as libtorch_cpu's do), against the GPU simulator.
 //
 //   gpu_profiled_job --until-file STOP [--kernels K] [--step-sleep-ms M] --open-file O --close-file C [--subscribe]
-//                    [--launch-first]
+//                    [--launch-first] [--multi-subscriber]
 //
 // --launch-first: no device query first (as torch makes): the first launch initializes CUDA.
 // --subscribe: as Kineto from 2025-02 to 2026-08 (libkineto/src/init.cpp before 7a3ba363), its
 // first window subscribes to CUPTI's callback API (CONTEXT_CREATED); when that fails it runs
 // CPU-only for the rest of the process — its window records no GPU activity.
+// --multi-subscriber: a profiler of CUDA 13.3's multi-subscriber mode (gtrace/cupti_multi_subscriber.h):
+// it subscribes at start with cuptiSubscribe_v2 asking for several subscribers, and its windows
+// use the subscriber-scoped calls (RegisterCallbacks_v2, Enable_v2, Disable_v2). Prints
+// "profiler: multi-subscriber mode" once subscribed.
 //
 // Steps of K kernels (each with its own grid.x) and a synchronize. Once O exists the profiler's
 // window opens (Kineto's prepare: buffer callbacks registered, its kinds enabled, cudaGetDevice's
@@ -21,6 +25,8 @@
 #include <cuda_runtime_api.h>
 #include <cupti.h>
 #include <dlfcn.h>
+
+#include "gtrace/cupti_multi_subscriber.h"
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -68,6 +74,14 @@ void check(CUptiResult r, const char* what) {
     fprintf(stderr, "gpu_profiled_job: %s: %s\n", what, text ? text : "?"); // Kineto logs and goes on
 }
 
+void CUPTIAPI requested_v2(uint8_t** buffer, size_t* size, size_t* max_records, CUpti_BufferCallbackRequestInfo*) {
+    libkineto::CuptiActivityApi::bufferRequestedTrampoline(buffer, size, max_records);
+}
+
+void CUPTIAPI completed_v2(uint8_t* buffer, size_t size, size_t valid, CUpti_BufferCallbackCompleteInfo*) {
+    libkineto::CuptiActivityApi::bufferCompletedTrampoline(nullptr, 0, buffer, size, valid);
+}
+
 void drop_ready() {
     std::lock_guard lock(g_profiler.mutex);
     for (auto& [buffer, valid] : g_profiler.ready) free(buffer);
@@ -95,7 +109,7 @@ void libkineto::CuptiActivityApi::bufferCompletedTrampoline(CUcontext, uint32_t,
 int main(int argc, char** argv) {
     std::string until, open_file, close_file;
     int kernels = 4, sleep_ms = 5;
-    bool subscribe = false, cpu_only = false, launch_first = false;
+    bool subscribe = false, cpu_only = false, launch_first = false, multi = false;
     for (int i = 1; i < argc; ++i) {
         std::string a = argv[i];
         auto next = [&] { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
@@ -106,6 +120,7 @@ int main(int argc, char** argv) {
         else if (a == "--close-file") close_file = next();
         else if (a == "--subscribe") subscribe = true;
         else if (a == "--launch-first") launch_first = true;
+        else if (a == "--multi-subscriber") multi = true;
         else {
             fprintf(stderr, "gpu_profiled_job: unknown option %s\n", a.c_str());
             return 2;
@@ -121,6 +136,17 @@ int main(int argc, char** argv) {
     }
     // CUDA initialized by a device query before the first launch, as torch does.
     if (int n = 0; !launch_first && (device_count(&n) != cudaSuccess || n < 1)) return 2;
+    CUpti_SubscriberHandle own = nullptr; // --multi-subscriber
+    if (multi) {
+        gtrace::cupti_v2::SubscriberParams params;
+        params.subscriberName = "gpu_profiled_job";
+        params.allowMultipleSubscribers = 1;
+        CUptiResult r = cuptiSubscribe_v2(&own, [](void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {}, nullptr,
+                                          reinterpret_cast<CUpti_SubscriberParams*>(&params));
+        check(r, "cuptiSubscribe_v2");
+        if (r != CUPTI_SUCCESS) return 2;
+        printf("profiler: multi-subscriber mode\n");
+    }
     printf("ready %d\n", getpid());
     fflush(stdout);
     enum { Idle, Warmup, Recording, Done } phase = Idle;
@@ -146,6 +172,12 @@ int main(int argc, char** argv) {
             phase = Warmup;
             printf("profiler: window open (CPU only)\n");
             fflush(stdout);
+        } else if (phase == Idle && exists(open_file) && multi) { // the same, subscriber-scoped
+            check(cuptiActivityRegisterCallbacks_v2(own, requested_v2, completed_v2), "cuptiActivityRegisterCallbacks_v2");
+            for (CUpti_ActivityKind kind : kKinds) check(cuptiActivityEnable_v2(own, kind, nullptr), "cuptiActivityEnable_v2");
+            phase = Warmup;
+            printf("profiler: window open\n");
+            fflush(stdout);
         } else if (phase == Idle && exists(open_file)) { // Kineto's prepareTrace → enableCuptiActivities
             check(cuptiActivityRegisterCallbacks(libkineto::CuptiActivityApi::bufferRequestedTrampoline,
                                                  libkineto::CuptiActivityApi::bufferCompletedTrampoline), "cuptiActivityRegisterCallbacks");
@@ -164,7 +196,8 @@ int main(int argc, char** argv) {
         } else if (phase == Recording && exists(close_file)) { // stopTrace, then processTrace
             last_recorded = grid - 1;
             if (!cpu_only) {
-                for (CUpti_ActivityKind kind : kKinds) check(cuptiActivityDisable(kind), "cuptiActivityDisable");
+                for (CUpti_ActivityKind kind : kKinds)
+                    check(multi ? cuptiActivityDisable_v2(own, kind, nullptr) : cuptiActivityDisable(kind), "cuptiActivityDisable");
                 check(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED), "cuptiActivityFlushAll");
             }
             std::set<unsigned> seen;

@@ -295,6 +295,12 @@ void GpuEvents::on_agent_state(uint32_t pid, const gt_agent_ring& ring) {
             warnings_[pid] = message;
             if (!s_.options.quiet) print_safe(stderr, "gtrace: pid {}: {}\n", pid, message);
         }
+        if (ring.flags & GT_AGENT_MULTI_SUBSCRIBER) {
+            std::string text = "a tool in it (its own profiler) had put CUPTI in multi-subscriber mode (CUDA 13.3+): gtrace "
+                               "records as a subscriber of its own beside it, each with its own records";
+            beside_subscribers_[std::to_string(pid)] = text;
+            if (!s_.options.quiet) print_safe(stderr, "gtrace: pid {}: {}\n", pid, text);
+        }
     } else if (ring.state == GT_AGENT_FAILED) {
         warn_no_gpu(pid, message);
     }
@@ -392,6 +398,7 @@ nlohmann::json GpuEvents::facts() const {
             {"memory_at_attach", memory_at_attach_},
             {"job_profiler_windows", job_windows_json()},
             {"callbacks_given_to_job_profiler", callbacks_yielded_},
+            {"cupti_multi_subscriber", beside_subscribers_},
             {"warnings", warnings}};
 }
 

@@ -88,6 +88,7 @@ private:
     void on_job_window(uint32_t pid, const gt_gpu_shared_cupti& w);
     void on_callbacks_yielded(uint32_t pid, const gt_gpu_callbacks_yielded& y);
     nlohmann::json callbacks_yielded_ = nlohmann::json::object(); // pid -> when, what was said
+    nlohmann::json beside_subscribers_ = nlohmann::json::object(); // pid -> what was said (multi-subscriber mode)
     std::string job_window_text(const JobProfilerWindow& w) const;
     double since_start_s(uint64_t monotonic_ns) const; // seconds after started_ns_ (0 before it)
     uint64_t started_ns_ = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(

@@ -11,12 +11,12 @@ namespace gtsim::cupti {
 namespace {
 thread_local CUptiResult t_last_error = CUPTI_SUCCESS;
 Subscriber g_subscriber;
+} // namespace
 
 bool foreign_subscriber() {
     const char* v = getenv("GTSIM_CUPTI_FOREIGN_SUBSCRIBER");
     return v && strcmp(v, "1") == 0;
 }
-} // namespace
 
 CUptiResult ret(CUptiResult r) {
     if (r != CUPTI_SUCCESS) t_last_error = r;
@@ -98,35 +98,29 @@ namespace {
 
 bool valid_domain(CUpti_CallbackDomain d) { return d > CUPTI_CB_DOMAIN_INVALID && d < CUPTI_CB_DOMAIN_SIZE; }
 
-bool ours(CUpti_SubscriberHandle h) { return h == reinterpret_cast<CUpti_SubscriberHandle>(&subscriber()) && subscriber().active.load(); }
+} // namespace
 
-CUptiResult subscribe(CUpti_SubscriberHandle* out, CUpti_CallbackFunc fn, void* user, CUpti_SubscriberParams* params) {
-    attach();
-    if (!out) return ret(CUPTI_ERROR_INVALID_PARAMETER);
-    if (params && params->structSize < CUpti_SubscriberParams_STRUCT_SIZE) return ret(CUPTI_ERROR_INVALID_PARAMETER);
+bool gtsim::cupti::take_first_subscriber(CUpti_SubscriberHandle* out, CUpti_CallbackFunc fn, void* user) {
     Subscriber& s = subscriber();
     std::lock_guard lk(s.mu);
-    bool foreign = foreign_subscriber();
-    if (foreign || s.active.load()) {
-        if (params && params->oldSubscriberName && params->oldSubscriberSize > 0)
-            snprintf(params->oldSubscriberName, params->oldSubscriberSize, "%s",
-                     foreign ? "gpusim foreign subscriber" : "CUPTI for gpusim client");
-        return ret(CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED);
-    }
+    if (s.active.load()) return false;
     s.fn = fn;
     s.user = user;
     for (auto& e : s.runtime) e.store(false); // subscribing enables nothing
     for (auto& e : s.driver) e.store(false);
     s.active.store(true);
     *out = reinterpret_cast<CUpti_SubscriberHandle>(&s);
-    return CUPTI_SUCCESS;
+    return true;
 }
 
+namespace {
+
 CUptiResult set_domain(uint32_t enable, CUpti_SubscriberHandle h, CUpti_CallbackDomain domain) {
-    if (!ours(h) || !valid_domain(domain)) return ret(CUPTI_ERROR_INVALID_PARAMETER);
+    Subscriber* sub = subscriber_of(h);
+    if (!sub || !valid_domain(domain)) return ret(CUPTI_ERROR_INVALID_PARAMETER);
     // Only the runtime and driver domains have callback points here; enabling the others is accepted.
     uint32_t size = 0;
-    std::atomic<bool>* flags = subscriber().flags(domain, &size);
+    std::atomic<bool>* flags = sub->flags(domain, &size);
     for (uint32_t i = 1; i < size; ++i) flags[i].store(enable != 0);
     return CUPTI_SUCCESS;
 }
@@ -219,26 +213,28 @@ GTSIM_EXPORT CUptiResult cuptiSupportedDomains(size_t* domainCount, CUpti_Domain
 
 GTSIM_EXPORT CUptiResult cuptiSubscribe(CUpti_SubscriberHandle* subscriber, CUpti_CallbackFunc callback,
                                         void* userdata) {
-    return subscribe(subscriber, callback, userdata, nullptr);
+    return subscribe(subscriber, callback, userdata, nullptr, false);
 }
 
 GTSIM_EXPORT CUptiResult cuptiSubscribe_v2(CUpti_SubscriberHandle* subscriber, CUpti_CallbackFunc callback,
                                            void* userdata, CUpti_SubscriberParams* pParams) {
-    return subscribe(subscriber, callback, userdata, pParams);
+    return subscribe(subscriber, callback, userdata, pParams, true);
 }
 
 GTSIM_EXPORT CUptiResult cuptiUnsubscribe(CUpti_SubscriberHandle subscriber) {
     attach();
-    if (!ours(subscriber)) return ret(CUPTI_ERROR_INVALID_PARAMETER);
+    if (unsubscribe_other(subscriber)) return CUPTI_SUCCESS;
+    if (subscriber_of(subscriber) != &gtsim::cupti::subscriber()) return ret(CUPTI_ERROR_INVALID_PARAMETER);
     unsubscribe_all();
     return CUPTI_SUCCESS;
 }
 
 GTSIM_EXPORT CUptiResult cuptiGetCallbackState(uint32_t* enable, CUpti_SubscriberHandle subscriber,
                                                CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
-    if (!enable || !ours(subscriber) || !valid_domain(domain)) return ret(CUPTI_ERROR_INVALID_PARAMETER);
+    Subscriber* sub = subscriber_of(subscriber);
+    if (!enable || !sub || !valid_domain(domain)) return ret(CUPTI_ERROR_INVALID_PARAMETER);
     uint32_t size = 0;
-    std::atomic<bool>* flags = gtsim::cupti::subscriber().flags(domain, &size);
+    std::atomic<bool>* flags = sub->flags(domain, &size);
     if (!flags) {
         *enable = 0;
         return CUPTI_SUCCESS;
@@ -251,9 +247,10 @@ GTSIM_EXPORT CUptiResult cuptiGetCallbackState(uint32_t* enable, CUpti_Subscribe
 GTSIM_EXPORT CUptiResult cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHandle subscriber,
                                              CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
     attach();
-    if (!ours(subscriber) || !valid_domain(domain)) return ret(CUPTI_ERROR_INVALID_PARAMETER);
+    Subscriber* sub = subscriber_of(subscriber);
+    if (!sub || !valid_domain(domain)) return ret(CUPTI_ERROR_INVALID_PARAMETER);
     uint32_t size = 0;
-    std::atomic<bool>* flags = gtsim::cupti::subscriber().flags(domain, &size);
+    std::atomic<bool>* flags = sub->flags(domain, &size);
     if (!flags) return CUPTI_SUCCESS;
     if (cbid == 0 || cbid >= size) return ret(CUPTI_ERROR_INVALID_PARAMETER);
     flags[cbid].store(enable != 0);
@@ -268,7 +265,7 @@ GTSIM_EXPORT CUptiResult cuptiEnableDomain(uint32_t enable, CUpti_SubscriberHand
 
 GTSIM_EXPORT CUptiResult cuptiEnableAllDomains(uint32_t enable, CUpti_SubscriberHandle subscriber) {
     attach();
-    if (!ours(subscriber)) return ret(CUPTI_ERROR_INVALID_PARAMETER);
+    if (!subscriber_of(subscriber)) return ret(CUPTI_ERROR_INVALID_PARAMETER);
     set_domain(enable, subscriber, CUPTI_CB_DOMAIN_DRIVER_API);
     return set_domain(enable, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API);
 }
@@ -291,6 +288,7 @@ GTSIM_EXPORT CUptiResult cuptiGetCallbackName(CUpti_CallbackDomain domain, uint3
 // (re-attach) works, as with the real library.
 GTSIM_EXPORT CUptiResult cuptiFinalize(void) {
     attach();
+    if (active_subscribers() > 1) return CUPTI_SUCCESS; // CUPTI 13.3: returns early, tears nothing down
     disable_all_kinds();
     unsubscribe_all();
     Buffers::get().detach();

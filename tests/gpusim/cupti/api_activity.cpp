@@ -37,6 +37,7 @@ std::map<int, uint64_t> g_attrs; // values set by the client; they change nothin
 
 GTSIM_EXPORT CUptiResult cuptiActivityEnable(CUpti_ActivityKind kind) {
     attach();
+    if (CUptiResult r = v1_call(); r != CUPTI_SUCCESS) return r;
     if (!valid_kind(kind)) return ret(CUPTI_ERROR_INVALID_KIND);
     set_kind(kind, true); // kinds the simulator never produces are accepted and stay silent
     return CUPTI_SUCCESS;
@@ -46,16 +47,19 @@ GTSIM_EXPORT CUptiResult cuptiActivityEnableAndDump(CUpti_ActivityKind kind) { r
 
 GTSIM_EXPORT CUptiResult cuptiActivityEnableRuntimeApi(CUpti_CallbackId cbid, uint8_t enable) {
     attach();
+    if (CUptiResult r = v1_call(); r != CUPTI_SUCCESS) return r;
     return set_api_records(true, cbid, enable != 0) ? CUPTI_SUCCESS : ret(CUPTI_ERROR_INVALID_PARAMETER);
 }
 
 GTSIM_EXPORT CUptiResult cuptiActivityEnableDriverApi(CUpti_CallbackId cbid, uint8_t enable) {
     attach();
+    if (CUptiResult r = v1_call(); r != CUPTI_SUCCESS) return r;
     return set_api_records(false, cbid, enable != 0) ? CUPTI_SUCCESS : ret(CUPTI_ERROR_INVALID_PARAMETER);
 }
 
 GTSIM_EXPORT CUptiResult cuptiActivityDisable(CUpti_ActivityKind kind) {
     attach();
+    if (CUptiResult r = v1_call(); r != CUPTI_SUCCESS) return r;
     if (!valid_kind(kind)) return ret(CUPTI_ERROR_INVALID_KIND);
     set_kind(kind, false);
     return CUPTI_SUCCESS;
@@ -72,15 +76,45 @@ GTSIM_EXPORT CUptiResult cuptiActivityDisableContext(CUcontext, CUpti_ActivityKi
 GTSIM_EXPORT CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc funcBufferRequested,
                                                         CUpti_BuffersCallbackCompleteFunc funcBufferCompleted) {
     attach();
+    if (CUptiResult r = v1_call(); r != CUPTI_SUCCESS) return r;
     if (!funcBufferRequested || !funcBufferCompleted) return ret(CUPTI_ERROR_INVALID_PARAMETER);
     Buffers::get().set_callbacks(funcBufferRequested, funcBufferCompleted);
     return CUPTI_SUCCESS;
 }
 
+// The subscriber-scoped API (CUPTI 13.2+): the first subscriber's state, or another's.
+GTSIM_EXPORT CUptiResult cuptiActivityEnable_v2(CUpti_SubscriberHandle subscriber, CUpti_ActivityKind kind, CUpti_ActivityConfig*) {
+    attach();
+    if (!valid_kind(kind)) return ret(CUPTI_ERROR_INVALID_KIND);
+    if (subscriber_of(subscriber) == &gtsim::cupti::subscriber()) return set_kind(kind, true), CUPTI_SUCCESS;
+    return set_other_kind(subscriber, kind, true) ? CUPTI_SUCCESS : ret(CUPTI_ERROR_INVALID_PARAMETER);
+}
+
+GTSIM_EXPORT CUptiResult cuptiActivityDisable_v2(CUpti_SubscriberHandle subscriber, CUpti_ActivityKind kind, CUpti_ActivityConfig*) {
+    attach();
+    if (!valid_kind(kind)) return ret(CUPTI_ERROR_INVALID_KIND);
+    if (subscriber_of(subscriber) == &gtsim::cupti::subscriber()) return set_kind(kind, false), CUPTI_SUCCESS;
+    return set_other_kind(subscriber, kind, false) ? CUPTI_SUCCESS : ret(CUPTI_ERROR_INVALID_PARAMETER);
+}
+
+GTSIM_EXPORT CUptiResult cuptiActivityRegisterCallbacks_v2(CUpti_SubscriberHandle subscriber,
+                                                           CUpti_BuffersCallbackRequestFunc_v2 funcBufferRequested,
+                                                           CUpti_BuffersCallbackCompleteFunc_v2 funcBufferCompleted) {
+    attach();
+    if (!funcBufferRequested || !funcBufferCompleted) return ret(CUPTI_ERROR_INVALID_PARAMETER);
+    if (subscriber_of(subscriber) == &gtsim::cupti::subscriber())
+        return Buffers::get().set_callbacks_v2(funcBufferRequested, funcBufferCompleted), CUPTI_SUCCESS;
+    return register_other_callbacks(subscriber, funcBufferRequested, funcBufferCompleted) ? CUPTI_SUCCESS
+                                                                                           : ret(CUPTI_ERROR_INVALID_PARAMETER);
+}
+
+// Every subscriber's buffers (there is no _v2 flush).
 GTSIM_EXPORT CUptiResult cuptiActivityFlushAll(uint32_t flag) {
     attach();
-    if (!Buffers::get().has_callbacks()) return ret(CUPTI_ERROR_INVALID_OPERATION);
-    Buffers::get().flush((flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) != 0);
+    bool forced = (flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) != 0;
+    flush_others(forced);
+    if (!Buffers::get().has_callbacks()) return active_subscribers() > 1 ? CUPTI_SUCCESS : ret(CUPTI_ERROR_INVALID_OPERATION);
+    Buffers::get().flush(forced);
     return CUPTI_SUCCESS;
 }
 
@@ -129,6 +163,16 @@ GTSIM_EXPORT CUptiResult cuptiActivitySetAttribute(CUpti_ActivityAttribute attr,
     memcpy(&v, value, *valueSize);
     std::lock_guard lk(g_attr_mu);
     g_attrs[int(attr)] = v;
+    return CUPTI_SUCCESS;
+}
+
+GTSIM_EXPORT CUptiResult cuptiActivityGetAttribute(CUpti_ActivityAttribute attr, size_t* valueSize, void* value);
+
+GTSIM_EXPORT CUptiResult cuptiActivityGetAttribute_v2(CUpti_SubscriberHandle, CUpti_ActivityAttribute attr, size_t* valueSize, void* value) {
+    if (int(attr) != gtrace::cupti_v2::kAttrMultipleSubscriberState) return cuptiActivityGetAttribute(attr, valueSize, value);
+    if (!valueSize || !value || *valueSize < 1) return ret(CUPTI_ERROR_INVALID_PARAMETER);
+    *static_cast<uint8_t*>(value) = multiple_subscriber_state();
+    *valueSize = 1;
     return CUPTI_SUCCESS;
 }
 

@@ -14,7 +14,7 @@ namespace {
 struct Slot {
     uint32_t domain;
     uint32_t correlation;
-    uint64_t data;
+    uint64_t data[1 + kMaxOtherSubscribers]; // each subscriber's own
 };
 thread_local std::deque<Slot> t_slots; // deque: nested calls must not move a slot in use
 // API calls made from inside a subscriber callback do not call back again.
@@ -25,8 +25,7 @@ uint32_t thread_id() {
     return static_cast<uint32_t>(pthread_self()); // CUPTI's DEFAULT on Linux
 }
 
-void dispatch(const gtsim_api_info* info, CUpti_ApiCallbackSite site, uint64_t* slot) {
-    Subscriber& s = subscriber();
+void dispatch_to(Subscriber& s, const gtsim_api_info* info, CUpti_ApiCallbackSite site, uint64_t* slot) {
     auto domain = static_cast<CUpti_CallbackDomain>(info->domain);
     uint32_t size = 0;
     std::atomic<bool>* flags = s.flags(domain, &size);
@@ -54,9 +53,15 @@ void dispatch(const gtsim_api_info* info, CUpti_ApiCallbackSite site, uint64_t* 
     --t_in_callback;
 }
 
+// Every subscriber with the callback on; each has the call's slot to itself, as with CUPTI.
+void dispatch(const gtsim_api_info* info, CUpti_ApiCallbackSite site, uint64_t* slot) {
+    dispatch_to(subscriber(), info, site, &slot[0]);
+    if (any_other()) for_each_other([&](Subscriber& s, int i) { dispatch_to(s, info, site, &slot[1 + i]); });
+}
+
 bool is_runtime(const gtsim_api_info* info) { return info->domain == GTSIM_DOMAIN_RUNTIME; }
 
-void api_record(const gtsim_api_info* info) {
+void api_record(const gtsim_api_info* info, bool to_first) {
     CUpti_ActivityAPI r{};
     r.kind = is_runtime(info) ? CUPTI_ACTIVITY_KIND_RUNTIME : CUPTI_ACTIVITY_KIND_DRIVER;
     r.cbid = info->cbid;
@@ -66,7 +71,7 @@ void api_record(const gtsim_api_info* info) {
     r.threadId = thread_id();
     r.correlationId = info->correlation_id;
     r.returnValue = uint32_t(info->return_value);
-    Buffers::get().append(&r, sizeof r, 0);
+    emit(&r, sizeof r, 0, to_first);
 }
 
 // What a synchronizing call waited for, by domain and cbid; 0 if it is not one.
@@ -107,7 +112,7 @@ void sync_record(const gtsim_api_info* info) {
     r.cudaEventSyncId = CUPTI_SYNCHRONIZATION_INVALID_VALUE;
     if (r.type == CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE) r.streamId = info->stream_id;
     if (r.type == CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE) r.cudaEventId = info->event_id;
-    Buffers::get().append(&r, sizeof r, 0);
+    emit(&r, sizeof r, 0);
 }
 
 // Allocation kind and operation of a memory call; false if it is not one.
@@ -149,28 +154,29 @@ void memory_record(const gtsim_api_info* info) {
     r.deviceId = uint32_t(info->device);
     r.contextId = uint32_t(info->device + 1);
     r.memoryPoolConfig.memoryPoolType = CUPTI_ACTIVITY_MEMORY_POOL_TYPE_INVALID;
-    Buffers::get().append(&r, sizeof r, 0);
+    emit(&r, sizeof r, 0);
 }
 
 } // namespace
 
 void on_enter(void*, const gtsim_api_info* info) {
-    t_slots.push_back(Slot{info->domain, info->correlation_id, 0});
-    dispatch(info, CUPTI_API_ENTER, &t_slots.back().data);
+    t_slots.push_back(Slot{info->domain, info->correlation_id, {}});
+    dispatch(info, CUPTI_API_ENTER, t_slots.back().data);
 }
 
 void on_exit(void*, const gtsim_api_info* info) {
-    uint64_t unused = 0;
+    uint64_t unused[1 + kMaxOtherSubscribers] = {};
     bool paired = !t_slots.empty() && t_slots.back().correlation == info->correlation_id &&
                   t_slots.back().domain == info->domain;
-    dispatch(info, CUPTI_API_EXIT, paired ? &t_slots.back().data : &unused);
+    dispatch(info, CUPTI_API_EXIT, paired ? t_slots.back().data : unused);
     if (paired) t_slots.pop_back();
     // The runtime's own driver calls leave no record: the runtime call's records stand for them.
     if (info->nested) return;
-    if (api_records_enabled(is_runtime(info), info->cbid)) api_record(info);
+    bool first = api_records_enabled(is_runtime(info), info->cbid);
+    if (first || others_want(is_runtime(info) ? CUPTI_ACTIVITY_KIND_RUNTIME : CUPTI_ACTIVITY_KIND_DRIVER)) api_record(info, first);
     if (info->return_value != 0) return;
-    if (kind_enabled(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION)) sync_record(info);
-    if (kind_enabled(CUPTI_ACTIVITY_KIND_MEMORY2)) memory_record(info);
+    if (wanted(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION)) sync_record(info);
+    if (wanted(CUPTI_ACTIVITY_KIND_MEMORY2)) memory_record(info);
 }
 
 } // namespace gtsim::cupti

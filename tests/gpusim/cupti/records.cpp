@@ -18,10 +18,8 @@ std::atomic<bool> g_kinds[CUPTI_ACTIVITY_KIND_COUNT];
 std::atomic<int64_t> g_grid_id{0};
 
 void kernel_record(const gtsim_gpu_op* op) {
-    bool concurrent = kind_enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-    if (!concurrent && !kind_enabled(CUPTI_ACTIVITY_KIND_KERNEL)) return;
-    CUpti_ActivityKernel10 r{};
-    r.kind = concurrent ? CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL : CUPTI_ACTIVITY_KIND_KERNEL;
+    if (!wanted(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) && !wanted(CUPTI_ACTIVITY_KIND_KERNEL)) return;
+    CUpti_ActivityKernel10 r{}; // its kind: each subscriber's (emit_kernel)
     r.registersPerThread = 32;
     r.start = op->start_ns;
     r.end = op->end_ns;
@@ -48,7 +46,7 @@ void kernel_record(const gtsim_gpu_op* op) {
     r.launchType = op->cooperative ? CUPTI_ACTIVITY_LAUNCH_TYPE_COOPERATIVE_SINGLE_DEVICE : CUPTI_ACTIVITY_LAUNCH_TYPE_REGULAR;
     r.shmemLimitConfig = CUPTI_FUNC_SHMEM_LIMIT_DEFAULT;
     r.channelType = CUPTI_CHANNEL_TYPE_COMPUTE;
-    Buffers::get().append(&r, sizeof r, op->end_ns);
+    emit_kernel(r, op->end_ns);
 }
 
 CUpti_ActivityMemcpyKind memcpy_kind(gtsim_copy_kind k) {
@@ -62,7 +60,7 @@ CUpti_ActivityMemcpyKind memcpy_kind(gtsim_copy_kind k) {
 }
 
 void copy_record(const gtsim_gpu_op* op) {
-    if (!kind_enabled(CUPTI_ACTIVITY_KIND_MEMCPY)) return;
+    if (!wanted(CUPTI_ACTIVITY_KIND_MEMCPY)) return;
     CUpti_ActivityMemcpy6 r{};
     r.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
     r.copyKind = uint8_t(memcpy_kind(op->copy_kind));
@@ -82,11 +80,11 @@ void copy_record(const gtsim_gpu_op* op) {
     r.graphNodeId = op->graph_node_id;
     r.channelType = CUPTI_CHANNEL_TYPE_ASYNC_MEMCPY;
     r.copyCount = 1;
-    Buffers::get().append(&r, sizeof r, op->end_ns);
+    emit(&r, sizeof r, op->end_ns);
 }
 
 void memset_record(const gtsim_gpu_op* op) {
-    if (!kind_enabled(CUPTI_ACTIVITY_KIND_MEMSET)) return;
+    if (!wanted(CUPTI_ACTIVITY_KIND_MEMSET)) return;
     CUpti_ActivityMemset4 r{};
     r.kind = CUPTI_ACTIVITY_KIND_MEMSET;
     r.value = uint32_t(op->memset_value);
@@ -102,7 +100,7 @@ void memset_record(const gtsim_gpu_op* op) {
     r.graphNodeId = op->graph_node_id;
     r.memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
     r.channelType = CUPTI_CHANNEL_TYPE_COMPUTE;
-    Buffers::get().append(&r, sizeof r, op->end_ns);
+    emit(&r, sizeof r, op->end_ns);
 }
 
 } // namespace

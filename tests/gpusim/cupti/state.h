@@ -6,12 +6,14 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <thread>
 #include <vector>
 
 #include "gpusim.h"
+#include "gtrace/cupti_multi_subscriber.h"
 
 #define GTSIM_EXPORT extern "C" __attribute__((visibility("default")))
 
@@ -22,8 +24,10 @@ namespace gtsim::cupti {
 // callbacks may call back into CUPTI or take locks of their own.
 class Buffers {
 public:
-    static Buffers& get();
+    static Buffers& get(); // the first subscriber's (and the unversioned API's)
+    static Buffers* create(); // another subscriber's (multi-subscriber mode); never freed
     void set_callbacks(CUpti_BuffersCallbackRequestFunc req, CUpti_BuffersCallbackCompleteFunc done);
+    void set_callbacks_v2(CUpti_BuffersCallbackRequestFunc_v2 req, CUpti_BuffersCallbackCompleteFunc_v2 done);
     bool has_callbacks();
     // Copies one record; complete_at: realtime when its simulated work has ended.
     void append(const void* record, size_t size, uint64_t complete_at);
@@ -43,18 +47,29 @@ private:
         size_t records;
         uint64_t complete_at;
     };
+    // The client's callbacks, of the unversioned API or of the subscriber-scoped one.
+    struct Callbacks {
+        CUpti_BuffersCallbackRequestFunc req = nullptr;
+        CUpti_BuffersCallbackCompleteFunc done = nullptr;
+        CUpti_BuffersCallbackRequestFunc_v2 req2 = nullptr;
+        CUpti_BuffersCallbackCompleteFunc_v2 done2 = nullptr;
+        bool set() const { return req || req2; }
+        bool operator==(const Callbacks&) const = default;
+        void request(uint8_t** data, size_t* bytes, size_t* max_records) const;
+        void complete(uint8_t* data, size_t size, size_t valid) const;
+    };
     Buffers() = default;
+    void start_worker_locked();
     void worker();
     void stop_worker();
     // Moves deliverable buffers out; caller holds mu_.
     std::vector<Buf> take_locked(bool forced, bool include_empty_current);
-    void deliver(const std::vector<Buf>& bufs, CUpti_BuffersCallbackCompleteFunc done);
+    static void deliver(const std::vector<Buf>& bufs, const Callbacks& to);
 
     std::mutex mu_;
     std::condition_variable wake_;
     std::condition_variable idle_;
-    CUpti_BuffersCallbackRequestFunc req_ = nullptr;
-    CUpti_BuffersCallbackCompleteFunc done_ = nullptr;
+    Callbacks cb_;
     std::optional<Buf> cur_;
     std::vector<Buf> full_;
     std::vector<Buf> spare_;
@@ -107,7 +122,32 @@ struct Subscriber {
         return *size = 0, nullptr;
     }
 };
-Subscriber& subscriber();
-void unsubscribe_all();
+Subscriber& subscriber(); // the first
+void unsubscribe_all();  // the first's subscription ends
+bool foreign_subscriber(); // GTSIM_CUPTI_FOREIGN_SUBSCRIBER=1: another tool holds the callbacks
+// The first subscriber's slot taken (api.cpp); false when held.
+bool take_first_subscriber(CUpti_SubscriberHandle* out, CUpti_CallbackFunc fn, void* user);
+
+// Subscribers (subscribers.cpp): the first, and others in CUPTI 13.3's multi-subscriber mode.
+CUptiResult subscribe(CUpti_SubscriberHandle* out, CUpti_CallbackFunc fn, void* user, const void* params, bool v2);
+Subscriber* subscriber_of(CUpti_SubscriberHandle h); // null: no active subscriber
+bool unsubscribe_other(CUpti_SubscriberHandle h);    // false: not one of the others
+int active_subscribers();
+uint8_t multiple_subscriber_state(); // CUPTI_ACTIVITY_ATTR_MULTIPLE_SUBSCRIBER_STATE
+// An unversioned (V1) activity call: refused in multi-subscriber mode, else remembered.
+CUptiResult v1_call();
+bool others_want(CUpti_ActivityKind kind);
+inline bool wanted(CUpti_ActivityKind kind) { return kind_enabled(kind) || others_want(kind); }
+bool set_other_kind(CUpti_SubscriberHandle h, CUpti_ActivityKind kind, bool on);
+bool register_other_callbacks(CUpti_SubscriberHandle h, CUpti_BuffersCallbackRequestFunc_v2 req,
+                              CUpti_BuffersCallbackCompleteFunc_v2 done);
+void flush_others(bool forced);
+// A record to every subscriber with its kind on (the first: only when to_first).
+void emit(const void* record, size_t size, uint64_t complete_at, bool to_first = true);
+// A kernel: CONCURRENT_KERNEL or KERNEL, as each subscriber enabled.
+void emit_kernel(CUpti_ActivityKernel10 r, uint64_t complete_at);
+constexpr int kMaxOtherSubscribers = 8;
+bool any_other();
+void for_each_other(const std::function<void(Subscriber&, int index)>& fn);
 
 } // namespace gtsim::cupti

@@ -50,6 +50,16 @@ std::string load_cupti(const std::vector<std::string>& candidates) {
     return "no usable libcupti (tried " + (tried.empty() ? std::string("nothing") : tried) + ")";
 }
 
+bool multiple_subscribers_on(const Cupti& c) {
+    if (!c.cuptiSubscribe_v2 || !c.cuptiActivityEnable_v2 || !c.cuptiActivityDisable_v2 ||
+        !c.cuptiActivityRegisterCallbacks_v2 || !c.cuptiActivityGetAttribute_v2)
+        return false;
+    uint8_t state = cupti_v2::kNotSet;
+    size_t size = sizeof state;
+    auto attr = static_cast<CUpti_ActivityAttribute>(cupti_v2::kAttrMultipleSubscriberState);
+    return c.cuptiActivityGetAttribute_v2(nullptr, attr, &size, &state) == CUPTI_SUCCESS && state == cupti_v2::kMultiple;
+}
+
 void set_message(gt_agent_ring* ring, const std::string& text) {
     snprintf(ring->message, sizeof ring->message, "%s", text.c_str());
 }

@@ -155,9 +155,48 @@ void CUPTIAPI on_buffer_completed(CUcontext context, uint32_t stream, uint8_t* b
     s.buffers.fetch_sub(1);
 }
 
+// The same, for the subscriber-scoped API (multi-subscriber mode): the buffers are all the session's.
+void CUPTIAPI on_buffer_requested_v2(uint8_t** buffer, size_t* size, size_t* max_records, CUpti_BufferCallbackRequestInfo*) {
+    on_buffer_requested(buffer, size, max_records);
+}
+
+void CUPTIAPI on_buffer_completed_v2(uint8_t* buffer, size_t size, size_t valid, CUpti_BufferCallbackCompleteInfo*) {
+    on_buffer_completed(nullptr, 0, buffer, size, valid);
+}
+
 } // namespace
 
 namespace {
+
+int enable_work_callbacks(Session& s);
+
+// A subscriber beside the one that chose multi-subscriber mode: its own callbacks and buffers.
+std::string join_other_subscribers(Session& s, gt_agent_ring* ring, bool callbacks) {
+    cupti_v2::SubscriberParams params;
+    params.subscriberName = "gtrace";
+    params.allowMultipleSubscribers = 1;
+    CUptiResult r = s.cupti.cuptiSubscribe_v2(&s.subscriber, on_api_callback, nullptr, reinterpret_cast<CUpti_SubscriberParams*>(&params));
+    if (r != CUPTI_SUCCESS) {
+        s.subscriber = nullptr;
+        return std::string(ring->cupti_path) + ": cuptiSubscribe_v2 (multi-subscriber mode, chosen by a tool before gtrace): " + result_text(r);
+    }
+    r = s.cupti.cuptiActivityRegisterCallbacks_v2(s.subscriber, on_buffer_requested_v2, on_buffer_completed_v2);
+    if (r != CUPTI_SUCCESS) {
+        s.cupti.cuptiUnsubscribe(s.subscriber);
+        s.subscriber = nullptr;
+        return std::string(ring->cupti_path) + ": cuptiActivityRegisterCallbacks_v2: " + result_text(r);
+    }
+    __atomic_or_fetch(&ring->flags, GT_AGENT_MULTI_SUBSCRIBER, __ATOMIC_RELEASE);
+    if (callbacks) {
+        g_session_generation.fetch_add(1, std::memory_order_relaxed);
+        reset_call_capture();
+        if (enable_work_callbacks(s) > 0) {
+            s.callbacks_on = true;
+            __atomic_or_fetch(&ring->flags, GT_AGENT_CALLBACKS, __ATOMIC_RELEASE);
+        }
+    }
+    return {};
+}
 
 // Switches the callbacks on for every GPU-work API of both domains; returns how many.
 int enable_work_callbacks(Session& s) {
@@ -198,6 +237,36 @@ int enable_work_callbacks(Session& s) {
 
 } // namespace
 
+namespace {
+
+// The kinds the session records; empty, or why the first (kernels) was refused.
+std::string enable_session_kinds(Session& s, gt_agent_ring* ring) {
+    std::vector<CUpti_ActivityKind> kinds = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+                                             CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
+                                             CUPTI_ACTIVITY_KIND_MEMORY2};
+    if (!(ring->flags & GT_AGENT_CALLBACKS)) { // join through the API records instead
+        kinds.push_back(CUPTI_ACTIVITY_KIND_RUNTIME);
+        kinds.push_back(CUPTI_ACTIVITY_KIND_DRIVER);
+    }
+    for (auto kind : kinds) {
+        if (enable_kind(s, kind) || kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) continue;
+        CUptiResult r = s.alongside ? s.cupti.cuptiActivityEnable_v2(s.subscriber, kind, nullptr) : s.cupti.cuptiActivityEnable(kind);
+        std::string why = std::string(ring->cupti_path) + " (the CUPTI found for this process's CUDA) refused "
+                          "cuptiActivityEnable(CONCURRENT_KERNEL): " + result_text(r) + "; use --cupti to name the right one";
+        if (s.alongside) {
+            s.cupti.cuptiUnsubscribe(s.subscriber);
+            s.subscriber = nullptr;
+            return why;
+        }
+        share_cupti_end(s.foreign_subscriber);
+        restore_job_callbacks(); // the job's profiler keeps its CUPTI
+        return why;
+    }
+    return {};
+}
+
+} // namespace
+
 std::string start_session(gt_agent_ring* ring, const SessionConfig& config) {
     Session& s = the_session();
     // CUPTI needs a working CUDA driver. The real libcupti (13.2, pip's nvidia-cuda-cupti), called
@@ -224,9 +293,16 @@ std::string start_session(gt_agent_ring* ring, const SessionConfig& config) {
     gtrace_agent_announce(gtrace_agent_slots);
     // API records must name threads by their kernel tid (the default is pthread_self()).
     s.cupti.cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
+    s.api_kinds = s.ids_trimmed = s.foreign_subscriber = false;
+    s.alongside = multiple_subscribers_on(s.cupti);
+    if (s.alongside) {
+        std::lock_guard control(s.control);
+        s.trim = {};
+        if (std::string e = join_other_subscribers(s, ring, config.callbacks); !e.empty()) return e;
+        return enable_session_kinds(s, ring);
+    }
     // The job's own profiler shares CUPTI with the session from here (job_profiler.h).
     watch_job_cupti(s.cupti.handle, ring->cupti_path);
-    s.api_kinds = s.ids_trimmed = s.foreign_subscriber = false;
     share_cupti_begin(sharing_side());
     if (CUptiResult r = s.cupti.cuptiActivityRegisterCallbacks(on_buffer_requested, on_buffer_completed); r != CUPTI_SUCCESS) {
         share_cupti_end(false);
@@ -260,22 +336,7 @@ std::string start_session(gt_agent_ring* ring, const SessionConfig& config) {
                                   : "cuptiSubscribe: " + result_text(r) + "; joining through CUPTI's API records");
         }
     }
-    std::vector<CUpti_ActivityKind> kinds = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
-                                             CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
-                                             CUPTI_ACTIVITY_KIND_MEMORY2};
-    if (!(ring->flags & GT_AGENT_CALLBACKS)) { // join through the API records instead
-        kinds.push_back(CUPTI_ACTIVITY_KIND_RUNTIME);
-        kinds.push_back(CUPTI_ACTIVITY_KIND_DRIVER);
-    }
-    for (auto kind : kinds) {
-        if (enable_kind(s, kind) || kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) continue;
-        CUptiResult r = s.cupti.cuptiActivityEnable(kind);
-        share_cupti_end(s.foreign_subscriber);
-        restore_job_callbacks(); // the job's profiler keeps its CUPTI
-        return std::string(ring->cupti_path) + " (the CUPTI found for this process's CUDA) refused "
-               "cuptiActivityEnable(CONCURRENT_KERNEL): " + result_text(r) + "; use --cupti to name the right one";
-    }
-    return {};
+    return enable_session_kinds(s, ring);
 }
 
 void flush_session(bool forced) {
@@ -296,9 +357,10 @@ void stop_session() {
     Session& s = the_session();
     if (!s.cupti.handle) return;
     ShareEnd share;
+    const bool alongside = s.alongside;
     {
         std::lock_guard control(s.control);
-        if (s.subscriber) {
+        if (s.subscriber && !alongside) {
             s.cupti.cuptiUnsubscribe(s.subscriber);
             s.subscriber = nullptr;
         }
@@ -317,16 +379,27 @@ void stop_session() {
             s.trim = std::move(trim);
         }
         gtrace_agent_announce(nullptr);
-        // The kinds the job's profiler has on stay on; CUPTI is finalized only when it holds nothing.
-        share = share_cupti_end(s.foreign_subscriber);
-        for (auto kind : share.disable) s.cupti.cuptiActivityDisable(kind);
-        if (s.ids_trimmed && !share.may_finalize) apply_api_ids(s, true); // the job's ids as they were
+        if (alongside) { // the session's own kinds; the other subscribers' are theirs
+            for (auto kind : s.enabled) s.cupti.cuptiActivityDisable_v2(s.subscriber, kind, nullptr);
+        } else {
+            // The kinds the job's profiler has on stay on; CUPTI is finalized only when it holds nothing.
+            share = share_cupti_end(s.foreign_subscriber);
+            for (auto kind : share.disable) s.cupti.cuptiActivityDisable(kind);
+            if (s.ids_trimmed && !share.may_finalize) apply_api_ids(s, true); // the job's ids as they were
+        }
         s.ids_trimmed = false;
         s.enabled.clear();
     }
     s.cupti.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED); // the job's buffers go back to it in this
-    restore_job_callbacks();
-    if (share.may_finalize) s.cupti.cuptiFinalize();
+    if (alongside) { // flushed first, as CUPTI asks; no finalize: the other subscribers go on
+        std::lock_guard control(s.control);
+        if (s.subscriber) s.cupti.cuptiUnsubscribe(s.subscriber);
+        s.subscriber = nullptr;
+        s.alongside = false;
+    } else {
+        restore_job_callbacks();
+        if (share.may_finalize) s.cupti.cuptiFinalize();
+    }
     std::lock_guard lock(s.ring_mutex);
     if (calls_from_records()) send_waiting_calls(s.ring, true);
     set_calls_from_records(false, false);
@@ -339,7 +412,8 @@ bool start_call_records(bool with_stacks) {
     std::lock_guard control(s.control);
     const Cupti& c = s.cupti;
     bool any_on = std::any_of(s.named_ids.begin(), s.named_ids.end(), [](const auto& id) { return id.callback_on; });
-    if (!c.cuptiActivityEnableRuntimeApi || !c.cuptiActivityEnableDriverApi || !any_on ||
+    // Multi-subscriber mode refuses the unversioned per-id calls: the callbacks time the calls.
+    if (s.alongside || !c.cuptiActivityEnableRuntimeApi || !c.cuptiActivityEnableDriverApi || !any_on ||
         (!with_stacks && !c.cuptiEnableDomain))
         return false; // an older CUPTI: the callbacks time the calls
     // CUPTI 13.0 records nothing for ids switched on alone (seen on an H100, bench/README.md):

@@ -69,9 +69,10 @@ void all_api_records_for_job(bool on) {
 }
 
 bool enable_kind(Session& s, CUpti_ActivityKind kind) {
-    if (s.cupti.cuptiActivityEnable(kind) != CUPTI_SUCCESS) return false;
+    CUptiResult r = s.alongside ? s.cupti.cuptiActivityEnable_v2(s.subscriber, kind, nullptr) : s.cupti.cuptiActivityEnable(kind);
+    if (r != CUPTI_SUCCESS) return false;
     s.enabled.push_back(kind);
-    session_kind_on(kind);
+    if (!s.alongside) session_kind_on(kind); // the sharing with a job's profiler: not in multi-subscriber mode
     if (kind == CUPTI_ACTIVITY_KIND_RUNTIME || kind == CUPTI_ACTIVITY_KIND_DRIVER) s.api_kinds = true;
     return true;
 }

@@ -11,6 +11,7 @@
 
 #include <cupti.h>
 
+#include "gtrace/cupti_multi_subscriber.h"
 #include "collect/agent/activity_records.h"
 #include "collect/agent/job_profiler.h"
 #include "gtrace/agent.h"
@@ -28,7 +29,11 @@ struct Cupti {
     X(cuptiFinalize) X(cuptiSetThreadIdType) X(cuptiGetCallbackName)
     GT_CUPTI_FUNCTIONS(GT_CUPTI_FN)
     // Optional (CUPTI 12.x and later): API records per callback id, callbacks off per domain.
-#define GT_CUPTI_OPTIONAL_FUNCTIONS(X) X(cuptiActivityEnableRuntimeApi) X(cuptiActivityEnableDriverApi) X(cuptiEnableDomain)
+    // CUPTI 13.2 and later: the subscriber-scoped API (gtrace/cupti_multi_subscriber.h).
+#define GT_CUPTI_OPTIONAL_FUNCTIONS(X)                                                                             \
+    X(cuptiActivityEnableRuntimeApi) X(cuptiActivityEnableDriverApi) X(cuptiEnableDomain) X(cuptiSubscribe_v2)     \
+    X(cuptiActivityEnable_v2) X(cuptiActivityDisable_v2) X(cuptiActivityRegisterCallbacks_v2)                     \
+    X(cuptiActivityGetAttribute_v2)
     GT_CUPTI_OPTIONAL_FUNCTIONS(GT_CUPTI_FN)
 #undef GT_CUPTI_FN
 };
@@ -43,6 +48,9 @@ struct Session {
     std::set<uint8_t*> own_buffers; // allocated here (the others are the job's profiler's)
     bool api_kinds = false;         // RUNTIME/DRIVER records are the session's own
     bool foreign_subscriber = false; // the callback API was held by another tool when the session began
+    // CUPTI's multi-subscriber mode (CUDA 13.3+), chosen by a subscriber before the session: the
+    // session is a subscriber of its own, with its own buffers and kinds, beside the others.
+    bool alongside = false;
     // Held while the session's CUPTI state changes (start, stop, the call source, a subscription
     // given up from the job's thread); never across a flush (the job's callbacks run in it).
     std::recursive_mutex control;
@@ -78,5 +86,8 @@ void all_api_records_for_job(bool on);
 void apply_api_ids(Session& s, bool all);
 // Empty when the process has a usable CUDA driver, else why not.
 std::string driver_unusable();
+// Whether a subscriber before the session put CUPTI in multi-subscriber mode (and this CUPTI has
+// the subscriber-scoped API to join it).
+bool multiple_subscribers_on(const Cupti& c);
 
 } // namespace gtrace::agent
