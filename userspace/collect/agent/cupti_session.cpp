@@ -62,6 +62,8 @@ uint32_t current_tid() { // a system call per API call would be most of the call
     return tid;
 }
 
+} // namespace
+
 void CUPTIAPI on_api_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
     const auto* cb = static_cast<const CUpti_CallbackData*>(data);
     uint32_t generation = g_session_generation.load(std::memory_order_relaxed);
@@ -155,48 +157,7 @@ void CUPTIAPI on_buffer_completed(CUcontext context, uint32_t stream, uint8_t* b
     s.buffers.fetch_sub(1);
 }
 
-// The same, for the subscriber-scoped API (multi-subscriber mode): the buffers are all the session's.
-void CUPTIAPI on_buffer_requested_v2(uint8_t** buffer, size_t* size, size_t* max_records, CUpti_BufferCallbackRequestInfo*) {
-    on_buffer_requested(buffer, size, max_records);
-}
-
-void CUPTIAPI on_buffer_completed_v2(uint8_t* buffer, size_t size, size_t valid, CUpti_BufferCallbackCompleteInfo*) {
-    on_buffer_completed(nullptr, 0, buffer, size, valid);
-}
-
-} // namespace
-
 namespace {
-
-int enable_work_callbacks(Session& s);
-
-// A subscriber beside the one that chose multi-subscriber mode: its own callbacks and buffers.
-std::string join_other_subscribers(Session& s, gt_agent_ring* ring, bool callbacks) {
-    cupti_v2::SubscriberParams params;
-    params.subscriberName = "gtrace";
-    params.allowMultipleSubscribers = 1;
-    CUptiResult r = s.cupti.cuptiSubscribe_v2(&s.subscriber, on_api_callback, nullptr, reinterpret_cast<CUpti_SubscriberParams*>(&params));
-    if (r != CUPTI_SUCCESS) {
-        s.subscriber = nullptr;
-        return std::string(ring->cupti_path) + ": cuptiSubscribe_v2 (multi-subscriber mode, chosen by a tool before gtrace): " + result_text(r);
-    }
-    r = s.cupti.cuptiActivityRegisterCallbacks_v2(s.subscriber, on_buffer_requested_v2, on_buffer_completed_v2);
-    if (r != CUPTI_SUCCESS) {
-        s.cupti.cuptiUnsubscribe(s.subscriber);
-        s.subscriber = nullptr;
-        return std::string(ring->cupti_path) + ": cuptiActivityRegisterCallbacks_v2: " + result_text(r);
-    }
-    __atomic_or_fetch(&ring->flags, GT_AGENT_MULTI_SUBSCRIBER, __ATOMIC_RELEASE);
-    if (callbacks) {
-        g_session_generation.fetch_add(1, std::memory_order_relaxed);
-        reset_call_capture();
-        if (enable_work_callbacks(s) > 0) {
-            s.callbacks_on = true;
-            __atomic_or_fetch(&ring->flags, GT_AGENT_CALLBACKS, __ATOMIC_RELEASE);
-        }
-    }
-    return {};
-}
 
 // Switches the callbacks on for every GPU-work API of both domains; returns how many.
 int enable_work_callbacks(Session& s) {
@@ -236,6 +197,15 @@ int enable_work_callbacks(Session& s) {
 }
 
 } // namespace
+
+bool begin_work_callbacks(Session& s, gt_agent_ring* ring) {
+    g_session_generation.fetch_add(1, std::memory_order_relaxed);
+    reset_call_capture();
+    if (enable_work_callbacks(s) == 0) return false;
+    s.callbacks_on = true;
+    __atomic_or_fetch(&ring->flags, GT_AGENT_CALLBACKS, __ATOMIC_RELEASE);
+    return true;
+}
 
 namespace {
 
@@ -317,15 +287,9 @@ std::string start_session(gt_agent_ring* ring, const SessionConfig& config) {
         s.trim = {};
     }
     if (config.callbacks) {
-        g_session_generation.fetch_add(1, std::memory_order_relaxed);
-        reset_call_capture();
         CUptiResult r = s.cupti.cuptiSubscribe(&s.subscriber, on_api_callback, nullptr);
         if (r == CUPTI_SUCCESS) {
-            if (enable_work_callbacks(s) > 0) {
-                s.callbacks_on = true;
-                __atomic_or_fetch(&ring->flags, GT_AGENT_CALLBACKS, __ATOMIC_RELEASE);
-            }
-            else
+            if (!begin_work_callbacks(s, ring))
                 set_message(ring, "CUPTI names none of the launch, copy and set APIs; GPU work is joined through its API records");
         } else {
             s.subscriber = nullptr;

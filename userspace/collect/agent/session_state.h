@@ -86,6 +86,15 @@ void all_api_records_for_job(bool on);
 void apply_api_ids(Session& s, bool all);
 // Empty when the process has a usable CUDA driver, else why not.
 std::string driver_unusable();
+// The session's CUPTI callbacks (cupti_session.cpp).
+void CUPTIAPI on_api_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data);
+void CUPTIAPI on_buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records);
+void CUPTIAPI on_buffer_completed(CUcontext context, uint32_t stream, uint8_t* buffer, size_t size, size_t valid);
+// The callbacks of every GPU-work API switched on for a new subscription; false: CUPTI names none.
+bool begin_work_callbacks(Session& s, gt_agent_ring* ring);
+// The session as a subscriber of its own beside the one that chose multi-subscriber mode
+// (session_multi_subscriber.cpp): empty, or why not.
+std::string join_other_subscribers(Session& s, gt_agent_ring* ring, bool callbacks);
 // Whether a subscriber before the session put CUPTI in multi-subscriber mode (and this CUPTI has
 // the subscriber-scoped API to join it).
 bool multiple_subscribers_on(const Cupti& c);
