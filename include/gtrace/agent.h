@@ -252,7 +252,8 @@ struct gt_gpu_shared_cupti {
 	uint64_t to;
 	uint64_t buffers_lost; /* the job's buffers that reached the agent and could not go back to it */
 	uint8_t found_open;    /* already open when the session started */
-	uint8_t pad[7];
+	uint8_t found_by_kinds; /* ... found by its kinds' records in the session's buffers: its records till then were the session's */
+	uint8_t pad[6];
 };
 
 /* The job's profiler subscribed to CUPTI's callback API, which takes one subscriber (before CUDA

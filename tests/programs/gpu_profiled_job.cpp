@@ -3,12 +3,19 @@
 // go through this program's PLT to libcupti, as libtorch_cpu's do), against the GPU simulator.
 //
 //   gpu_profiled_job --until-file STOP [--kernels K] [--step-sleep-ms M] --open-file O --close-file C [--subscribe]
-//                    [--launch-first] [--multi-subscriber]
+//                    [--launch-first] [--multi-subscriber] [--idle-window GO]
 //
 // --launch-first: no device query first (as torch makes): the first launch initializes CUDA.
 // --subscribe: as Kineto from 2025-02 to 2026-08 (libkineto/src/init.cpp before 7a3ba363), its
 // first window subscribes to CUPTI's callback API (CONTEXT_CREATED); when that fails it runs
 // CPU-only for the rest of the process — its window records no GPU activity.
+// --idle-window GO: once its window is open (callbacks registered, kinds on), no CUDA call until
+// GO exists: CUPTI has no buffer of the profiler's in use (the state a window is in between
+// torch.profiler's prepare and its first step). With --no-driver-records its window leaves
+// DRIVER off (Kineto's activity types without cuda_driver): no record at all comes of a driver
+// call made then — the agent's own cuDriverGetVersion included.
+// While a window is open each launch is inside an external correlation id, pushed and popped as
+// PyTorch's profiler does for each op (Kineto's pushCorrelationId: CUSTOM0).
 // --multi-subscriber: a profiler of CUDA 13.3's multi-subscriber mode (gtrace/cupti_multi_subscriber.h):
 // it subscribes at start with cuptiSubscribe_v2 asking for several subscribers, and its windows
 // use the subscriber-scoped calls (RegisterCallbacks_v2, Enable_v2, Disable_v2). Prints
@@ -110,6 +117,8 @@ int main(int argc, char** argv) {
     std::string until, open_file, close_file;
     int kernels = 4, sleep_ms = 5;
     bool subscribe = false, cpu_only = false, launch_first = false, multi = false;
+    std::string idle_until;
+    bool driver_records = true;
     for (int i = 1; i < argc; ++i) {
         std::string a = argv[i];
         auto next = [&] { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
@@ -121,6 +130,8 @@ int main(int argc, char** argv) {
         else if (a == "--subscribe") subscribe = true;
         else if (a == "--launch-first") launch_first = true;
         else if (a == "--multi-subscriber") multi = true;
+        else if (a == "--idle-window") idle_until = next();
+        else if (a == "--no-driver-records") driver_records = false;
         else {
             fprintf(stderr, "gpu_profiled_job: unknown option %s\n", a.c_str());
             return 2;
@@ -181,11 +192,17 @@ int main(int argc, char** argv) {
         } else if (phase == Idle && exists(open_file)) { // Kineto's prepareTrace → enableCuptiActivities
             check(cuptiActivityRegisterCallbacks(libkineto::CuptiActivityApi::bufferRequestedTrampoline,
                                                  libkineto::CuptiActivityApi::bufferCompletedTrampoline), "cuptiActivityRegisterCallbacks");
-            for (CUpti_ActivityKind kind : kKinds) check(cuptiActivityEnable(kind), "cuptiActivityEnable");
+            for (CUpti_ActivityKind kind : kKinds)
+                if (driver_records || kind != CUPTI_ACTIVITY_KIND_DRIVER) check(cuptiActivityEnable(kind), "cuptiActivityEnable");
             check(cuptiActivityEnableRuntimeApi(CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020, 0), "cuptiActivityEnableRuntimeApi");
             phase = Warmup;
             printf("profiler: window open\n");
             fflush(stdout);
+            if (!idle_until.empty()) {
+                printf("profiler: idle\n");
+                fflush(stdout);
+                while (!exists(idle_until)) usleep(10000);
+            }
         } else if (phase == Warmup) { // startTrace → clearActivities: the warm-up's records go
             if (!cpu_only) check(cuptiActivityFlushAll(0), "cuptiActivityFlushAll");
             drop_ready();
@@ -218,9 +235,12 @@ int main(int argc, char** argv) {
             failed += ok ? 0 : 1;
             phase = Done;
         }
+        const bool op_ids = phase == Warmup || phase == Recording;
         for (int k = 0; k < kernels; ++k) {
             dim3 g(grid++, 1, 1), block(128, 1, 1);
+            if (op_ids) cuptiActivityPushExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, grid);
             if (launch(reinterpret_cast<const void*>(&profiled_job_kernel), g, block, args, 0, nullptr) != cudaSuccess) ++failed;
+            if (op_ids) cuptiActivityPopExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, nullptr);
         }
         if (sync() != cudaSuccess) ++failed;
         if (sleep_ms) usleep(static_cast<useconds_t>(sleep_ms) * 1000);

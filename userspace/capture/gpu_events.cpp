@@ -261,7 +261,10 @@ std::string GpuEvents::job_window_text(const JobProfilerWindow& w) const {
     std::string text = fmt::format("its own profiler (torch.profiler, dynolog, a tool) had CUPTI's records on from {:.3f} s{}",
                                    since_start_s(w.from_ns), w.found_open ? " (open already when gtrace attached)" : "");
     text += w.to_ns ? fmt::format(" to {:.3f} s", since_start_s(w.to_ns)) : std::string(" to the end of the capture");
-    text += " after gtrace started: gtrace recorded beside it, and gave it back all its records";
+    text += w.found_by_kinds ? " after gtrace started: gtrace recorded beside it; its records until gtrace found the window by their kinds "
+                               "(no buffer of its own was in CUPTI when gtrace attached) went to gtrace's buffers, not to it, and "
+                               "every later one to it"
+                             : " after gtrace started: gtrace recorded beside it, and gave it back all its records";
     if (w.buffers_lost)
         text = fmt::format("{} but {} buffers: their callback was not known to gtrace, so its own trace misses them", text, w.buffers_lost);
     return text;
@@ -281,7 +284,7 @@ void GpuEvents::on_callbacks_yielded(uint32_t pid, const gt_gpu_callbacks_yielde
 }
 
 void GpuEvents::on_job_window(uint32_t pid, const gt_gpu_shared_cupti& w) {
-    job_windows_.push_back({pid, w.from, w.to, w.buffers_lost, w.found_open != 0});
+    job_windows_.push_back({pid, w.from, w.to, w.buffers_lost, w.found_open != 0, w.found_by_kinds != 0});
     if (!s_.options.quiet) print_safe(stderr, "gtrace: pid {}: {}\n", pid, job_window_text(job_windows_.back()));
 }
 
@@ -366,7 +369,7 @@ nlohmann::json GpuEvents::job_windows_json() const {
     for (const auto& w : job_windows_) {
         windows.push_back({{"pid", w.pid}, {"from_s", since_start_s(w.from_ns)},
                            {"to_s", w.to_ns ? nlohmann::json(since_start_s(w.to_ns)) : nlohmann::json()},
-                           {"found_open", w.found_open}, {"buffers_not_given_back", w.buffers_lost},
+                           {"found_open", w.found_open}, {"found_by_its_kinds", w.found_by_kinds}, {"buffers_not_given_back", w.buffers_lost},
                            {"gtrace", "recorded beside it"}, {"text", job_window_text(w)}});
     }
     return windows;

@@ -82,7 +82,7 @@ private:
     struct JobProfilerWindow {
         uint32_t pid;
         uint64_t from_ns, to_ns, buffers_lost; // CLOCK_MONOTONIC; to 0: open at the agent's stop
-        bool found_open;
+        bool found_open, found_by_kinds;
     };
     std::vector<JobProfilerWindow> job_windows_;
     void on_job_window(uint32_t pid, const gt_gpu_shared_cupti& w);

@@ -19,6 +19,8 @@ struct Slot {
 thread_local std::deque<Slot> t_slots; // deque: nested calls must not move a slot in use
 // API calls made from inside a subscriber callback do not call back again.
 thread_local int t_in_callback = 0;
+// cuptiActivityPushExternalCorrelationId's ids of this thread, per kind (the top is current).
+thread_local std::vector<uint64_t> t_external[CUPTI_EXTERNAL_CORRELATION_KIND_SIZE];
 
 uint32_t thread_id() {
     if (g_thread_id_type.load() == CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM) return gettid_u32();
@@ -71,7 +73,20 @@ void api_record(const gtsim_api_info* info, bool to_first) {
     r.threadId = thread_id();
     r.correlationId = info->correlation_id;
     r.returnValue = uint32_t(info->return_value);
-    emit(&r, sizeof r, 0, to_first);
+    // cupti_activity.h: an API record made inside an external API region "will be preceded by a
+    // CUpti_ActivityExternalCorrelation record for each CUpti_ExternalCorrelationKind" (when
+    // EXTERNAL_CORRELATION is enabled).
+    CUpti_ActivityExternalCorrelation ext[CUPTI_EXTERNAL_CORRELATION_KIND_SIZE];
+    size_t n = 0;
+    for (int k = 0; k < CUPTI_EXTERNAL_CORRELATION_KIND_SIZE; ++k)
+        if (!t_external[k].empty()) {
+            ext[n] = {};
+            ext[n].kind = CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION;
+            ext[n].externalKind = static_cast<CUpti_ExternalCorrelationKind>(k);
+            ext[n].externalId = t_external[k].back();
+            ext[n++].correlationId = info->correlation_id;
+        }
+    emit_api(r, ext, n, to_first);
 }
 
 // What a synchronizing call waited for, by domain and cbid; 0 if it is not one.
@@ -180,3 +195,21 @@ void on_exit(void*, const gtsim_api_info* info) {
 }
 
 } // namespace gtsim::cupti
+
+using namespace gtsim::cupti;
+
+GTSIM_EXPORT CUptiResult cuptiActivityPushExternalCorrelationId(CUpti_ExternalCorrelationKind kind, uint64_t id) {
+    if (kind <= CUPTI_EXTERNAL_CORRELATION_KIND_INVALID || kind >= CUPTI_EXTERNAL_CORRELATION_KIND_SIZE)
+        return ret(CUPTI_ERROR_INVALID_PARAMETER);
+    t_external[kind].push_back(id);
+    return CUPTI_SUCCESS;
+}
+
+GTSIM_EXPORT CUptiResult cuptiActivityPopExternalCorrelationId(CUpti_ExternalCorrelationKind kind, uint64_t* lastId) {
+    if (kind <= CUPTI_EXTERNAL_CORRELATION_KIND_INVALID || kind >= CUPTI_EXTERNAL_CORRELATION_KIND_SIZE)
+        return ret(CUPTI_ERROR_INVALID_PARAMETER);
+    if (t_external[kind].empty()) return ret(CUPTI_ERROR_QUEUE_EMPTY);
+    if (lastId) *lastId = t_external[kind].back();
+    t_external[kind].pop_back();
+    return CUPTI_SUCCESS;
+}

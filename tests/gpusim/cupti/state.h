@@ -144,6 +144,9 @@ bool register_other_callbacks(CUpti_SubscriberHandle h, CUpti_BuffersCallbackReq
 void flush_others(bool forced);
 // A record to every subscriber with its kind on (the first: only when to_first).
 void emit(const void* record, size_t size, uint64_t complete_at, bool to_first = true);
+// An API record, each of `ext` (its external correlation records) before it where
+// EXTERNAL_CORRELATION is on too; to the first subscriber only when to_first.
+void emit_api(const CUpti_ActivityAPI& api, const CUpti_ActivityExternalCorrelation* ext, size_t n, bool to_first);
 // A kernel: CONCURRENT_KERNEL or KERNEL, as each subscriber enabled.
 void emit_kernel(CUpti_ActivityKernel10 r, uint64_t complete_at);
 constexpr int kMaxOtherSubscribers = 8;

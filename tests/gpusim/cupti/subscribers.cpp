@@ -156,6 +156,21 @@ void emit(const void* record, size_t size, uint64_t complete_at, bool to_first) 
         if (o.sub.active.load() && has_kind(o, kind)) o.buffers->append(record, size, complete_at);
 }
 
+void emit_api(const CUpti_ActivityAPI& api, const CUpti_ActivityExternalCorrelation* ext, size_t n, bool to_first) {
+    if (to_first) {
+        if (kind_enabled(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION))
+            for (size_t i = 0; i < n; ++i) Buffers::get().append(&ext[i], sizeof ext[i], 0);
+        Buffers::get().append(&api, sizeof api, 0);
+    }
+    if (!g_others_active.load()) return;
+    for (Other& o : g_others) {
+        if (!o.sub.active.load() || !has_kind(o, api.kind)) continue;
+        if (has_kind(o, CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION))
+            for (size_t i = 0; i < n; ++i) o.buffers->append(&ext[i], sizeof ext[i], 0);
+        o.buffers->append(&api, sizeof api, 0);
+    }
+}
+
 void emit_kernel(CUpti_ActivityKernel10 r, uint64_t complete_at) {
     for (CUpti_ActivityKind kind : {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_KERNEL})
         if (kind_enabled(kind)) {

@@ -46,6 +46,7 @@ struct Shared {
     std::atomic<bool> serve_from_job{false}; // new buffers are the job's (its window is open)
     std::atomic<bool> exiting{false};        // the process exits: the job's code may be gone
     bool window_open = false, found_open = false, all_api = false;
+    bool found_by_kinds = false; // found open by its kinds in gtrace's own buffers: its records till then went there
     uint64_t window_from_ns = 0;
     std::set<uint8_t*> job_buffers; // handed to CUPTI from the job's callback, not yet completed
     uint64_t buffers_lost = 0;      // the job's buffers that reached gtrace and could not go back
@@ -73,11 +74,11 @@ struct After {
     int all_api = -1; // 0/1: switch the session's API-record filter
     bool report = false;
     uint64_t from_ns = 0, to_ns = 0, lost = 0;
-    bool found_open = false;
+    bool found_open = false, found_by_kinds = false;
     SessionSide side;
     void run() const {
         if (all_api >= 0 && side.all_api_records) side.all_api_records(all_api == 1);
-        if (report && side.report_window) side.report_window(from_ns, to_ns, found_open, lost);
+        if (report && side.report_window) side.report_window(from_ns, to_ns, found_open, found_by_kinds, lost);
     }
 };
 
@@ -92,9 +93,9 @@ void window_closes(Shared& s, After& after) {
     s.window_open = false;
     if (s.recording) {
         after.report = true, after.from_ns = s.window_from_ns, after.to_ns = now_ns();
-        after.found_open = s.found_open, after.lost = s.buffers_lost, after.side = s.side;
+        after.found_open = s.found_open, after.found_by_kinds = s.found_by_kinds, after.lost = s.buffers_lost, after.side = s.side;
     }
-    s.found_open = false;
+    s.found_open = s.found_by_kinds = false;
     s.buffers_lost = 0;
 }
 
@@ -282,7 +283,7 @@ void share_cupti_begin(const SessionSide& side) {
     s.side = side;
     s.recording = true;
     s.session_kinds.clear();
-    s.buffers_lost = 0, s.all_api = false, s.found_open = false, s.finalize_waiting = false;
+    s.buffers_lost = 0, s.all_api = false, s.found_open = s.found_by_kinds = false, s.finalize_waiting = false;
     s.serve_from_job = s.window_open && s.job_completed && s.job_requested;
     if (s.window_open) { // seen opening while the agent was dormant: its API records stay whole
         s.window_from_ns = now_ns();
@@ -325,7 +326,7 @@ ShareEnd share_cupti_end(bool foreign_subscriber) {
             if (!s.job_kinds.count(kind) && !(s.window_open && s.found_open)) end.disable.push_back(static_cast<CUpti_ActivityKind>(kind));
         if (s.window_open && s.recording) {
             after.report = true, after.from_ns = s.window_from_ns, after.to_ns = 0;
-            after.found_open = s.found_open, after.lost = s.buffers_lost, after.side = s.side;
+            after.found_open = s.found_open, after.found_by_kinds = s.found_by_kinds, after.lost = s.buffers_lost, after.side = s.side;
         }
         // CUPTI's finalize forgets every client's callbacks, kinds and subscription: only when the
         // job has none, as far as gtrace can know (a subscriber before it: never).
@@ -389,7 +390,7 @@ void foreign_records_seen() {
     // Kinds only the job's profiler switches on, in gtrace's own buffers: its window was open
     // when gtrace started, with no buffer of its own in use then. Its records so far are gtrace's
     // (lost to it); from now on its buffers are its own, and at gtrace's stop its kinds stay on.
-    s.window_open = s.found_open = true;
+    s.window_open = s.found_open = s.found_by_kinds = true;
     s.window_from_ns = now_ns();
     s.serve_from_job = s.recording && s.job_completed && s.job_requested;
     if (s.recording) s.all_api = true;

@@ -33,7 +33,7 @@ struct SessionSide {
     // true: the job's window wants every API record (its RUNTIME/DRIVER on); false: back to gtrace's own
     void (*all_api_records)(bool) = nullptr;
     // A window of the job's, closed (to_ns) or still open at the stop (to_ns 0); CLOCK_MONOTONIC.
-    void (*report_window)(uint64_t from_ns, uint64_t to_ns, bool found_open, uint64_t buffers_lost) = nullptr;
+    void (*report_window)(uint64_t from_ns, uint64_t to_ns, bool found_open, bool found_by_kinds, uint64_t buffers_lost) = nullptr;
     // The job's profiler subscribes to the callback API, which the session holds: the session
     // lets it go (true) and joins through API records, rather than leave the job's profiler
     // without GPU records for good (Kineto before 2026-08 runs CPU-only when its subscribe fails).

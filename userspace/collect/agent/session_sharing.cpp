@@ -9,7 +9,7 @@ namespace gtrace::agent {
 namespace {
 
 
-void report_job_window(uint64_t from_ns, uint64_t to_ns, bool found_open, uint64_t buffers_lost) {
+void report_job_window(uint64_t from_ns, uint64_t to_ns, bool found_open, bool found_by_kinds, uint64_t buffers_lost) {
     std::lock_guard lock(the_session().ring_mutex);
     gt_agent_ring* ring = the_session().ring;
     if (!ring) return;
@@ -17,6 +17,7 @@ void report_job_window(uint64_t from_ns, uint64_t to_ns, bool found_open, uint64
     auto* r = agent_ring_reserve_record<gt_gpu_shared_cupti>(ring, sizeof(gt_gpu_shared_cupti), GT_GPU_SHARED_CUPTI, 0, &pos);
     if (!r) return;
     r->from = from_ns, r->to = to_ns, r->buffers_lost = buffers_lost, r->found_open = found_open ? 1 : 0;
+    r->found_by_kinds = found_by_kinds ? 1 : 0;
     agent_ring_commit(ring, pos, r->h.size);
 }
 
