@@ -86,6 +86,7 @@ GTSIM_EXPORT CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackReq
 // The subscriber-scoped API (CUPTI 13.2+): the first subscriber's state, or another's.
 GTSIM_EXPORT CUptiResult cuptiActivityEnable_v2(CUpti_SubscriberHandle subscriber, CUpti_ActivityKind kind, CUpti_ActivityConfig*) {
     attach();
+    if (CUptiResult r = v2_call(); r != CUPTI_SUCCESS) return r;
     if (!valid_kind(kind)) return ret(CUPTI_ERROR_INVALID_KIND);
     if (subscriber_of(subscriber) == &gtsim::cupti::subscriber()) return set_kind(kind, true), CUPTI_SUCCESS;
     return set_other_kind(subscriber, kind, true) ? CUPTI_SUCCESS : ret(CUPTI_ERROR_INVALID_PARAMETER);
@@ -93,6 +94,7 @@ GTSIM_EXPORT CUptiResult cuptiActivityEnable_v2(CUpti_SubscriberHandle subscribe
 
 GTSIM_EXPORT CUptiResult cuptiActivityDisable_v2(CUpti_SubscriberHandle subscriber, CUpti_ActivityKind kind, CUpti_ActivityConfig*) {
     attach();
+    if (CUptiResult r = v2_call(); r != CUPTI_SUCCESS) return r;
     if (!valid_kind(kind)) return ret(CUPTI_ERROR_INVALID_KIND);
     if (subscriber_of(subscriber) == &gtsim::cupti::subscriber()) return set_kind(kind, false), CUPTI_SUCCESS;
     return set_other_kind(subscriber, kind, false) ? CUPTI_SUCCESS : ret(CUPTI_ERROR_INVALID_PARAMETER);
@@ -102,6 +104,7 @@ GTSIM_EXPORT CUptiResult cuptiActivityRegisterCallbacks_v2(CUpti_SubscriberHandl
                                                            CUpti_BuffersCallbackRequestFunc_v2 funcBufferRequested,
                                                            CUpti_BuffersCallbackCompleteFunc_v2 funcBufferCompleted) {
     attach();
+    if (CUptiResult r = v2_call(); r != CUPTI_SUCCESS) return r;
     if (!funcBufferRequested || !funcBufferCompleted) return ret(CUPTI_ERROR_INVALID_PARAMETER);
     if (subscriber_of(subscriber) == &gtsim::cupti::subscriber())
         return Buffers::get().set_callbacks_v2(funcBufferRequested, funcBufferCompleted), CUPTI_SUCCESS;
@@ -170,6 +173,7 @@ GTSIM_EXPORT CUptiResult cuptiActivitySetAttribute(CUpti_ActivityAttribute attr,
 GTSIM_EXPORT CUptiResult cuptiActivityGetAttribute(CUpti_ActivityAttribute attr, size_t* valueSize, void* value);
 
 GTSIM_EXPORT CUptiResult cuptiActivityGetAttribute_v2(CUpti_SubscriberHandle, CUpti_ActivityAttribute attr, size_t* valueSize, void* value) {
+    if (CUptiResult r = v2_call(); r != CUPTI_SUCCESS) return r;
     if (int(attr) != gtrace::cupti_v2::kAttrMultipleSubscriberState) return cuptiActivityGetAttribute(attr, valueSize, value);
     if (!valueSize || !value || *valueSize < 1) return ret(CUPTI_ERROR_INVALID_PARAMETER);
     *static_cast<uint8_t*>(value) = multiple_subscriber_state();

@@ -136,6 +136,8 @@ int active_subscribers();
 uint8_t multiple_subscriber_state(); // CUPTI_ACTIVITY_ATTR_MULTIPLE_SUBSCRIBER_STATE
 // An unversioned (V1) activity call: refused in multi-subscriber mode, else remembered.
 CUptiResult v1_call();
+// A subscriber-scoped (V2) activity call: refused once the unversioned API was used, else remembered.
+CUptiResult v2_call();
 bool others_want(CUpti_ActivityKind kind);
 inline bool wanted(CUpti_ActivityKind kind) { return kind_enabled(kind) || others_want(kind); }
 bool set_other_kind(CUpti_SubscriberHandle h, CUpti_ActivityKind kind, bool on);

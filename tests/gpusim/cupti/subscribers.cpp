@@ -22,7 +22,7 @@ struct Other {
 Other g_others[kMaxOtherSubscribers];
 std::mutex g_subscribe_mu;
 std::atomic<uint8_t> g_state{kNotSet};
-std::atomic<bool> g_v1_used{false};
+std::atomic<bool> g_v1_used{false}, g_v2_used{false};
 std::atomic<int> g_others_active{0}; // the hot paths look no further while it is 0
 
 bool option_on() {
@@ -51,9 +51,19 @@ Subscriber* subscriber_of(CUpti_SubscriberHandle h) {
     return nullptr;
 }
 
+// The usage guide: "When both V1 and V2 APIs are present in the same process, CUPTI returns the
+// error CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED". Read strictly: whichever family is used
+// first (successfully) is the process's, queries included — so that the suite fails if gtrace
+// ever makes a subscriber-scoped call in a process whose profiler uses the unversioned API.
 CUptiResult v1_call() {
-    if (g_state.load() == kMultiple) return ret(CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED);
+    if (g_state.load() == kMultiple || g_v2_used.load()) return ret(CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED);
     g_v1_used.store(true);
+    return CUPTI_SUCCESS;
+}
+
+CUptiResult v2_call() {
+    if (g_v1_used.load()) return ret(CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED);
+    g_v2_used.store(true);
     return CUPTI_SUCCESS;
 }
 
@@ -71,11 +81,13 @@ CUptiResult subscribe(CUpti_SubscriberHandle* out, CUpti_CallbackFunc fn, void* 
             snprintf(params->oldSubscriberName, params->oldSubscriberSize, "%s", holder);
         return ret(CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED);
     };
-    if (!v2 && g_state.load() == kMultiple) return refuse("CUPTI for gpusim client (multiple subscribers, V2 API)");
+    if (!v2 && (g_state.load() == kMultiple || g_v2_used.load())) return refuse("CUPTI for gpusim client (V2 API)");
+    if (v2 && g_v1_used.load()) return refuse("CUPTI for gpusim client (V1 API)");
     if (multiple) {
         // Not this CUDA/driver; the unversioned API used already; or the first chose one subscriber.
         if (!option_on() || g_v1_used.load() || g_state.load() == kSingle) return refuse("CUPTI for gpusim client");
         g_state.store(kMultiple);
+        g_v2_used.store(true);
         if (!subscriber().active.load() && !foreign_subscriber()) return take_first_subscriber(out, fn, user) ? CUPTI_SUCCESS : refuse("?");
         for (Other& o : g_others) {
             if (o.sub.active.load()) continue;
@@ -95,7 +107,7 @@ CUptiResult subscribe(CUpti_SubscriberHandle* out, CUpti_CallbackFunc fn, void* 
     if (g_state.load() == kMultiple) return refuse("CUPTI for gpusim client (multiple subscribers)");
     if (foreign_subscriber() || subscriber().active.load())
         return refuse(foreign_subscriber() ? "gpusim foreign subscriber" : "CUPTI for gpusim client");
-    if (!v2) g_v1_used.store(true);
+    (v2 ? g_v2_used : g_v1_used).store(true);
     g_state.store(kSingle);
     take_first_subscriber(out, fn, user);
     return CUPTI_SUCCESS;

@@ -263,20 +263,26 @@ std::string start_session(gt_agent_ring* ring, const SessionConfig& config) {
     gtrace_agent_announce(gtrace_agent_slots);
     // API records must name threads by their kernel tid (the default is pthread_self()).
     s.cupti.cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
-    s.api_kinds = s.ids_trimmed = s.foreign_subscriber = false;
-    s.alongside = multiple_subscribers_on(s.cupti);
-    if (s.alongside) {
-        std::lock_guard control(s.control);
-        s.trim = {};
-        if (std::string e = join_other_subscribers(s, ring, config.callbacks); !e.empty()) return e;
-        return enable_session_kinds(s, ring);
-    }
+    s.api_kinds = s.ids_trimmed = s.foreign_subscriber = s.alongside = false;
     // The job's own profiler shares CUPTI with the session from here (job_profiler.h).
     watch_job_cupti(s.cupti.handle, ring->cupti_path);
     share_cupti_begin(sharing_side());
     if (CUptiResult r = s.cupti.cuptiActivityRegisterCallbacks(on_buffer_requested, on_buffer_completed); r != CUPTI_SUCCESS) {
         share_cupti_end(false);
         restore_job_callbacks();
+        // Refused as the unversioned API is in multi-subscriber mode: join the mode. Asked only
+        // then, so that no subscriber-scoped call is ever made in a process that is not in it
+        // (CUPTI refuses the two APIs together: Kineto's later windows must keep working).
+        if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED && multiple_subscribers_on(s.cupti)) {
+            std::lock_guard control(s.control);
+            s.alongside = true;
+            {
+                std::lock_guard lock(s.ring_mutex);
+                s.trim = {};
+            }
+            if (std::string e = join_other_subscribers(s, ring, config.callbacks); !e.empty()) return e;
+            return enable_session_kinds(s, ring);
+        }
         return std::string(ring->cupti_path) + ": cuptiActivityRegisterCallbacks: " + result_text(r);
     }
     probe_open_window(); // no lock of the session's held: the job's callbacks may run in it
