@@ -84,20 +84,22 @@ GTSIM_EXPORT CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackReq
 }
 
 // The subscriber-scoped API (CUPTI 13.2+): the first subscriber's state, or another's.
-GTSIM_EXPORT CUptiResult cuptiActivityEnable_v2(CUpti_SubscriberHandle subscriber, CUpti_ActivityKind kind, CUpti_ActivityConfig*) {
+namespace {
+CUptiResult set_kind_of(CUpti_SubscriberHandle subscriber, CUpti_ActivityKind kind, bool on) {
     attach();
     if (CUptiResult r = v2_call(); r != CUPTI_SUCCESS) return r;
     if (!valid_kind(kind)) return ret(CUPTI_ERROR_INVALID_KIND);
-    if (subscriber_of(subscriber) == &gtsim::cupti::subscriber()) return set_kind(kind, true), CUPTI_SUCCESS;
-    return set_other_kind(subscriber, kind, true) ? CUPTI_SUCCESS : ret(CUPTI_ERROR_INVALID_PARAMETER);
+    if (subscriber_of(subscriber) == &gtsim::cupti::subscriber()) return set_kind(kind, on), CUPTI_SUCCESS;
+    return set_other_kind(subscriber, kind, on) ? CUPTI_SUCCESS : ret(CUPTI_ERROR_INVALID_PARAMETER);
+}
+} // namespace
+
+GTSIM_EXPORT CUptiResult cuptiActivityEnable_v2(CUpti_SubscriberHandle subscriber, CUpti_ActivityKind kind, CUpti_ActivityConfig*) {
+    return set_kind_of(subscriber, kind, true);
 }
 
 GTSIM_EXPORT CUptiResult cuptiActivityDisable_v2(CUpti_SubscriberHandle subscriber, CUpti_ActivityKind kind, CUpti_ActivityConfig*) {
-    attach();
-    if (CUptiResult r = v2_call(); r != CUPTI_SUCCESS) return r;
-    if (!valid_kind(kind)) return ret(CUPTI_ERROR_INVALID_KIND);
-    if (subscriber_of(subscriber) == &gtsim::cupti::subscriber()) return set_kind(kind, false), CUPTI_SUCCESS;
-    return set_other_kind(subscriber, kind, false) ? CUPTI_SUCCESS : ret(CUPTI_ERROR_INVALID_PARAMETER);
+    return set_kind_of(subscriber, kind, false);
 }
 
 GTSIM_EXPORT CUptiResult cuptiActivityRegisterCallbacks_v2(CUpti_SubscriberHandle subscriber,
