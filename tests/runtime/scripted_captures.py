@@ -15,7 +15,9 @@ GPU simulator). One job; one gtrace attach per option, each checked on the trace
 
 Usage: scripted_captures.py --build BUILD_DIR --source SOURCE_DIR"""
 import argparse
+import glob
 import json
+import tempfile
 import os
 import signal
 import subprocess
@@ -121,6 +123,21 @@ def check_start_at(gtrace, job, tmp):
     print(f"ok: start_at: two captures started 1 s apart recorded the same 2 steps from one --start-at")
 
 
+def steps_made(prefix):
+    """Steps the ranks finished so far: a line each in the demo's ground-truth logs (PREFIX.RANK)."""
+    return sum(sum(1 for _ in open(p)) for p in glob.glob(prefix + ".*"))
+
+
+def wait_for_steps(prefix, since, count, what):
+    """Waits until the ranks made `count` steps more than `since` (a loaded host runs the job in
+    fits: a fixed wait can hold no step at all)."""
+    deadline = time.time() + 60
+    while steps_made(prefix) < since + count:
+        if time.time() > deadline:
+            fail(f"--trigger: the job made fewer than {count} steps in 60 s {what}")
+        time.sleep(0.1)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", required=True)
@@ -129,7 +146,9 @@ def main():
     require_root()
     gtrace = os.path.join(a.build, "gtrace")
     train = os.path.join(os.path.abspath(a.source), "demo/train.py")
-    with demo_job(a.build, a.source, "balanced", 29655) as (job, tmp):
+    truth_dir = tempfile.TemporaryDirectory()
+    truth = os.path.join(truth_dir.name, "steps")  # the job's own log of its steps (demo/train.py)
+    with demo_job(a.build, a.source, "balanced", 29655, env_extra={"GTRACE_TRUTH_LOG": truth}) as (job, tmp):
         # --steps 3:5, which also serves the range checks.
         out = os.path.join(tmp, "steps.json")
         summary_path = os.path.join(tmp, "summary.json")
@@ -212,19 +231,29 @@ def main():
             fail("--trigger: gtrace did not attach within 120 s")
         if not agents.wait(120):
             fail("--trigger: the ranks' GPU agents did not answer within 120 s")
+        # Steps made before the first signal (left out), and steps inside the window: counted by
+        # the job itself, not assumed from a wait.
+        before = steps_made(truth)
         time.sleep(1)  # recording nothing
+        wait_for_steps(truth, before, 2, "before the first signal")
         g.send_signal(signal.SIGUSR1)
+        opened = time.monotonic()
+        inside = steps_made(truth)
         time.sleep(2)
+        wait_for_steps(truth, inside, 2, "after the first signal")
         g.send_signal(signal.SIGUSR1)
+        between = time.monotonic() - opened
         if g.wait(timeout=60) != 0:
             fail("--trigger: gtrace failed")
         trace, events = load(out)
         facts = trace["otherData"]["capture_script"]
         span = (facts["window_close_ns"] - facts["window_open_ns"]) / 1e9
-        if not trace["otherData"]["stop_reason"].startswith("stopped by the trigger") or not 1.8 < span < 2.6:
-            fail(f"--trigger: {trace['otherData']['stop_reason']}, window {span:.2f} s")
-        if facts["events_outside_window"] == 0 or not events:
-            fail("--trigger: nothing was left out before the first signal, or nothing recorded after it")
+        if not trace["otherData"]["stop_reason"].startswith("stopped by the trigger") or not 1.8 < span < between + 0.6:
+            fail(f"--trigger: {trace['otherData']['stop_reason']}, window {span:.2f} s (signals {between:.2f} s apart)")
+        if facts["events_outside_window"] == 0:
+            fail("--trigger: nothing was left out before the first signal (the job made steps then)")
+        if not events:
+            fail("--trigger: nothing recorded between the signals (the job made steps then)")
         if any(e["ts"] * 1000 < facts["window_open_ns"] - 1000 for e in events if "ts" in e):
             fail("--trigger: an event from before the first signal")
         print(f"ok: trigger: recorded {span:.2f} s between the two signals, {facts['events_outside_window']} events left out before")
