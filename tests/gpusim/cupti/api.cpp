@@ -100,8 +100,7 @@ bool valid_domain(CUpti_CallbackDomain d) { return d > CUPTI_CB_DOMAIN_INVALID &
 
 } // namespace
 
-bool gtsim::cupti::take_first_subscriber(CUpti_SubscriberHandle* out, CUpti_CallbackFunc fn, void* user) {
-    Subscriber& s = subscriber();
+bool gtsim::cupti::take_subscriber(Subscriber& s, CUpti_SubscriberHandle* out, CUpti_CallbackFunc fn, void* user) {
     std::lock_guard lk(s.mu);
     if (s.active.load()) return false;
     s.fn = fn;

@@ -125,8 +125,8 @@ struct Subscriber {
 Subscriber& subscriber(); // the first
 void unsubscribe_all();  // the first's subscription ends
 bool foreign_subscriber(); // GTSIM_CUPTI_FOREIGN_SUBSCRIBER=1: another tool holds the callbacks
-// The first subscriber's slot taken (api.cpp); false when held.
-bool take_first_subscriber(CUpti_SubscriberHandle* out, CUpti_CallbackFunc fn, void* user);
+// A subscriber's slot taken, nothing enabled (api.cpp); false when held.
+bool take_subscriber(Subscriber& s, CUpti_SubscriberHandle* out, CUpti_CallbackFunc fn, void* user);
 
 // Subscribers (subscribers.cpp): the first, and others in CUPTI 13.3's multi-subscriber mode.
 CUptiResult subscribe(CUpti_SubscriberHandle* out, CUpti_CallbackFunc fn, void* user, const void* params, bool v2);

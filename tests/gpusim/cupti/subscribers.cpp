@@ -88,18 +88,13 @@ CUptiResult subscribe(CUpti_SubscriberHandle* out, CUpti_CallbackFunc fn, void* 
         if (!option_on() || g_v1_used.load() || g_state.load() == kSingle) return refuse("CUPTI for gpusim client");
         g_state.store(kMultiple);
         g_v2_used.store(true);
-        if (!subscriber().active.load() && !foreign_subscriber()) return take_first_subscriber(out, fn, user) ? CUPTI_SUCCESS : refuse("?");
+        if (!subscriber().active.load() && !foreign_subscriber()) return take_subscriber(subscriber(), out, fn, user) ? CUPTI_SUCCESS : refuse("?");
         for (Other& o : g_others) {
             if (o.sub.active.load()) continue;
-            std::lock_guard slk(o.sub.mu);
-            o.sub.fn = fn, o.sub.user = user;
-            for (auto& e : o.sub.runtime) e.store(false);
-            for (auto& e : o.sub.driver) e.store(false);
             for (auto& k : o.kinds) k.store(false);
             if (!o.buffers) o.buffers = Buffers::create();
-            o.sub.active.store(true);
+            take_subscriber(o.sub, out, fn, user);
             ++g_others_active;
-            *out = handle_of(o.sub);
             return CUPTI_SUCCESS;
         }
         return ret(CUPTI_ERROR_MAX_LIMIT_REACHED);
@@ -109,7 +104,7 @@ CUptiResult subscribe(CUpti_SubscriberHandle* out, CUpti_CallbackFunc fn, void* 
         return refuse(foreign_subscriber() ? "gpusim foreign subscriber" : "CUPTI for gpusim client");
     (v2 ? g_v2_used : g_v1_used).store(true);
     g_state.store(kSingle);
-    take_first_subscriber(out, fn, user);
+    take_subscriber(subscriber(), out, fn, user);
     return CUPTI_SUCCESS;
 }
 
