@@ -86,6 +86,15 @@ struct {
 	__type(value, __u8);
 } py_stacks_sent SEC(".maps");
 
+/* Stack definitions, in a ring of their own with a wakeup each: userspace reads a definition's
+ * code objects from the live process, so a reader of its own takes them at once, however far
+ * behind the capture loop is with the other events (a process may exit 50 ms after its last
+ * call). Shared like py_stacks_sent. */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 22);
+} py_stack_defs SEC(".maps");
+
 #define GT_HASH_MUL 0x9e3779b97f4a7c15ull
 
 /* Where the frame's bytes [addr, addr + len) can be read, or NULL: in the window when it holds
@@ -223,7 +232,7 @@ static __always_inline __u64 gt_python_stack(const struct gt_py_layout *l, __u32
 		__u32 n = e->nframes;
 		if (n > GT_PY_MAX_FRAMES)
 			n = GT_PY_MAX_FRAMES;
-		if (bpf_ringbuf_output(&events, e, GT_PY_STACK_HEADER + n * sizeof(struct gt_py_frame), gt_submit_flags())) {
+		if (bpf_ringbuf_output(&py_stack_defs, e, GT_PY_STACK_HEADER + n * sizeof(struct gt_py_frame), BPF_RB_FORCE_WAKEUP)) {
 			gt_count(GT_EV_PYSTACK); /* the events that name this id show no frames */
 			return hash;
 		}

@@ -34,4 +34,11 @@ Result<void> join_session(Skeleton* skel, const Proc* proc) {
                        {skel->maps.agent_slots, proc->maps.agent_slots}});
 }
 
+// An object that walks Python stacks shares the table of stacks sent and the ring their
+// definitions go to with the CUDA object (`stacks`), which owns both.
+template <typename Skeleton, typename StackMaps>
+Result<void> join_stack_maps(Skeleton* skel, const StackMaps& stacks) {
+    return share_maps({{skel->maps.py_stacks_sent, stacks.py_stacks_sent()}, {skel->maps.py_stack_defs, stacks.py_stack_defs()}});
+}
+
 } // namespace gtrace

@@ -154,7 +154,7 @@ Result<void> BpfSession::load_torch_ranges() {
     torch_ = gtrace_torch_ranges__open();
     if (!torch_) return bpf_error("opening the PyTorch range BPF object", errno);
     if (auto r = join_session(torch_, proc_); !r) return r;
-    if (auto r = share_maps({{torch_->maps.py_stacks_sent, cuda_->py_stacks_sent()}}); !r) return r;
+    if (auto r = join_stack_maps(torch_, *cuda_); !r) return r;
     if (cuda_->mode() != CudaProbeMode::PerProbe)
         bpf_program__set_expected_attach_type(torch_->progs.torch_range_probe, static_cast<bpf_attach_type>(kTraceUprobeMulti));
     if (int err = gtrace_torch_ranges__load(torch_)) return bpf_error("loading the PyTorch range BPF program", err);
@@ -175,7 +175,7 @@ Result<void> BpfSession::start_sampling(uint32_t hz) {
     sampling_ = gtrace_sampling__open();
     if (!sampling_) return bpf_error("opening the sampling BPF object", errno);
     if (auto r = join_session(sampling_, proc_); !r) return r;
-    if (auto r = share_maps({{sampling_->maps.py_stacks_sent, cuda_->py_stacks_sent()}}); !r) return r;
+    if (auto r = join_stack_maps(sampling_, *cuda_); !r) return r;
     if (int err = gtrace_sampling__load(sampling_)) return bpf_error("loading the sampling BPF program", err);
     int ncpu = libbpf_num_possible_cpus();
     for (int cpu = 0; cpu < ncpu; ++cpu) {
@@ -205,7 +205,7 @@ Result<void> BpfSession::start_off_cpu() {
     offcpu_ = gtrace_offcpu__open();
     if (!offcpu_) return bpf_error("opening the off-CPU BPF object", errno);
     if (auto r = join_session(offcpu_, proc_); !r) return r;
-    if (auto r = share_maps({{offcpu_->maps.py_stacks_sent, cuda_->py_stacks_sent()}}); !r) return r;
+    if (auto r = join_stack_maps(offcpu_, *cuda_); !r) return r;
     if (int err = gtrace_offcpu__load(offcpu_)) return bpf_error("loading the off-CPU BPF program", err);
     if (int err = gtrace_offcpu__attach(offcpu_)) return bpf_error("attaching the sched_switch program (off-CPU time)", err);
     return {};
@@ -302,6 +302,7 @@ Result<UprobeLink> BpfSession::attach_agent_probe(const std::string& path, uint6
 
 
 int BpfSession::ring_buffer_fd() const { return bpf_map__fd(proc_->maps.events); }
+int BpfSession::py_stack_ring_fd() const { return bpf_map__fd(cuda_->py_stack_defs()); }
 
 std::array<uint64_t, GT_CNT_COUNT> BpfSession::read_counters() const {
     std::array<uint64_t, GT_CNT_COUNT> totals{};

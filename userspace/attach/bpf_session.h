@@ -93,6 +93,7 @@ public:
                                                        const std::vector<ApiProbeSite>& sites);
 
     int ring_buffer_fd() const;
+    int py_stack_ring_fd() const; // Python stack definitions (bpf/pystack.bpf.h): read on their own
     // Sum over CPUs of every counter in enum gt_counter (loss per event class and the others).
     std::array<uint64_t, GT_CNT_COUNT> read_counters() const;
     bool mmap_notifications() const { return mmap_link_ != nullptr; }

@@ -62,6 +62,7 @@ bpf_program* CudaObject::entry() const { return session_ ? session_->progs.cuda_
 bpf_program* CudaObject::exit() const { return session_ ? nullptr : classic_->progs.cuda_api_exit; }
 bpf_program* CudaObject::announce() const { return session_ ? session_->progs.agent_announce : classic_->progs.agent_announce; }
 bpf_map* CudaObject::py_stacks_sent() const { return session_ ? session_->maps.py_stacks_sent : classic_->maps.py_stacks_sent; }
+bpf_map* CudaObject::py_stack_defs() const { return session_ ? session_->maps.py_stack_defs : classic_->maps.py_stack_defs; }
 
 std::vector<bpf_program*> CudaObject::programs() const {
     if (session_) return {session_->progs.cuda_api_session, session_->progs.agent_announce};

@@ -34,6 +34,7 @@ public:
     bpf_program* exit() const;   // null in Session mode
     bpf_program* announce() const;
     bpf_map* py_stacks_sent() const;
+    bpf_map* py_stack_defs() const; // the ring Python stack definitions go to
     std::vector<bpf_program*> programs() const;
 
 private:

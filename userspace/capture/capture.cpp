@@ -84,6 +84,9 @@ Result<std::unique_ptr<Capture>> Capture::attach(const CaptureOptions& options) 
     auto reader = RingReader::open(c->bpf_->ring_buffer_fd(), *c);
     if (!reader) return reader.error();
     c->reader_.emplace(std::move(*reader));
+    auto definitions = StackDefinitions::start(c->bpf_->py_stack_ring_fd(), c->stacks_);
+    if (!definitions) return definitions.error();
+    c->stack_definitions_ = std::move(*definitions);
     if (auto r = c->gpu_.start(); !r) return r.error();
     if (c->agents_) c->agents_->set_on_adopted([calls = &c->calls_](uint32_t pid) { calls->agent_adopted(pid); });
 

@@ -18,6 +18,7 @@
 #include "capture/process_events.h"
 #include "capture/range_events.h"
 #include "capture/sample_events.h"
+#include "capture/stack_definitions.h"
 #include "analyze/live_trace.h"
 #include "collect/ring_reader.h"
 #include "foundation/result.h"
@@ -98,6 +99,7 @@ private:
     RangeEvents ranges_{stacks_, backward_, autograd_, collective_counts_, writer_, script_};
     std::unique_ptr<FlightDumps> flight_; // --flight-recorder
     std::optional<RingReader> reader_;
+    std::unique_ptr<StackDefinitions> stack_definitions_; // into stacks_, on a thread of its own (after it: stopped first)
     RegisteredCapture registration_; // lists the partial trace if this gtrace is killed
     std::optional<CaptureRegistry> publisher_; // where the collective counts go (opened at the first)
     bool publish_failed_ = false;

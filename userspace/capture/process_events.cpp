@@ -137,13 +137,16 @@ Result<void> ProcessEvents::scan(int pid) {
 void ProcessEvents::detect_python(int pid, const std::vector<Mapping>& maps) {
     PythonDetection d = gtrace::detect_python(pid, maps, s_.target_files);
     if (d.runtime) {
+        // The symbolizer first: BPF walks the stacks from the next call on, and their definitions
+        // are read on a thread of their own (capture/stack_definitions.h).
+        s_.python_frames.set_runtime(static_cast<uint32_t>(pid), *d.runtime);
         auto r = s_.bpf.set_python_layout(static_cast<uint32_t>(pid), d.runtime->layout);
         if (!r) {
+            s_.python_frames.forget_process(static_cast<uint32_t>(pid));
             s_.errors.defer(r.error());
             return;
         }
         calls_.set_python_layout(static_cast<uint32_t>(pid), *r);
-        s_.python_frames.set_runtime(static_cast<uint32_t>(pid), *d.runtime);
         // Test only: tells a case when this image's calls carry their Python stacks, so that it
         // waits for that rather than for a time.
         if (GTRACE_TEST_HOOK("SAY_PYTHON")) print_safe(stderr, "gtrace-test: Python stacks ready in pid {}\n", pid);

@@ -80,6 +80,14 @@ int RingReader::poll(int timeout_ms) {
     return consumed;
 }
 
+int RingReader::wait_fd() const { return ring_buffer__epoll_fd(rb_); }
+
+int RingReader::consume() {
+    context_->budget = -1;
+    int n = static_cast<int>(ring_buffer__consume(rb_));
+    return n < 0 ? 0 : n;
+}
+
 bool RingReader::drain(std::chrono::milliseconds limit) {
     const auto until = std::chrono::steady_clock::now() + limit;
     bool emptied = false;

@@ -49,6 +49,12 @@ public:
     // sink empties it would keep a drain going forever. Returns false when the limit cut it short.
     bool drain(std::chrono::milliseconds limit);
 
+    // For a reader that waits apart from reading (another thread's wait, a lock around reads):
+    // the fd to wait on, readable when records were submitted with a wakeup; and a read of all
+    // that is there now, without waiting. Returns records consumed.
+    int wait_fd() const;
+    int consume();
+
     static constexpr int kRecordsPerPoll = 1 << 16;
 
 private:

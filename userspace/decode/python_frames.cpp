@@ -117,9 +117,25 @@ int line_from_locations(const std::string& t, int firstlineno, uint64_t offset) 
     return clamp_line(line);
 }
 
-void PythonFrames::set_runtime(uint32_t pid, const PythonRuntime& rt) { processes_[pid] = Process{rt, {}}; }
+void PythonFrames::set_runtime(uint32_t pid, const PythonRuntime& rt) {
+    std::lock_guard lock(mutex_);
+    processes_[pid] = Process{rt, {}};
+}
 
-void PythonFrames::forget_process(uint32_t pid) { processes_.erase(pid); }
+void PythonFrames::forget_process(uint32_t pid) {
+    std::lock_guard lock(mutex_);
+    processes_.erase(pid);
+}
+
+bool PythonFrames::has_runtime(uint32_t pid) const {
+    std::lock_guard lock(mutex_);
+    return processes_.contains(pid);
+}
+
+uint64_t PythonFrames::torn_stacks() const {
+    std::lock_guard lock(mutex_);
+    return torn_;
+}
 
 void PythonFrames::revalidate(uint32_t pid, Process& p, const gt_py_stack_event& e) {
     // A freed code object's memory may hold another one now: its type and first line must still
@@ -161,6 +177,7 @@ const PythonFrames::Code* PythonFrames::code_at(Process& p, uint32_t pid, uint64
 }
 
 std::vector<PyFrame> PythonFrames::symbolize(const gt_py_stack_event& e) {
+    std::lock_guard lock(mutex_);
     auto it = processes_.find(e.pid);
     if (it == processes_.end()) return {};
     Process& p = it->second;

@@ -4,6 +4,7 @@
 // version's line table format.
 #pragma once
 #include <cstdint>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -27,18 +28,19 @@ int line_from_lnotab(const std::string& table, int firstlineno, uint64_t offset)
 int line_from_linetable(const std::string& table, int firstlineno, uint64_t offset); // 3.10
 int line_from_locations(const std::string& table, int firstlineno, uint64_t offset); // 3.11+
 
+// Thread-safe (one lock): stacks may be symbolized on a thread of their own.
 class PythonFrames final : public ProcessObserver {
 public:
     void set_runtime(uint32_t pid, const PythonRuntime& rt);
     void forget_process(uint32_t pid);
     void process_exec(uint32_t pid) override { forget_process(pid); }
     void process_exited(uint32_t pid) override { forget_process(pid); }
-    bool has_runtime(uint32_t pid) const { return processes_.contains(pid); }
+    bool has_runtime(uint32_t pid) const;
 
     // Symbolized stack of a complete walk, innermost first; empty if any frame could not be read
     // consistently (a torn read is dropped, never shown).
     std::vector<PyFrame> symbolize(const gt_py_stack_event& e);
-    uint64_t torn_stacks() const { return torn_; }
+    uint64_t torn_stacks() const;
 
 private:
     struct Code {
@@ -53,6 +55,7 @@ private:
     const Code* code_at(Process& p, uint32_t pid, uint64_t addr);
     void revalidate(uint32_t pid, Process& p, const gt_py_stack_event& e);
 
+    mutable std::mutex mutex_;
     std::unordered_map<uint32_t, Process> processes_;
     uint64_t torn_ = 0;
 };

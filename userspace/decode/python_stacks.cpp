@@ -19,20 +19,44 @@ PyStackRef make_py_stack(std::vector<PyFrame> frames, bool truncated) {
 }
 
 void PythonStacks::define(const gt_py_stack_event& e) {
+    if (!symbolizer_.has_runtime(e.pid)) return;
     // A torn stack is remembered as null: its id names no frames we could trust.
-    by_pid_[e.pid][e.id] = make_py_stack(symbolizer_.symbolize(e), e.truncated != 0);
+    PyStackRef stack = make_py_stack(symbolizer_.symbolize(e), e.truncated != 0);
+    std::lock_guard lock(mutex_);
+    by_pid_[e.pid][e.id] = std::move(stack);
 }
 
 PyStackRef PythonStacks::find(uint32_t pid, uint64_t id) {
     if (!id) return nullptr;
+    auto defined = [&] {
+        std::lock_guard lock(mutex_);
+        auto p = by_pid_.find(pid);
+        return p != by_pid_.end() && p->second.contains(id);
+    };
+    // BPF submits a definition before the first event naming it: once that event is read, the
+    // definition is in its ring, read or not.
+    if (!defined() && pending_) pending_();
+    std::lock_guard lock(mutex_);
     auto p = by_pid_.find(pid);
-    if (p != by_pid_.end())
-        if (auto it = p->second.find(id); it != p->second.end()) return it->second;
-    ++unknown_;
-    return nullptr;
+    if (p == by_pid_.end() || !p->second.contains(id)) {
+        ++unknown_;
+        return nullptr;
+    }
+    return p->second.at(id);
+}
+
+void PythonStacks::forget_process(uint32_t pid) {
+    std::lock_guard lock(mutex_);
+    by_pid_.erase(pid);
+}
+
+uint64_t PythonStacks::unknown_ids() const {
+    std::lock_guard lock(mutex_);
+    return unknown_;
 }
 
 size_t PythonStacks::size() const {
+    std::lock_guard lock(mutex_);
     size_t n = 0;
     for (const auto& [pid, stacks] : by_pid_) n += stacks.size();
     return n;

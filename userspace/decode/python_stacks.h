@@ -3,7 +3,9 @@
 // arrives — its code objects are alive then — and shared by every event that names it.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -26,24 +28,31 @@ using PyStackRef = std::shared_ptr<const PyStack>;
 // A stack from its frames (innermost first): texts and source worked out; null if no frames.
 PyStackRef make_py_stack(std::vector<PyFrame> frames, bool truncated);
 
+// Thread-safe: definitions may be read on a thread of their own (capture/stack_definitions.h)
+// while the capture loop names them.
 class PythonStacks final : public ProcessObserver {
 public:
     explicit PythonStacks(PythonFrames& symbolizer) : symbolizer_(symbolizer) {}
 
-    // A stack's first sighting: symbolize and keep it (a torn stack is kept as unknown).
+    // A stack's first sighting: symbolize and keep it (a torn stack is kept as unknown). Nothing
+    // is kept for a process without a known interpreter (forgotten: it exited).
     void define(const gt_py_stack_event& e);
     // The stack an event named; null for id 0, a torn stack, or an id whose definition was lost.
+    // An id not defined yet first has `pending` read (definitions not taken yet, elsewhere).
     PyStackRef find(uint32_t pid, uint64_t id);
+    void set_pending(std::function<void()> pending) { pending_ = std::move(pending); }
     // The process exec'ed or exited: its ids mean nothing any more.
-    void forget_process(uint32_t pid) { by_pid_.erase(pid); }
+    void forget_process(uint32_t pid);
     void process_exec(uint32_t pid) override { forget_process(pid); }
     void process_exited(uint32_t pid) override { forget_process(pid); }
 
-    uint64_t unknown_ids() const { return unknown_; } // events naming an id never defined (lost)
+    uint64_t unknown_ids() const; // events naming an id never defined (lost)
     size_t size() const;
 
 private:
     PythonFrames& symbolizer_;
+    std::function<void()> pending_;
+    mutable std::mutex mutex_; // by_pid_ and unknown_; never held while pending_ runs
     std::unordered_map<uint32_t, std::unordered_map<uint64_t, PyStackRef>> by_pid_;
     uint64_t unknown_ = 0;
 };
