@@ -198,6 +198,11 @@ int enable_work_callbacks(Session& s) {
 
 } // namespace
 
+void unsubscribe(Session& s) {
+    if (s.subscriber) s.cupti.cuptiUnsubscribe(s.subscriber);
+    s.subscriber = nullptr;
+}
+
 bool begin_work_callbacks(Session& s, gt_agent_ring* ring) {
     g_session_generation.fetch_add(1, std::memory_order_relaxed);
     reset_call_capture();
@@ -224,8 +229,7 @@ std::string enable_session_kinds(Session& s, gt_agent_ring* ring) {
         std::string why = std::string(ring->cupti_path) + " (the CUPTI found for this process's CUDA) refused "
                           "cuptiActivityEnable(CONCURRENT_KERNEL): " + result_text(r) + "; use --cupti to name the right one";
         if (s.alongside) {
-            s.cupti.cuptiUnsubscribe(s.subscriber);
-            s.subscriber = nullptr;
+            unsubscribe(s);
             return why;
         }
         share_cupti_end(s.foreign_subscriber);
@@ -330,10 +334,7 @@ void stop_session() {
     const bool alongside = s.alongside;
     {
         std::lock_guard control(s.control);
-        if (s.subscriber && !alongside) {
-            s.cupti.cuptiUnsubscribe(s.subscriber);
-            s.subscriber = nullptr;
-        }
+        if (!alongside) unsubscribe(s);
         if (s.callbacks_on) {
             // Calls in flight now will never show their end (no exit callback, and gtrace stops
             // reading): their GPU ops are past the capture's end. Left out, and counted.
@@ -363,8 +364,7 @@ void stop_session() {
     s.cupti.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED); // the job's buffers go back to it in this
     if (alongside) { // flushed first, as CUPTI asks; no finalize: the other subscribers go on
         std::lock_guard control(s.control);
-        if (s.subscriber) s.cupti.cuptiUnsubscribe(s.subscriber);
-        s.subscriber = nullptr;
+        unsubscribe(s);
         s.alongside = false;
     } else {
         restore_job_callbacks();

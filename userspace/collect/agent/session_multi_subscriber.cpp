@@ -28,8 +28,7 @@ std::string join_other_subscribers(Session& s, gt_agent_ring* ring, bool callbac
     }
     r = s.cupti.cuptiActivityRegisterCallbacks_v2(s.subscriber, on_buffer_requested_v2, on_buffer_completed_v2);
     if (r != CUPTI_SUCCESS) {
-        s.cupti.cuptiUnsubscribe(s.subscriber);
-        s.subscriber = nullptr;
+        unsubscribe(s);
         return std::string(ring->cupti_path) + ": cuptiActivityRegisterCallbacks_v2: " + result_text(r);
     }
     __atomic_or_fetch(&ring->flags, GT_AGENT_MULTI_SUBSCRIBER, __ATOMIC_RELEASE);

@@ -29,8 +29,7 @@ bool yield_callbacks_to_job() {
     Session& s = the_session();
     std::lock_guard control(s.control);
     if (!s.subscriber) return false;
-    s.cupti.cuptiUnsubscribe(s.subscriber);
-    s.subscriber = nullptr;
+    unsubscribe(s);
     s.callbacks_on = false; // the slots go stale: nothing to trim at the stop by them
     uint8_t calls = GT_YIELD_CALLS_UNCHANGED;
     gt_agent_ring* ring = session_ring();

@@ -90,6 +90,8 @@ std::string driver_unusable();
 void CUPTIAPI on_api_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data);
 void CUPTIAPI on_buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records);
 void CUPTIAPI on_buffer_completed(CUcontext context, uint32_t stream, uint8_t* buffer, size_t size, size_t valid);
+// The session's subscription ends, if it has one (its handle is forgotten: CUPTI may reuse it).
+void unsubscribe(Session& s);
 // The callbacks of every GPU-work API switched on for a new subscription; false: CUPTI names none.
 bool begin_work_callbacks(Session& s, gt_agent_ring* ring);
 // The session as a subscriber of its own beside the one that chose multi-subscriber mode
