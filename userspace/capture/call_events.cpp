@@ -167,12 +167,13 @@ void CallEvents::on_agent_call(uint32_t pid, const gt_gpu_header& h) {
     call.by_agent = true;
     call.stack = s_.stacks.find(pid, c.py_stack);
     ++agent_calls_;
+    agent_call_pids_.insert(pid);
     take(call);
 }
 
 nlohmann::json CallEvents::facts() const {
     nlohmann::json pids = nlohmann::json::array();
-    for (const auto& [pid, since] : calls_since_) pids.push_back(pid);
+    for (uint32_t pid : agent_call_pids_) pids.push_back(pid);
     const AgentTotals totals = s_.agents ? s_.agents->totals() : AgentTotals{};
     return {{"mode", s_.options.agent_calls && s_.agents ? "agent" : "uprobes"},
             {"calls_by_agent", agent_calls_},
@@ -189,7 +190,7 @@ nlohmann::json CallEvents::facts() const {
 void CallEvents::print_summary() const {
     if (agent_calls_ || !calls_since_.empty())
         print_safe(stderr, "  calls recorded by the agent (CUPTI {}) in {} processes: {}; by uprobes: {}; uprobes {} at the end\n",
-                   s_.agents && s_.agents->totals().calls_from_records ? "API records" : "callbacks", calls_since_.size(),
+                   s_.agents && s_.agents->totals().calls_from_records ? "API records" : "callbacks", agent_call_pids_.size(),
                    agent_calls_, uprobe_calls_, s_.cuda_probes.attached() ? "on" : "off");
 }
 

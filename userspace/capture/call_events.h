@@ -72,6 +72,7 @@ private:
     Uses s_;
     std::map<uint32_t, gt_py_layout> py_layouts_; // as BPF has them (with their epoch), for the agents
     std::set<uint32_t> requested_calls_;          // agents asked to record calls
+    std::set<uint32_t> agent_call_pids_;          // processes with a call the agent recorded, exited ones too
     std::map<uint32_t, uint64_t> calls_since_;    // agents recording calls, since (CLOCK_MONOTONIC)
     std::map<uint32_t, uint64_t> calls_until_;    //   and until, for those that stopped (CUPTI's callbacks given up)
     std::chrono::steady_clock::time_point last_sources_update_{};
