@@ -93,9 +93,14 @@ enum gt_comm_phase {
  *   ncclBcast(buff, count, datatype, root, comm, stream)
  *   ncclReduce(sendbuff, recvbuff, count, datatype, op, root, comm, stream)
  *   ncclSend(sendbuff, count, datatype, peer, comm, stream), ncclRecv(recvbuff, …) alike
+ *   ncclAlltoAll(sendbuff, recvbuff, count, datatype, comm, stream): count to each rank (2.28+)
+ *   ncclGather(sendbuff, recvbuff, count, datatype, root, comm, stream), ncclScatter alike (2.28+)
  *   ncclCommInitRank(ncclComm_t* comm, nranks, ncclUniqueId commId, rank): the 128-byte id goes
  *     on the stack, so rank is the third register; the communicator is read through the pointer
  *     at the return (GT_NCCL_COMM_OUT), and nranks and rank go in count and peer.
+ *   ncclCommInitRankScalable(ncclComm_t* newcomm, nranks, myrank, nId, commIds, config): alike.
+ * (PyTorch 2.15's libtorch_cuda.so imports ncclAlltoAll, ncclGather and ncclCommInitRankScalable;
+ * ncclCommSplit and ncclCommShrink too, whose new communicator's size is no argument: not probed.)
  * Group calls (ncclGroupStart/End) queue the calls between them; the outermost ncclGroupEnd
  * launches their kernels ("Group Calls", NCCL's user guide). */
 #define GT_NCCL_ARGS(count, type, redop, peer, comm, stream) \
@@ -110,10 +115,14 @@ enum gt_comm_phase {
 	X(REDUCE, "Reduce", GT_NCCL_ARGS(3, 4, 5, 6, 7, 8))                          \
 	X(SEND, "Send", GT_NCCL_ARGS(2, 3, 0, 4, 5, 6))                              \
 	X(RECV, "Recv", GT_NCCL_ARGS(2, 3, 0, 4, 5, 6))                              \
+	X(ALL_TO_ALL, "AlltoAll", GT_NCCL_ARGS(3, 4, 0, 0, 5, 6))                    \
+	X(GATHER, "Gather", GT_NCCL_ARGS(3, 4, 0, 5, 6, 7))                          \
+	X(SCATTER, "Scatter", GT_NCCL_ARGS(3, 4, 0, 5, 6, 7))                        \
 	X(GROUP_START, "GroupStart", 0)                                              \
 	X(GROUP_END, "GroupEnd", 0)                                                  \
 	X(COMM_INIT_RANK, "CommInitRank", GT_NCCL_ARGS(2, 0, 0, 3, 1, 0) | GT_NCCL_COMM_OUT) \
-	X(COMM_INIT_RANK_CONFIG, "CommInitRankConfig", GT_NCCL_ARGS(2, 0, 0, 3, 1, 0) | GT_NCCL_COMM_OUT)
+	X(COMM_INIT_RANK_CONFIG, "CommInitRankConfig", GT_NCCL_ARGS(2, 0, 0, 3, 1, 0) | GT_NCCL_COMM_OUT) \
+	X(COMM_INIT_RANK_SCALABLE, "CommInitRankScalable", GT_NCCL_ARGS(2, 0, 0, 3, 1, 0) | GT_NCCL_COMM_OUT)
 
 enum gt_nccl_api {
 	GT_NCCL_UNKNOWN = 0,

@@ -29,6 +29,9 @@ for _ in range(steps):
         lib.ncclSend(none, size_t(5), BFLOAT16, 1, none, none),
         lib.ncclRecv(none, size_t(6), INT32, 3, none, none),
         lib.ncclGroupEnd(),
+        lib.ncclAlltoAll(none, none, size_t(300), FLOAT16, none, none),
+        lib.ncclGather(none, none, size_t(40), INT32, 2, none, ctypes.c_void_p(0x6000)),
+        lib.ncclScatter(none, none, size_t(50), UINT8, 1, none, none),
     ]
     assert results[0] == 4, results  # ncclInvalidArgument: the null communicator
     time.sleep(0.01)

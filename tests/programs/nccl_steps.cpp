@@ -13,11 +13,16 @@
 //   ncclReduceScatter  recvcount C/R floats (ncclFloat32, ncclSum)
 //   ncclBroadcast      C bytes (ncclUint8, root 0)
 //   ncclGroupStart; ncclSend C/2 floats to peer (rank+1)%R; ncclRecv C/2 floats from it; ncclGroupEnd
+//   and on a second communicator of 2 ranks (this one rank%2), made with ncclCommInitRankScalable
+//   (NCCL 2.28+, as PyTorch 2.15 may):
+//   ncclAlltoAll       C/(8R) floats to each rank
+//   ncclGather         C/(16R) floats to root 0;  ncclScatter alike
 //   cudaStreamSynchronize
 // Defaults: C = 1<<20, R = 4. At the end prints "GTRACE_NCCL {json}": every NCCL call made, by name,
 // with its calls and the bytes per call as nccl-tests counts them (AllReduce, Broadcast, Reduce,
-// Send, Recv: count*size; AllGather: sendcount*size*nranks; ReduceScatter: recvcount*size*nranks),
-// the kernels the library launched by name, the steps, the communicator's nranks and rank.
+// Send, Recv: count*size; AllGather: sendcount*size*nranks; ReduceScatter: recvcount*size*nranks;
+// AlltoAll, Gather, Scatter: count*size*nranks of their communicator), the kernels the library
+// launched by name, the steps, the first communicator's nranks and rank.
 #include <nccl.h>
 static_assert(NCCL_VERSION_CODE == GTSIM_NCCL_VERSION_CODE, "not the nccl.h CMake chose (tests/gpusim/CMakeLists.txt)");
 #include <sys/stat.h>
@@ -94,8 +99,8 @@ int main(int argc, char** argv) {
             return 2;
         }
     }
-    if (nranks < 1 || count < size_t(2 * nranks)) {
-        fprintf(stderr, "nccl_steps: need --ranks >= 1 and --count >= 2 * ranks\n");
+    if (nranks < 1 || count < size_t(16 * nranks)) {
+        fprintf(stderr, "nccl_steps: need --ranks >= 1 and --count >= 16 * ranks\n");
         return 2;
     }
     const char* env_rank = getenv("RANK");
@@ -121,12 +126,18 @@ int main(int argc, char** argv) {
     t.check("ncclCommInitRank", ncclCommInitRank(&comm, nranks, id, rank));
     int comm_ranks = 0;
     t.check("ncclCommCount", ncclCommCount(comm, &comm_ranks));
+    ncclUniqueId pair_id;
+    t.check("ncclGetUniqueId", ncclGetUniqueId(&pair_id));
+    ncclComm_t pair = nullptr;
+    const int pair_ranks = 2;
+    t.check("ncclCommInitRankScalable", ncclCommInitRankScalable(&pair, pair_ranks, rank % pair_ranks, 1, &pair_id, nullptr));
     if (t.failed) {
         print(t, comm_ranks, rank, 0, count);
         return 1;
     }
 
     const size_t shard = count / size_t(nranks), half = count / 2;
+    const size_t to_each = count / size_t(8 * nranks), gathered = count / size_t(16 * nranks);
     const int peer = (rank + 1) % nranks;
     long s = 0;
     for (; s < steps && !exists(until); ++s) {
@@ -144,11 +155,19 @@ int main(int argc, char** argv) {
         t.check("ncclRecv", ncclRecv(b, half, ncclFloat32, peer, comm, stream), half * 4);
         t.check("ncclGroupEnd", ncclGroupEnd());
         t.kernels["ncclDevKernel_SendRecv"]++;
+        // The 2.30 wheel's fatbin has no AlltoAll, Gather or Scatter kernel: they run as p2p.
+        t.check("ncclAlltoAll", ncclAlltoAll(a, b, to_each, ncclFloat32, pair, stream), to_each * 4 * pair_ranks);
+        t.kernels["ncclDevKernel_SendRecv"]++;
+        t.check("ncclGather", ncclGather(a, b, gathered, ncclFloat32, 0, pair, stream), gathered * 4 * pair_ranks);
+        t.kernels["ncclDevKernel_SendRecv"]++;
+        t.check("ncclScatter", ncclScatter(a, b, gathered, ncclFloat32, 0, pair, stream), gathered * 4 * pair_ranks);
+        t.kernels["ncclDevKernel_SendRecv"]++;
         t.check_cuda("cudaStreamSynchronize", cudaStreamSynchronize(stream));
         usleep(1000);
     }
 
     t.check("ncclCommDestroy", ncclCommDestroy(comm));
+    t.check("ncclCommDestroy", ncclCommDestroy(pair));
     t.check_cuda("cudaFree", cudaFree(a));
     t.check_cuda("cudaFree", cudaFree(b));
     t.check_cuda("cudaStreamDestroy", cudaStreamDestroy(stream));

@@ -21,11 +21,18 @@ std::string kind_of(unsigned api) {
     case GT_NCCL_REDUCE: return "Reduce";
     case GT_NCCL_SEND:
     case GT_NCCL_RECV: return "SendRecv";
+    case GT_NCCL_ALL_TO_ALL: return "AlltoAll";
+    case GT_NCCL_GATHER: return "Gather";
+    case GT_NCCL_SCATTER: return "Scatter";
     default: return {};
     }
 }
 
-bool scales_with_ranks(const std::string& kind) { return kind == "AllGather" || kind == "ReduceScatter"; }
+// The calls whose count is per rank: nccl-tests' size is count x the datatype's size x nranks
+// (all_gather.cu, reduce_scatter.cu, alltoall.cu, gather.cu, scatter.cu).
+bool scales_with_ranks(const std::string& kind) {
+    return kind == "AllGather" || kind == "ReduceScatter" || kind == "AlltoAll" || kind == "Gather" || kind == "Scatter";
+}
 
 struct Call {
     const CollectiveSpan* span;
@@ -71,7 +78,7 @@ double nccl_bus_factor(const std::string& kind, uint32_t n) {
     if (n == 0) return 0;
     double ranks = static_cast<double>(n);
     if (kind == "AllReduce") return 2 * (ranks - 1) / ranks;
-    if (kind == "AllGather" || kind == "ReduceScatter") return (ranks - 1) / ranks;
+    if (scales_with_ranks(kind)) return (ranks - 1) / ranks; // nccl-tests' *GetBw: (n-1)/n for each of these
     if (kind == "Broadcast" || kind == "Reduce" || kind == "SendRecv") return 1;
     return 0; // a group of several kinds: no one factor
 }

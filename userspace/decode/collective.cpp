@@ -15,7 +15,7 @@ Collective decode_collective(const gt_collective_event& e) {
         NcclArgs a;
         a.api = symbol ? e.op : GT_NCCL_UNKNOWN;
         a.result = e.result, a.stream = e.stream, a.group_depth = e.group_depth, a.peer = e.peer;
-        if (a.api == GT_NCCL_COMM_INIT_RANK || a.api == GT_NCCL_COMM_INIT_RANK_CONFIG) {
+        if (nccl_api_creates_comm(a.api)) {
             a.nranks = static_cast<uint32_t>(e.count); // an int in a register: the upper half is not its
             a.stream = 0;
         } else if (nccl_api_moves_data(a.api)) {

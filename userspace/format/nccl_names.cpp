@@ -43,9 +43,13 @@ unsigned nccl_api_from_symbol(std::string_view name) {
     return GT_NCCL_UNKNOWN;
 }
 
+bool nccl_api_creates_comm(unsigned api) {
+    return api == GT_NCCL_COMM_INIT_RANK || api == GT_NCCL_COMM_INIT_RANK_CONFIG || api == GT_NCCL_COMM_INIT_RANK_SCALABLE;
+}
+
 bool nccl_api_moves_data(unsigned api) {
     return api != GT_NCCL_UNKNOWN && api < GT_NCCL_COUNT && api != GT_NCCL_GROUP_START && api != GT_NCCL_GROUP_END &&
-           api != GT_NCCL_COMM_INIT_RANK && api != GT_NCCL_COMM_INIT_RANK_CONFIG;
+           !nccl_api_creates_comm(api);
 }
 
 const char* nccl_datatype_name(unsigned type) { return type < std::size(kTypes) ? kTypes[type].name : nullptr; }

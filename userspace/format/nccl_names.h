@@ -15,6 +15,8 @@ const char* nccl_api_symbol(unsigned api);
 uint32_t nccl_api_layout(unsigned api);
 // GT_NCCL_* for "ncclAllReduce" or its profiling twin "pncclAllReduce"; GT_NCCL_UNKNOWN else.
 unsigned nccl_api_from_symbol(std::string_view name);
+// Whether the call makes a communicator (its nranks and rank are in the call's count and peer).
+bool nccl_api_creates_comm(unsigned api);
 // Whether the call moves data on a communicator (not a group call or a communicator's creation).
 bool nccl_api_moves_data(unsigned api);
 

@@ -66,7 +66,10 @@ constexpr uint64_t kCommMagic = 0x677473696d6e636cULL; // "gtsimncl"
 constexpr uint64_t kBusBytesPerBlock = 1024;           // the duration rule (README): one block per KiB
 constexpr unsigned kThreads = 512;                     // NCCL_LL_MAX_NTHREADS
 
-enum Coll { kAllReduce, kAllGather, kReduceScatter, kBroadcast, kReduce, kSend, kRecv };
+enum Coll { kAllReduce, kAllGather, kReduceScatter, kBroadcast, kReduce, kSend, kRecv, kAlltoAll, kGather, kScatter };
+
+// The calls whose count is per rank: their size is count x typesize x nRanks (nccl.h; README).
+bool per_rank_count(Coll c) { return c == kAllGather || c == kReduceScatter || c == kAlltoAll || c == kGather || c == kScatter; }
 
 const void* const kTypedKernels[3][9] = {
     {GTSIM_NCCL_TYPED(GTSIM_NCCL_ADDRESS, AllReduce)},
@@ -103,7 +106,10 @@ uint64_t bus_bytes(Coll coll, uint64_t size, int n) {
     switch (coll) {
     case kAllReduce: return uint64_t(s * unsigned(2 * (n - 1)) / unsigned(n));
     case kAllGather:
-    case kReduceScatter: return uint64_t(s * unsigned(n - 1) / unsigned(n));
+    case kReduceScatter:
+    case kAlltoAll:
+    case kGather:
+    case kScatter: return uint64_t(s * unsigned(n - 1) / unsigned(n));
     default: return size; // Broadcast, Reduce, Send, Recv
     }
 }
@@ -169,8 +175,9 @@ ncclResult_t enqueue(Coll coll, const char* opname, size_t count, ncclDataType_t
                      ncclComm* comm, cudaStream_t stream) {
     ncclResult_t r = check_args(comm, opname, type, op, root);
     if (r == ncclSuccess) {
-        // AllGather's sendcount and ReduceScatter's recvcount are per rank (nccl.h).
-        uint64_t size = count * type_size(type) * (coll == kAllGather || coll == kReduceScatter ? unsigned(comm->nRanks) : 1u);
+        // AllGather's sendcount, ReduceScatter's recvcount, AlltoAll's, Gather's and Scatter's
+        // count are per rank (nccl.h).
+        uint64_t size = count * type_size(type) * (per_rank_count(coll) ? unsigned(comm->nRanks) : 1u);
         Op o{coll, comm, stream, kernel_for(coll, type), bus_bytes(coll, size, comm->nRanks)};
         if (t_depth == 0) return launch(o.kernel, o.stream, o.bus);
         t_queue.push_back(o);
@@ -276,6 +283,17 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId c
     if (config && config->magic != NCCL_API_MAGIC)
         return fail(ncclInvalidArgument, "ncclConfig_t argument not initialized via NCCL_CONFIG_INITIALIZER");
     return init_rank(comm, nranks, commId, myrank, -1, "ncclCommInitRankConfig");
+}
+
+NCCL_API(ncclResult_t, ncclCommInitRankScalable, ncclComm_t* newcomm, int nranks, int myrank, int nId,
+         ncclUniqueId* commIds, ncclConfig_t* config);
+ncclResult_t ncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myrank, int nId, ncclUniqueId* commIds,
+                                      ncclConfig_t* config) {
+    // NCCL src/init.cc ncclCommInitRankScalable: at least one id, and the ids given.
+    if (nId < 1 || !commIds) return fail(ncclInvalidArgument, "ncclCommInitRankScalable : invalid nId %d or commIds", nId);
+    if (config && config->magic != NCCL_API_MAGIC)
+        return fail(ncclInvalidArgument, "ncclConfig_t argument not initialized via NCCL_CONFIG_INITIALIZER");
+    return init_rank(newcomm, nranks, commIds[0], myrank, -1, "ncclCommInitRankScalable");
 }
 
 NCCL_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comms, int ndev, const int* devlist);
@@ -392,6 +410,26 @@ NCCL_API(ncclResult_t, ncclRecv, void* recvbuff, size_t count, ncclDataType_t da
          cudaStream_t stream);
 ncclResult_t ncclRecv(void*, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm, cudaStream_t stream) {
     return enqueue(kRecv, "Recv", count, datatype, ncclSum, peer, comm, stream);
+}
+
+NCCL_API(ncclResult_t, ncclAlltoAll, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+         ncclComm_t comm, cudaStream_t stream);
+ncclResult_t ncclAlltoAll(const void*, void*, size_t count, ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
+    return enqueue(kAlltoAll, "AlltoAll", count, datatype, ncclSum, 0, comm, stream);
+}
+
+NCCL_API(ncclResult_t, ncclGather, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
+         ncclComm_t comm, cudaStream_t stream);
+ncclResult_t ncclGather(const void*, void*, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
+                        cudaStream_t stream) {
+    return enqueue(kGather, "Gather", count, datatype, ncclSum, root, comm, stream);
+}
+
+NCCL_API(ncclResult_t, ncclScatter, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
+         ncclComm_t comm, cudaStream_t stream);
+ncclResult_t ncclScatter(const void*, void*, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
+                         cudaStream_t stream) {
+    return enqueue(kScatter, "Scatter", count, datatype, ncclSum, root, comm, stream);
 }
 
 NCCL_API(ncclResult_t, ncclGroupStart);
