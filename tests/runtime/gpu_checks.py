@@ -79,30 +79,30 @@ def check_gpu(trace, expect):
         if op["pid"] not in traced and op["pid"] in inner:
             op["pid"] = inner[op["pid"]]
     kinds = {"kernel": "kernel", "memcpy": "gpu_memcpy", "memset": "gpu_memset"}
-    window = {}
-    if expect.get("gpu_window", "all") == "attached":
+    attached = expect.get("gpu_window", "all") == "attached"
+    process_window, kind_window = {}, {}
+    if attached:
         # Per process and kind, from the first to the last linked op: a call already in flight
         # when the agent switched CUPTI's callbacks on (or still in flight at the end) cannot carry
         # its id, and the agent enables the activity kinds one after another (kernels, then
         # copies, then sets), as any CUPTI client must: a copy issued between the first two calls
         # is not recorded while the kernels beside it are.
         # A kind with no linked op at all is held to the process's window: none missing then.
-        def widen(key, corr):
+        def widen(window, key, corr):
             lo, hi = window.get(key, (1 << 62, 0))
             window[key] = (min(lo, corr), max(hi, corr))
-        linked = set(ends)
         for (pid, corr) in ends:
-            widen(pid, corr)
+            widen(process_window, pid, corr)
         for e in gpu:
-            if (e["pid"], e["args"]["correlation"]) in linked:
-                widen((e["pid"], e["cat"]), e["args"]["correlation"])
-        unlinked = {e["pid"] for e in gpu} - {k for k in window if isinstance(k, int)}
+            if (e["pid"], e["args"]["correlation"]) in ends:
+                widen(kind_window, (e["pid"], e["cat"]), e["args"]["correlation"])
+        unlinked = {e["pid"] for e in gpu} - set(process_window)
         if unlinked:
             fail(f"processes {sorted(unlinked)} have GPU work in the trace but none of it is linked to a call")
     checked = collections.Counter()
     for op in truth:
-        if window:
-            lo, hi = window.get((op["pid"], kinds[op["kind"]])) or window.get(op["pid"], (1, 0))
+        if attached:
+            lo, hi = kind_window.get((op["pid"], kinds[op["kind"]])) or process_window.get(op["pid"], (1, 0))
             if not lo <= op["correlation"] <= hi:
                 continue
         key = (op["pid"], op["correlation"], op["grid"][0] if op["kind"] == "kernel" else op["bytes"])

@@ -40,7 +40,8 @@ public:
     void on_func_name(const gt_func_name_event& e) override { calls_.on_func_name(e); }
     void on_proc(const gt_proc_event& e) override { processes_.on_proc(e); }
     void on_mmap(const gt_mmap_event& e) override { processes_.on_mmap(e); }
-    void on_pystack(const gt_py_stack_event& e) override { samples_.on_pystack(e); }
+    // Definitions go to their own ring (capture/stack_definitions.h); one here is taken as well.
+    void on_pystack(const gt_py_stack_event& e) override { stacks_.define(e); }
     void on_sample(const gt_sample_event& e) override { samples_.on_sample(e); }
     void on_torch_range(const gt_torch_range_event& e) override { ranges_.on_torch_range(e); }
     void on_collective(const gt_collective_event& e) override { ranges_.on_collective(e); }

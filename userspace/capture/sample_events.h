@@ -24,7 +24,6 @@ public:
         : options_(options), model_(model), stacks_(stacks), addresses_(addresses), out_(out),
           tracks_(out, options.sample_hz, !options.folded.empty()) {}
 
-    void on_pystack(const gt_py_stack_event& e) { stacks_.define(e); }
     void on_sample(const gt_sample_event& e);
     // A main thread's time asleep: an off-CPU slice named by what it waits in.
     void on_off_cpu(const gt_offcpu_event& e);

@@ -26,23 +26,26 @@ void PythonStacks::define(const gt_py_stack_event& e) {
     by_pid_[e.pid][e.id] = std::move(stack);
 }
 
+const PyStackRef* PythonStacks::lookup(uint32_t pid, uint64_t id) const {
+    auto p = by_pid_.find(pid);
+    if (p == by_pid_.end()) return nullptr;
+    auto it = p->second.find(id);
+    return it == p->second.end() ? nullptr : &it->second;
+}
+
 PyStackRef PythonStacks::find(uint32_t pid, uint64_t id) {
     if (!id) return nullptr;
-    auto defined = [&] {
+    {
         std::lock_guard lock(mutex_);
-        auto p = by_pid_.find(pid);
-        return p != by_pid_.end() && p->second.contains(id);
-    };
+        if (const PyStackRef* s = lookup(pid, id)) return *s;
+    }
     // BPF submits a definition before the first event naming it: once that event is read, the
     // definition is in its ring, read or not.
-    if (!defined() && pending_) pending_();
+    if (pending_) pending_();
     std::lock_guard lock(mutex_);
-    auto p = by_pid_.find(pid);
-    if (p == by_pid_.end() || !p->second.contains(id)) {
-        ++unknown_;
-        return nullptr;
-    }
-    return p->second.at(id);
+    if (const PyStackRef* s = lookup(pid, id)) return *s;
+    ++unknown_;
+    return nullptr;
 }
 
 void PythonStacks::forget_process(uint32_t pid) {

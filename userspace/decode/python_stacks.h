@@ -50,6 +50,8 @@ public:
     size_t size() const;
 
 private:
+    const PyStackRef* lookup(uint32_t pid, uint64_t id) const; // under mutex_; null: not defined
+
     PythonFrames& symbolizer_;
     std::function<void()> pending_;
     mutable std::mutex mutex_; // by_pid_ and unknown_; never held while pending_ runs
