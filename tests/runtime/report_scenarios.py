@@ -11,6 +11,12 @@ The HTML report is checked in Chromium. The report the capture wrote at its end 
 from its live analysis of the events, analyze/live_trace.h) must be the same JSON as `gtrace
 report` on the trace it wrote.
 
+--live-budget BYTES: the capture's live analysis keeps that many bytes of spans at most (the test
+hook GTRACE_TEST_MAX_REPORT_BYTES; 256 MiB otherwise): past it, it closes the steps that are over
+and lets their spans go (analyze/closed_steps.h). Its report must still be `gtrace report`'s on the
+whole trace, with steps closed on the way and no span late for its step. The capture runs 10 s
+(not 6) then: enough events to pass the budget on a loaded host too.
+
 --single record|attach: the same scenario as a plain `python3 demo/train.py` (one process, no
 RANK), started by `gtrace record` or traced by `gtrace attach`: the process is reported as
 `pid N (python3 …train.py …)` with `rank: null`, gtrace prints its verdict at the end of the
@@ -59,6 +65,17 @@ def check_live_equals_file(live_path, file_summary):
     diff = json_differences(live, file_summary)
     if diff:
         fail("the capture's own report (live analysis) differs from gtrace report on its trace:\n  " + "\n  ".join(diff))
+
+
+def check_steps_closed(live_path):
+    """Past its bound the live analysis closed steps on the way, none with a span that came late,
+    and kept the whole capture (not only its recent window)."""
+    facts = json.load(open(live_path))["capture"]["live_analysis"]
+    print(f"live analysis: {facts}", flush=True)
+    if facts["recent_window_only"]:
+        fail(f"the live analysis fell back to the recent window: {facts}")
+    if facts["steps_closed"] < 1 or facts["late_spans"]:
+        fail(f"expected steps closed on the way and no late span: {facts}")
 
 
 def record_single(a, gtrace, env, trace, live):
@@ -137,6 +154,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("scenario", choices=sorted(EXPECTED))
     ap.add_argument("--single", choices=["record", "attach"], help="the scenario as one process without torchrun")
+    ap.add_argument("--live-budget", type=int, help="the live analysis's memory bound, bytes")
     ap.add_argument("--build", required=True)
     ap.add_argument("--source", required=True)
     a = ap.parse_args()
@@ -152,9 +170,11 @@ def main():
             printed = record_single(a, gtrace, env, trace, live)
         else:
             with demo_job(a.build, a.source, a.scenario, PORTS[a.scenario], env, single=a.single == "attach") as (job, _):
-                r = subprocess.run([gtrace, "attach", "--pid", str(job), "-d", "6", *([] if a.single else ["-q"]), "-o", trace,
+                budget = {"GTRACE_TEST_MAX_REPORT_BYTES": str(a.live_budget)} if a.live_budget else {}
+                # Held to a budget, longer: enough events to pass it on a loaded host too.
+                r = subprocess.run([gtrace, "attach", "--pid", str(job), "-d", "10" if a.live_budget else "6", *([] if a.single else ["-q"]), "-o", trace,
                                     "--summary-json", live],
-                                   capture_output=True, text=True, timeout=120)
+                                   capture_output=True, text=True, timeout=120, env={**os.environ, **budget})
                 printed = r.stdout
                 if r.returncode != 0:
                     fail(f"gtrace attach exited {r.returncode}: {r.stderr[-2000:]}")
@@ -164,6 +184,8 @@ def main():
             fail(f"gtrace report exited {r.returncode}")
         s = json.load(open(summary))
         check_live_equals_file(live, s)
+        if a.live_budget:
+            check_steps_closed(live)
         # The HTML report in headless Chromium: no errors, charts painted, numbers as in the JSON.
         check = subprocess.run([sys.executable, os.path.join(a.source, "tests/runtime/html_report_check.py"), html, summary])
         if check.returncode not in (0, 77):

@@ -28,7 +28,7 @@ MemorySample allocated(int device, uint64_t ts_ns, uint64_t bytes) {
 
 TEST_CASE("past its bound the live analysis keeps the recent window: spans across its start clipped, each device's memory level", "[live_trace]") {
     constexpr uint64_t kBound = 4 << 20; // the string pool takes 1 MiB of it
-    LiveTrace live(kBound);
+    LiveTrace live(LiveTraceOptions{kBound});
     live.memory(allocated(0, 1 * kMs, 100));
     live.memory(allocated(1, 2 * kMs, 7000));
     live.memory(allocated(0, 3 * kMs, 200)); // device 0's level from then on

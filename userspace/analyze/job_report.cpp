@@ -186,6 +186,10 @@ JobReport analyze_capture(const TraceData& trace, const std::string& output, con
                                            "in memory and let the older ones go; for all of it run: gtrace report {}",
                                            static_cast<double>(trace.spans_to_ns - *trace.spans_from_ns) / 1e9,
                                            static_cast<double>(trace.spans_max_bytes) / 1048576.0, output));
+    else if (trace.late_spans)
+        report.notes.push_back(fmt::format("{} span(s) came in after the step they start in had closed (analyze/closed_steps.h): this report "
+                                           "misses them; gtrace report {} has them",
+                                           trace.late_spans, output));
     std::vector<NodeClock> clocks;
     NodeClock clock;
     add_trace(report, clock, 0, trace, options);

@@ -69,13 +69,51 @@ void LiveTrace::counted() {
     if (++spans_ % kCheckEvery == 0) check_budget();
 }
 
+LiveTrace::LiveTrace(LiveTraceOptions o)
+    : max_bytes_(o.max_bytes), form_(o.form), rules_(std::make_unique<StepRules>(o.step_marker)), gpu_records_(o.gpu_records) {}
+
+template <typename Span>
+void LiveTrace::seen(const ProcessData& p, const Span& s, bool cpu, bool may_be_late) {
+    first_span_ns_ = std::min(first_span_ns_, s.start_ns);
+    if (cpu) cpu_seen_ns_ = std::max(cpu_seen_ns_, s.end_ns);
+    else gpu_seen_ns_[p.pid] = std::max(gpu_seen_ns_[p.pid], s.end_ns);
+    late_spans_ += may_be_late && p.closed && s.start_ns < p.closed->end_ns;
+}
+
 void LiveTrace::check_budget() {
     if (held_bytes() <= max_bytes_) return;
+    close_steps_behind();
+    if (held_bytes() > max_bytes_) keep_recent_window();
+}
+
+void LiveTrace::close_steps_behind() {
+    if (cpu_seen_ns_ < kCloseBehindNs) return;
+    for (auto& [pid, p] : data_.processes) {
+        uint64_t until = cpu_seen_ns_ - kCloseBehindNs;
+        if (gpu_records_) { // its GPU records come in batches, after the calls: a step closes behind them
+            auto gpu = gpu_seen_ns_.find(pid);
+            if (gpu == gpu_seen_ns_.end() || gpu->second < kCloseBehindNs) continue;
+            until = std::min(until, gpu->second - kCloseBehindNs);
+        }
+        std::vector<CallSpan> open;
+        if (auto frames = open_frames_.find(pid); frames != open_frames_.end())
+            for (const auto& [name, start] : frames->second) {
+                CallSpan s;
+                s.start_ns = start, s.end_ns = UINT64_MAX, s.name = name, s.tid = pid;
+                open.push_back(s);
+            }
+        steps_closed_ += close_steps(p, *rules_, until, open);
+    }
+}
+
+void LiveTrace::keep_recent_window() {
     // Over the bound: the older half of the time the spans cover goes, until they take half of
     // what the strings leave of the bound (so that this is rare); the report then covers the
-    // recent window, and says so.
+    // recent window, and says so. Steps closed before it are not in it.
     const uint64_t fixed = held_bytes() - span_bytes();
     const uint64_t target = max_bytes_ > fixed ? (max_bytes_ - fixed) / 2 : 0;
+    if (span_bytes() <= target) return; // the rest (strings, closed steps' sums) is not spans
+    for (auto& [pid, p] : data_.processes) p.closed.reset();
     for (int halvings = 0; halvings < 64 && span_bytes() > target; ++halvings) {
         auto [first, last] = covered(data_);
         if (first >= last) break;
@@ -100,6 +138,7 @@ void LiveTrace::check_budget() {
             p.memory = std::move(kept);
         }
     }
+    first_span_ns_ = std::max(first_span_ns_, window_from_ns_);
 }
 
 void LiveTrace::call(const ApiCall& c) {
@@ -110,6 +149,7 @@ void LiveTrace::call(const ApiCall& c) {
     if (c.stack) s.source = text(c.stack->source);
     if (c.copy_kind) s.kind = text(copy_kind_name(*c.copy_kind));
     s.bytes = c.bytes.value_or(0), s.correlation = c.correlation;
+    seen(*p, s, true);
     p->calls.push_back(s);
     counted();
 }
@@ -122,8 +162,10 @@ void LiveTrace::torch_range(const TorchRange& r) {
     clip(s);
     if (r.off_cpu) {
         if (r.stack) s.source = text(r.stack->source);
+        seen(*p, s, true);
         p->off_cpu.push_back(s);
     } else {
+        seen(*p, s, true);
         p->ranges.push_back(s);
     }
     counted();
@@ -141,6 +183,7 @@ void LiveTrace::collective(const Collective& c) {
         s.group_depth = static_cast<uint8_t>(std::min(c.nccl->group_depth, 255u));
         s.result = static_cast<uint32_t>(c.nccl->result); // as the writers give it (an unsigned annotation)
     }
+    seen(*p, s, true);
     p->collectives.push_back(s);
     counted();
 }
@@ -158,6 +201,7 @@ void LiveTrace::gpu_op(const GpuOp& op) {
     g.copy_kind = copy_kind.empty() ? data_.strings.intern(trace_reader::copy_kind_of(g.name)) : text(copy_kind);
     g.correlation = op.correlation;
     clip(g);
+    seen(*p, g, false);
     p->gpu.push_back(g);
     counted();
 }
@@ -190,6 +234,7 @@ void LiveTrace::sample_frame_end(uint32_t pid, uint32_t tid, size_t depth, uint6
     }
     clip(s);
     s.name = it->second[depth].first, s.tid = pid;
+    seen(*p, s, true, false); // a frame open when steps closed was in them (close_steps_behind)
     p->main_samples.push_back(s);
     it->second.resize(depth);
     counted();
@@ -215,7 +260,9 @@ uint64_t LiveTrace::span_bytes() const {
 }
 
 uint64_t LiveTrace::held_bytes() const {
-    return data_.strings.bytes() + data_.processes.size() * sizeof(ProcessData) + span_bytes();
+    uint64_t closed = 0;
+    for (const auto& [pid, p] : data_.processes) closed += p.closed ? p.closed->bytes() : 0;
+    return data_.strings.bytes() + data_.processes.size() * sizeof(ProcessData) + span_bytes() + closed;
 }
 
 TraceData LiveTrace::take(const nlohmann::json& facts) {
@@ -224,7 +271,12 @@ TraceData LiveTrace::take(const nlohmann::json& facts) {
     data_ = TraceData();
     open_frames_.clear();
     if (window_from_ns_) t.spans_from_ns = window_from_ns_, t.spans_to_ns = std::max(window_from_ns_, covered(t).second), t.spans_max_bytes = max_bytes_;
-    window_from_ns_ = 0;
+    if (std::any_of(t.processes.begin(), t.processes.end(), [](const auto& p) { return p.second.closed != nullptr; }))
+        t.first_span_ns = first_span_ns_;
+    t.steps_closed = steps_closed_, t.late_spans = late_spans_;
+    steps_closed_ = late_spans_ = 0;
+    window_from_ns_ = 0, first_span_ns_ = UINT64_MAX, cpu_seen_ns_ = 0;
+    gpu_seen_ns_.clear();
     apply_capture_facts(t, facts);
     return t;
 }

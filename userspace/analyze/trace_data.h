@@ -16,6 +16,8 @@
 
 namespace gtrace {
 
+struct ClosedSteps; // analyze/closed_steps.h
+
 // Each distinct string once. Views stay valid for the pool's life, moves included: the
 // characters live in blocks that a move hands over without copying.
 class StringPool {
@@ -101,6 +103,9 @@ struct ProcessData {
     std::vector<RangeSpan> off_cpu; // a thread's time asleep, named "blocked: KIND" (decode/off_cpu.h)
     std::vector<CollectiveSpan> collectives;
     std::vector<MemoryPoint> memory; // in file order
+    // Steps a capture's live analysis closed and let the spans of go (analyze/closed_steps.h): the
+    // spans above come after them. Null: none (a trace read from a file).
+    std::shared_ptr<ClosedSteps> closed;
 };
 
 // Move-only: the spans' views point into `strings`.
@@ -114,6 +119,10 @@ struct TraceData {
     std::optional<uint64_t> spans_from_ns;
     uint64_t spans_to_ns = 0; // and the latest of them ends here
     uint64_t spans_max_bytes = 0;
+    // With closed steps: the earliest start of any span, those let go included (the capture's start).
+    std::optional<uint64_t> first_span_ns;
+    uint64_t steps_closed = 0; // by the live analysis on the way
+    uint64_t late_spans = 0;   // came in after a step they start in had closed: not in the report
     // Where and when: the host that wrote it ("" when the trace does not say), and its
     // CLOCK_REALTIME minus CLOCK_MONOTONIC (the trace's clock), read together during the capture:
     // what puts traces of several hosts on one time line (analyze/clock_alignment.h).

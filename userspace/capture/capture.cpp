@@ -104,7 +104,7 @@ Result<void> Capture::open_writer() {
             writer_.set_writer(std::move(*writer));
             return {};
         }
-        analysis_ = std::make_unique<LiveTrace>(o.analysis_max_bytes, analysis_form(o.format));
+        analysis_ = std::make_unique<LiveTrace>(live_analysis_options(o));
         writer_.set_writer(std::make_unique<ObservedWriter>(std::move(*writer), *analysis_));
         return {};
     }

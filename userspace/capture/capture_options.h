@@ -73,7 +73,9 @@ struct CaptureResult {
 
 // What the live analysis must know of the format being written to give what `gtrace report` reads
 // back from it (analyze/live_trace.h).
-inline TraceForm analysis_form(TraceFormat f) { return {f != TraceFormat::Pftrace, f != TraceFormat::Kineto}; }
+inline LiveTraceOptions live_analysis_options(const CaptureOptions& o) {
+    return {o.analysis_max_bytes, {o.format != TraceFormat::Pftrace, o.format != TraceFormat::Kineto}, o.step_marker, o.gpu};
+}
 
 // Set by the CLI's SIGINT/SIGTERM handler; the capture loop stops at the next wakeup.
 extern std::atomic<int> g_stop_signal;

@@ -33,7 +33,7 @@ struct DumpJob {
     TraceModel model;
     nlohmann::json facts;
     AnalysisOptions analysis;
-    uint64_t max_analysis_bytes = 0; // the dump's spans, at most
+    LiveTraceOptions live; // the dump's analysis
 };
 
 // The verdict of the dump's steps, as `gtrace report` gives it on the dump, and the report
@@ -48,7 +48,7 @@ std::string judge_dump(const std::string& path, const TraceData& spans, const An
 
 FlightDumps::Outcome write_dump(const DumpJob& job) {
     FlightDumps::Outcome o{job.n, job.reason, {}, {}, {}, 0};
-    LiveTrace analysis(job.max_analysis_bytes, analysis_form(job.out.format));
+    LiveTrace analysis(job.live);
     auto dump = write_flight_window(job.window, job.end_ns, job.out, job.force, job.model, job.facts, &analysis);
     if (!dump) {
         o.error = dump.error().message;
@@ -140,7 +140,7 @@ void FlightDumps::start_next() {
     job.facts = facts_now_(fmt::format("flight recorder dump {} ({}); the capture went on", job.n, p.reason));
     job.facts["flight_recorder"] = facts(job.n, p.reason, p.trigger_ns);
     job.analysis = {options_.step_marker, options_.redact};
-    job.max_analysis_bytes = options_.analysis_max_bytes;
+    job.live = live_analysis_options(options_);
     running_ = std::async(std::launch::async, [job = std::make_unique<DumpJob>(std::move(job))]() mutable {
         Outcome o = write_dump(*job);
         job.reset();

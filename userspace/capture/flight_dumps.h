@@ -59,7 +59,7 @@ private:
     FlightRecorder& recorder_;
     FactsNow facts_now_;
     // The last window's events, as the last dump is written.
-    LiveTrace final_analysis_{options_.analysis_max_bytes, analysis_form(options_.format)};
+    LiveTrace final_analysis_{live_analysis_options(options_)};
     std::deque<Pending> pending_;
     std::future<Outcome> running_;
     int signals_seen_ = 0;

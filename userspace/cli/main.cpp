@@ -114,7 +114,8 @@ void read_output_options(const po::variables_map& vm, int pid, CaptureOptions& o
 // CUDA work — a rank, or a plain `python train.py` (unless quiet) — and written with the
 // capture's facts for --summary-json. From the spans the capture's live analysis built of the
 // events it wrote (analyze/live_trace.h): the trace is not read back. Past that analysis's memory
-// budget (an hour of a busy job) the report covers the capture's recent window and says so.
+// budget (an hour of a busy job) it closes the steps that are over (analyze/closed_steps.h), and
+// the report still covers the whole capture.
 void report_capture(const CaptureOptions& options, const CaptureResult& result) {
     bool print = !options.quiet;
     if (!result.analysis) return; // nobody reads a report (capture/capture.cpp makes none then)
@@ -123,6 +124,8 @@ void report_capture(const CaptureOptions& options, const CaptureResult& result) 
         capture = result.facts;
         capture["trace"] = result.output;
         if (!result.script_incomplete.empty()) capture["script_incomplete"] = result.script_incomplete;
+        capture["live_analysis"] = {{"steps_closed", result.analysis->steps_closed}, {"late_spans", result.analysis->late_spans},
+                                    {"max_bytes", options.analysis_max_bytes}, {"recent_window_only", result.analysis->spans_from_ns.has_value()}};
     }
     ReportOptions report;
     report.json_path = options.summary_json;

@@ -1,0 +1,135 @@
+// A live analysis past its memory bound closes the steps that are over and lets their spans go
+// (analyze/closed_steps.h): its report must be the report of the same events kept whole — the
+// same JSON, to the last bit — for steps found by step-marker ranges and by a synchronizing call
+// site, with launches, kernels (their launch in an earlier part), copies, a collective, off-CPU
+// time and sampled frames, one of them open all along.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+
+#include "analyze/job_report.h"
+#include "analyze/live_trace.h"
+#include "analyze/report_json.h"
+#include "decode/off_cpu.h"
+
+using namespace gtrace;
+
+namespace closed_steps_test { // not anonymous: the unit tests build in unity batches
+
+constexpr uint64_t kUs = 1000, kMs = 1000 * kUs, kS = 1000 * kMs;
+constexpr uint64_t kStep = 10 * kMs;
+constexpr size_t kSteps = 2500; // 25 s: many times the second behind which steps close
+
+struct Delivery {
+    uint64_t at;  // when the capture hands it over: a CPU event at its end, GPU records in batches
+    size_t order; // ties: as made
+    std::function<void(EventConsumer&)> feed;
+};
+
+class Job {
+public:
+    void add(uint64_t at, std::function<void(EventConsumer&)> feed) { deliveries_.push_back({at, deliveries_.size(), std::move(feed)}); }
+    void call(uint32_t pid, uint32_t tid, gt_cuda_api api, uint64_t start, uint64_t end, uint32_t correlation = 0) {
+        ApiCall c;
+        c.api = api, c.pid = pid, c.tid = tid, c.start_ns = start, c.end_ns = end, c.correlation = correlation;
+        add(end, [c](EventConsumer& e) { e.call(c); });
+    }
+    void gpu(uint32_t pid, GpuOpKind kind, std::string name, uint64_t start, uint64_t end, uint32_t correlation, uint64_t bytes = 0) {
+        GpuOp op;
+        op.kind = kind, op.pid = pid, op.name = std::move(name), op.start_ns = start, op.end_ns = end, op.correlation = correlation;
+        op.bytes = bytes, op.copy_kind = kind == GpuOpKind::Memcpy ? "HtoD" : "";
+        add((end / (100 * kMs) + 1) * 100 * kMs, [op](EventConsumer& e) { e.gpu_op(op); }); // flushed every 100 ms
+    }
+    void range(uint32_t pid, std::string name, uint64_t start, uint64_t end, bool off_cpu = false) {
+        TorchRange r;
+        r.pid = pid, r.tid = pid, r.name = std::move(name), r.start_ns = start, r.end_ns = end, r.off_cpu = off_cpu;
+        add(end, [r](EventConsumer& e) { e.torch_range(r); });
+    }
+    void frame(uint32_t pid, size_t depth, std::string qualname, uint64_t start, uint64_t end) {
+        SampleFrame f;
+        f.pid = pid, f.tid = pid, f.depth = depth, f.frame.qualname = std::move(qualname), f.frame.filename = "train.py", f.frame.line = 7;
+        add(start, [f, start](EventConsumer& e) { e.sample_frame_begin(f, start); });
+        add(end, [pid, depth, end](EventConsumer& e) { e.sample_frame_end(pid, pid, depth, end); });
+    }
+    void collective(uint32_t pid, uint64_t start, uint64_t end) {
+        Collective c;
+        c.pid = pid, c.tid = pid, c.start_ns = start, c.end_ns = end, c.name = "all_reduce";
+        add(end, [c](EventConsumer& e) { e.collective(c); });
+    }
+    void feed(EventConsumer& e) {
+        std::sort(deliveries_.begin(), deliveries_.end(), [](const Delivery& a, const Delivery& b) { return std::tie(a.at, a.order) < std::tie(b.at, b.order); });
+        for (const auto& d : deliveries_) d.feed(e);
+    }
+
+private:
+    std::vector<Delivery> deliveries_;
+};
+
+// A training loop's steps: `with_ranges` ends them with Optimizer.step ranges, else only the
+// cudaStreamSynchronize at each step's end marks them.
+void training(Job& job, uint32_t pid, bool with_ranges, uint32_t& correlation) {
+    const uint64_t t0 = 1 * kS;
+    job.frame(pid, 0, "main", t0 - kMs, t0 + kSteps * kStep + kMs); // open all along
+    for (size_t i = 0; i < kSteps; ++i) {
+        const uint64_t t = t0 + i * kStep;
+        job.frame(pid, 1, "forward", t + 100 * kUs, t + 400 * kUs);
+        for (uint64_t k = 0; k < 20; ++k) { // launches 10 µs apart; kernels queue behind them
+            uint64_t at = t + 50 * kUs + k * 10 * kUs + (i % 7) * kUs;
+            job.call(pid, pid, GT_API_CUDA_LAUNCH_KERNEL, at, at + 3 * kUs + k % 4 * kUs, ++correlation);
+            uint64_t start = at + 5 * kUs + k * (i % 3) * kUs;
+            job.gpu(pid, GpuOpKind::Kernel, k % 3 ? "gemm_kernel" : "elementwise_kernel", start, start + 4 * kUs + (i * k) % 9 * kUs, correlation);
+        }
+        job.call(pid, pid + 1, GT_API_CUDA_LAUNCH_KERNEL, t + 300 * kUs, t + 304 * kUs, ++correlation); // another thread's
+        job.gpu(pid, GpuOpKind::Kernel, "side_kernel", t + 9900 * kUs, t + 10100 * kUs, correlation); // across the step's end
+        job.call(pid, pid, GT_API_CUDA_MEMCPY_ASYNC, t + 500 * kUs, t + 510 * kUs, ++correlation);
+        job.gpu(pid, GpuOpKind::Memcpy, "Memcpy HtoD (Pageable -> Device)", t + 520 * kUs, t + 600 * kUs, correlation, 1 << 20);
+        job.collective(pid, t + 610 * kUs, t + 650 * kUs);
+        job.call(pid, pid, GT_API_CUDA_LAUNCH_KERNEL, t + 620 * kUs, t + 625 * kUs, ++correlation);
+        job.gpu(pid, GpuOpKind::Kernel, "ncclDevKernel_AllReduce_Sum_f32_RING_LL", t + 630 * kUs, t + 690 * kUs, correlation);
+        job.range(pid, off_cpu_slice_name(i % 2 ? "a lock" : "a queue"), t + 700 * kUs, t + 800 * kUs, true);
+        job.call(pid, pid, GT_API_CUDA_STREAM_SYNCHRONIZE, t + 850 * kUs, t + 9 * kMs + (i % 5) * 100 * kUs);
+        if (with_ranges) job.range(pid, "Optimizer.step#SGD.step", t + 9 * kMs + 600 * kUs, t + kStep);
+    }
+}
+
+std::string report_of(TraceData t) {
+    JobReport r = analyze_capture(t, "trace.json", AnalysisOptions{});
+    return report_json(r).dump(2);
+}
+
+} // namespace closed_steps_test
+
+TEST_CASE("steps closed past the bound give the report of the whole trace, to the last bit", "[live_trace]") {
+    using namespace closed_steps_test;
+    Job job;
+    uint32_t correlation = 0;
+    training(job, 7, true, correlation);
+    training(job, 9, false, correlation);
+    LiveTrace whole(LiveTraceOptions{1ull << 40, {}, kDefaultStepMarker, true});
+    LiveTrace bounded(LiveTraceOptions{8 << 20, {}, kDefaultStepMarker, true});
+    job.feed(whole);
+    job.feed(bounded);
+    CHECK(bounded.held_bytes() < 16 << 20);
+    CHECK(whole.held_bytes() > 20 << 20);
+    CHECK(bounded.steps_closed() > 4000);
+    CHECK(bounded.late_spans() == 0);
+    TraceData closed = bounded.take(nlohmann::json::object());
+    CHECK_FALSE(closed.spans_from_ns);
+    const std::string a = report_of(whole.take(nlohmann::json::object())), b = report_of(std::move(closed));
+    REQUIRE(a.find("\"steps\": 2499") != std::string::npos); // pid 7: between 2500 ranges' ends
+    REQUIRE(a.find("steps end at cudaStreamSynchronize at ?") != std::string::npos); // pid 9
+    CHECK(a == b);
+    if (const char* dir = getenv("GTRACE_TEST_DUMP_DIR")) std::ofstream(std::string(dir) + "/whole.json") << a;
+    if (a != b) { // the first line that differs
+        size_t at = static_cast<size_t>(std::mismatch(a.begin(), a.end(), b.begin(), b.end()).first - a.begin());
+        size_t from = a.rfind('\n', at);
+        if (const char* dir = getenv("GTRACE_TEST_DUMP_DIR")) { // both, for a diff
+            std::ofstream(std::string(dir) + "/whole.json") << a;
+            std::ofstream(std::string(dir) + "/closed.json") << b;
+        }
+        FAIL("whole: " << a.substr(from, 200) << "\nclosed: " << b.substr(from, 200));
+    }
+}
