@@ -2,7 +2,8 @@
 // (analyze/closed_steps.h): its report must be the report of the same events kept whole — the
 // same JSON, to the last bit — for steps found by step-marker ranges and by a synchronizing call
 // site, with launches, kernels (their launch in an earlier part), copies, a collective, off-CPU
-// time and sampled frames, one of them open all along.
+// time and sampled frames, one of them open all along; and beside them a process that is not
+// reported, whose spans go too.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -95,6 +96,12 @@ void training(Job& job, uint32_t pid, bool with_ranges, uint32_t& correlation) {
     }
 }
 
+// A process without CUDA work (torchrun's agent): sampled frames only, the first of them before
+// any other event (the capture's start).
+void launcher_samples(Job& job, uint32_t pid) {
+    for (uint64_t t = 500 * kMs; t < 1 * kS + kSteps * kStep; t += kMs / 2) job.frame(pid, 0, "_invoke_run", t, t + kMs / 4);
+}
+
 std::string report_of(TraceData t) {
     JobReport r = analyze_capture(t, "trace.json", AnalysisOptions{});
     return report_json(r).dump(2);
@@ -108,6 +115,7 @@ TEST_CASE("steps closed past the bound give the report of the whole trace, to th
     uint32_t correlation = 0;
     training(job, 7, true, correlation);
     training(job, 9, false, correlation);
+    launcher_samples(job, 11);
     LiveTrace whole(LiveTraceOptions{1ull << 40, {}, kDefaultStepMarker, true});
     LiveTrace bounded(LiveTraceOptions{8 << 20, {}, kDefaultStepMarker, true});
     job.feed(whole);

@@ -121,6 +121,29 @@ void let_go(ProcessData& p, uint64_t end_ns) {
 
 } // namespace
 
+void let_go_before_steps(ProcessData& p, const StepRules& rules, uint64_t until_ns) {
+    uint64_t bound = until_ns;
+    for (const auto& r : p.ranges)
+        if (is_marker(p, r, rules)) bound = std::min(bound, r.end_ns);
+    for (const auto& c : p.calls)
+        if (c.tid == p.pid && is_sync_call(c.name)) bound = std::min(bound, c.end_ns);
+    auto over = [bound](const Span& s) { return s.end_ns <= bound; };
+    auto drop = [](auto& spans, auto pred) {
+        if (std::erase_if(spans, pred)) spans.shrink_to_fit();
+    };
+    drop(p.main_samples, over);
+    drop(p.off_cpu, over);
+    drop(p.ranges, [&](const RangeSpan& r) { return over(r) && !is_marker(p, r, rules); });
+}
+
+void let_go_unanalysed(ProcessData& p, uint64_t until_ns) {
+    auto over = [until_ns](const Span& s) { return s.end_ns <= until_ns; };
+    auto drop = [&](auto& spans) {
+        if (std::erase_if(spans, over)) spans.shrink_to_fit();
+    };
+    drop(p.calls), drop(p.gpu), drop(p.main_samples), drop(p.ranges), drop(p.off_cpu), drop(p.collectives);
+}
+
 FoundSteps find_steps(const ProcessData& p, const StepRules& rules) {
     FoundSteps found;
     if (p.closed) steps_after(p, rules, *p.closed, found);
@@ -133,7 +156,10 @@ size_t close_steps(ProcessData& p, const StepRules& rules, uint64_t until_ns, co
     FoundSteps found = find_steps(p, rules);
     size_t n = 0;
     while (n < found.steps.size() && found.steps[n].end_ns <= until_ns) ++n;
-    if (!n) return 0;
+    if (!n) {
+        if (!p.closed) let_go_before_steps(p, rules, until_ns);
+        return 0;
+    }
     if (!p.closed) {
         p.closed = std::make_shared<ClosedSteps>();
         p.closed->rule = found.base_rule, p.closed->sync_site = found.sync_site;

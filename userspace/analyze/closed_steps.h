@@ -53,6 +53,16 @@ FoundSteps find_steps(const ProcessData& p, const StepRules& rules);
 // over by then that nothing after reads (it keeps collectives, NCCL kernels and the calls inside
 // NCCL calls — the report matches them over the job — and GPU memory points). `open_samples`: the
 // main thread's sampled frames not over yet. Returns how many steps closed.
+// With none to close yet, it lets go of the spans over before the earliest a step can start.
 size_t close_steps(ProcessData& p, const StepRules& rules, uint64_t until_ns, const std::vector<CallSpan>& open_samples);
+
+// Before a process's first step closes: spans over before the earliest a step can start — the
+// first end of a main-thread marker range or synchronizing call, whatever the rule turns out to
+// be — are in none, and go (a process that makes no CUDA call, as torchrun's agent, keeps its
+// samples this short).
+void let_go_before_steps(ProcessData& p, const StepRules& rules, uint64_t until_ns);
+
+// A process the report leaves out (a forked DataLoader worker): its spans over by `until_ns` go.
+void let_go_unanalysed(ProcessData& p, uint64_t until_ns);
 
 } // namespace gtrace

@@ -90,9 +90,16 @@ void LiveTrace::close_steps_behind() {
     if (cpu_seen_ns_ < kCloseBehindNs) return;
     for (auto& [pid, p] : data_.processes) {
         uint64_t until = cpu_seen_ns_ - kCloseBehindNs;
+        if (p.forked) { // known from the model's metadata, sent now and then
+            let_go_unanalysed(p, until);
+            continue;
+        }
         if (gpu_records_) { // its GPU records come in batches, after the calls: a step closes behind them
             auto gpu = gpu_seen_ns_.find(pid);
-            if (gpu == gpu_seen_ns_.end() || gpu->second < kCloseBehindNs) continue;
+            if (gpu == gpu_seen_ns_.end() || gpu->second < kCloseBehindNs) {
+                if (!p.closed) let_go_before_steps(p, *rules_, until);
+                continue;
+            }
             until = std::min(until, gpu->second - kCloseBehindNs);
         }
         std::vector<CallSpan> open;
@@ -271,8 +278,7 @@ TraceData LiveTrace::take(const nlohmann::json& facts) {
     data_ = TraceData();
     open_frames_.clear();
     if (window_from_ns_) t.spans_from_ns = window_from_ns_, t.spans_to_ns = std::max(window_from_ns_, covered(t).second), t.spans_max_bytes = max_bytes_;
-    if (std::any_of(t.processes.begin(), t.processes.end(), [](const auto& p) { return p.second.closed != nullptr; }))
-        t.first_span_ns = first_span_ns_;
+    if (!window_from_ns_ && first_span_ns_ != UINT64_MAX) t.first_span_ns = first_span_ns_; // with those let go
     t.steps_closed = steps_closed_, t.late_spans = late_spans_;
     steps_closed_ = late_spans_ = 0;
     window_from_ns_ = 0, first_span_ns_ = UINT64_MAX, cpu_seen_ns_ = 0;
