@@ -1,8 +1,9 @@
 // A live analysis past its memory bound closes the steps that are over and lets their spans go
 // (analyze/closed_steps.h): its report must be the report of the same events kept whole — the
 // same JSON, to the last bit — for steps found by step-marker ranges and by a synchronizing call
-// site, with launches, kernels (their launch in an earlier part), copies, a collective, off-CPU
-// time and sampled frames, one of them open all along; and beside them a process that is not
+// site, with launches, kernels (their launch in an earlier part, one running 1.5 s), copies, a
+// collective, off-CPU time, a DataLoader range before any step, and sampled frames, one of them
+// open all along; and beside them a process that is not
 // reported, whose spans go too.
 #include <catch2/catch.hpp>
 
@@ -22,7 +23,7 @@ namespace closed_steps_test { // not anonymous: the unit tests build in unity ba
 
 constexpr uint64_t kUs = 1000, kMs = 1000 * kUs, kS = 1000 * kMs;
 constexpr uint64_t kStep = 10 * kMs;
-constexpr size_t kSteps = 2500; // 25 s: many times the second behind which steps close
+constexpr size_t kSteps = 4000; // 40 s: many times the second behind which steps close
 
 struct Delivery {
     uint64_t at;  // when the capture hands it over: a CPU event at its end, GPU records in batches
@@ -93,6 +94,13 @@ void training(Job& job, uint32_t pid, bool with_ranges, uint32_t& correlation) {
         job.range(pid, off_cpu_slice_name(i % 2 ? "a lock" : "a queue"), t + 700 * kUs, t + 800 * kUs, true);
         job.call(pid, pid, GT_API_CUDA_STREAM_SYNCHRONIZE, t + 850 * kUs, t + 9 * kMs + (i % 5) * 100 * kUs);
         if (with_ranges) job.range(pid, "Optimizer.step#SGD.step", t + 9 * kMs + 600 * kUs, t + kStep);
+        job.call(pid, pid + 1, GT_API_CUDA_LAUNCH_KERNEL, t + kStep, t + kStep, ++correlation); // no length, at the step's end
+        job.gpu(pid, GpuOpKind::Kernel, "empty_kernel", t + kStep + 2 * kUs, t + kStep + 3 * kUs, correlation);
+        if (i % 500 == 7) { // a kernel running 1.5 s: its record comes at its end, long after the steps it is in
+            job.call(pid, pid, GT_API_CUDA_LAUNCH_KERNEL, t + 20 * kUs, t + 22 * kUs, ++correlation);
+            job.gpu(pid, GpuOpKind::Kernel, "long_kernel", t + 30 * kUs, t + 1500 * kMs, correlation);
+        }
+        if (i == 0) job.range(pid, "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", t - 2 * kMs, t - kMs); // before any step
     }
 }
 
@@ -117,17 +125,17 @@ TEST_CASE("steps closed past the bound give the report of the whole trace, to th
     training(job, 9, false, correlation);
     launcher_samples(job, 11);
     LiveTrace whole(LiveTraceOptions{1ull << 40, {}, kDefaultStepMarker, true});
-    LiveTrace bounded(LiveTraceOptions{8 << 20, {}, kDefaultStepMarker, true});
+    LiveTrace bounded(LiveTraceOptions{12 << 20, {}, kDefaultStepMarker, true});
     job.feed(whole);
     job.feed(bounded);
-    CHECK(bounded.held_bytes() < 16 << 20);
-    CHECK(whole.held_bytes() > 20 << 20);
-    CHECK(bounded.steps_closed() > 4000);
+    CHECK(bounded.held_bytes() < 24 << 20);
+    CHECK(whole.held_bytes() > 40 << 20);
+    CHECK(bounded.steps_closed() > 6000);
     CHECK(bounded.late_spans() == 0);
     TraceData closed = bounded.take(nlohmann::json::object());
     CHECK_FALSE(closed.spans_from_ns);
     const std::string a = report_of(whole.take(nlohmann::json::object())), b = report_of(std::move(closed));
-    REQUIRE(a.find("\"steps\": 2499") != std::string::npos); // pid 7: between 2500 ranges' ends
+    REQUIRE(a.find("\"steps\": 3999") != std::string::npos); // pid 7: between 4000 ranges' ends
     REQUIRE(a.find("steps end at cudaStreamSynchronize at ?") != std::string::npos); // pid 9
     CHECK(a == b);
     if (const char* dir = getenv("GTRACE_TEST_DUMP_DIR")) std::ofstream(std::string(dir) + "/whole.json") << a;

@@ -107,7 +107,8 @@ void let_go(ProcessData& p, uint64_t end_ns) {
     for (const auto& c : p.collectives)
         if (c.nccl) nccl[c.tid].push_back({c.start_ns, c.end_ns});
     for (auto& [tid, spans] : nccl) std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.start_ns < b.start_ns; });
-    auto over = [end_ns](const Span& s) { return s.end_ns <= end_ns; };
+    // Over before it (a span of no length at it is the next step's: it starts in it).
+    auto over = [end_ns](const Span& s) { return s.end_ns <= end_ns && s.start_ns < end_ns; };
     auto drop = [](auto& spans, auto pred) {
         std::erase_if(spans, pred);
         spans.shrink_to_fit();
@@ -127,13 +128,14 @@ void let_go_before_steps(ProcessData& p, const StepRules& rules, uint64_t until_
         if (is_marker(p, r, rules)) bound = std::min(bound, r.end_ns);
     for (const auto& c : p.calls)
         if (c.tid == p.pid && is_sync_call(c.name)) bound = std::min(bound, c.end_ns);
-    auto over = [bound](const Span& s) { return s.end_ns <= bound; };
+    auto over = [bound](const Span& s) { return s.end_ns <= bound && s.start_ns < bound; };
     auto drop = [](auto& spans, auto pred) {
         if (std::erase_if(spans, pred)) spans.shrink_to_fit();
     };
     drop(p.main_samples, over);
     drop(p.off_cpu, over);
-    drop(p.ranges, [&](const RangeSpan& r) { return over(r) && !is_marker(p, r, rules); });
+    // Marker ranges make the steps; DataLoader ranges, once seen, decide what sampled frames mean.
+    drop(p.ranges, [&](const RangeSpan& r) { return over(r) && !is_marker(p, r, rules) && !is_dataloader_range(r.name); });
 }
 
 void let_go_unanalysed(ProcessData& p, uint64_t until_ns) {
@@ -166,6 +168,7 @@ size_t close_steps(ProcessData& p, const StepRules& rules, uint64_t until_ns, co
     }
     ClosedSteps& closed = *p.closed;
     closed.left_out += found.left_out_before;
+    closed.cuda_work = closed.cuda_work || !p.calls.empty() || !p.gpu.empty();
     std::vector<StepBreakdown> steps;
     for (size_t i = 0; i < n; ++i) steps.push_back({found.steps[i], {}, 0, 0});
     add_steps(p, steps, open_samples, closed.sums, closed.carry);

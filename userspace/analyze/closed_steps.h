@@ -37,6 +37,7 @@ struct ClosedSteps {
     uint64_t end_ns = 0;   // the last closed step's end: the next step starts there
     uint64_t first_gpu_ns = UINT64_MAX, last_gpu_end_ns = 0; // of the GPU records let go
     size_t left_out = 0;   // steps before the first GPU record
+    bool cuda_work = false; // a CUDA call or GPU record was let go: the report covers the process
     uint64_t bytes() const { return steps.capacity() * sizeof(StepBreakdown) + sums.bytes() + carry.bytes() + 256; }
 };
 

@@ -1,6 +1,7 @@
 #include "analyze/live_trace.h"
 
 #include <algorithm>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -42,6 +43,15 @@ std::pair<uint64_t, uint64_t> covered(const TraceData& t) {
     for (const auto& [pid, p] : t.processes)
         cover(p.calls), cover(p.gpu), cover(p.main_samples), cover(p.ranges), cover(p.off_cpu), cover(p.collectives);
     return {first, last};
+}
+
+// The kind of GPU record the agent makes of a call's work under its correlation id; none for
+// calls that have an id and no such record (cudaDeviceSynchronize, cudaMalloc).
+std::optional<GpuOpKind> gpu_record_of(std::string_view api) {
+    if (api.starts_with("cudaLaunch") || api.starts_with("cuLaunch")) return GpuOpKind::Kernel;
+    if (api.find("Memcpy") != std::string_view::npos) return GpuOpKind::Memcpy;
+    if (api.find("Memset") != std::string_view::npos) return GpuOpKind::Memset;
+    return std::nullopt;
 }
 
 } // namespace
@@ -101,6 +111,13 @@ void LiveTrace::close_steps_behind() {
                 continue;
             }
             until = std::min(until, gpu->second - kCloseBehindNs);
+            // Nor past GPU work launched and not yet recorded (a kernel running a second and more:
+            // its record comes at its end); given up on 10 s after its launch.
+            if (auto work = gpu_work_.find(pid); work != gpu_work_.end()) {
+                auto& awaiting = work->second.awaiting;
+                std::erase_if(awaiting, [&](const auto& e) { return e.second.start_ns + kGiveUpOnGpuNs < cpu_seen_ns_; });
+                for (const auto& [correlation, launch] : awaiting) until = std::min(until, launch.start_ns);
+            }
         }
         std::vector<CallSpan> open;
         if (auto frames = open_frames_.find(pid); frames != open_frames_.end())
@@ -149,6 +166,7 @@ void LiveTrace::keep_recent_window() {
 }
 
 void LiveTrace::call(const ApiCall& c) {
+    if (gpu_records_ && c.correlation) await_gpu_record(c);
     ProcessData* p = process(c.pid, c.end_ns);
     if (!p) return;
     auto s = span_of<CallSpan>(c, text(api_name(c.api)));
@@ -195,7 +213,28 @@ void LiveTrace::collective(const Collective& c) {
     counted();
 }
 
+// GPU work launched: closing waits for its record. Correlation ids grow: work launched before the
+// agent recorded its kind (it enables kernels, then copies, then sets) has an id below the first
+// record of that kind, and no record will come.
+void LiveTrace::await_gpu_record(const ApiCall& c) {
+    auto kind = gpu_record_of(api_name(c.api));
+    if (!kind) return;
+    auto& process = gpu_work_[c.pid];
+    if (auto first = process.first_record.find(*kind); first != process.first_record.end() && c.correlation < first->second) return;
+    if (process.recorded_first.erase(c.correlation)) return; // its record came before it (the capture held the call)
+    process.awaiting[c.correlation] = {c.start_ns, *kind};
+}
+
 void LiveTrace::gpu_op(const GpuOp& op) {
+    if (auto work = gpu_work_.find(op.pid); work != gpu_work_.end() || op.kind != GpuOpKind::Sync) {
+        auto& process = gpu_work_[op.pid];
+        if (!process.awaiting.erase(op.correlation) && op.correlation) {
+            if (process.recorded_first.size() >= kRecordedFirstMax) process.recorded_first.clear(); // records of no call: bounded
+            process.recorded_first.insert(op.correlation);
+        }
+        if (process.first_record.emplace(op.kind, op.correlation).second) // the kind's first: what came before has none
+            std::erase_if(process.awaiting, [&](const auto& e) { return e.second.kind == op.kind && e.first < op.correlation; });
+    }
     if (op.kind == GpuOpKind::Sync) return; // not a slice in gtrace's own formats
     ProcessData* p = process(op.pid, op.end_ns); // GPU records come late: those over before the window go, too
     if (!p) return;
@@ -241,7 +280,9 @@ void LiveTrace::sample_frame_end(uint32_t pid, uint32_t tid, size_t depth, uint6
     }
     clip(s);
     s.name = it->second[depth].first, s.tid = pid;
-    seen(*p, s, true, false); // a frame open when steps closed was in them (close_steps_behind)
+    // A frame open when steps closed was in them as running on (close_steps_behind): late only if
+    // it turns out to have ended inside them (its thread went unsampled for a second).
+    seen(*p, s, true, p->closed && s.end_ns < p->closed->end_ns);
     p->main_samples.push_back(s);
     it->second.resize(depth);
     counted();
@@ -282,7 +323,7 @@ TraceData LiveTrace::take(const nlohmann::json& facts) {
     t.steps_closed = steps_closed_, t.late_spans = late_spans_;
     steps_closed_ = late_spans_ = 0;
     window_from_ns_ = 0, first_span_ns_ = UINT64_MAX, cpu_seen_ns_ = 0;
-    gpu_seen_ns_.clear();
+    gpu_seen_ns_.clear(), gpu_work_.clear();
     apply_capture_facts(t, facts);
     return t;
 }

@@ -9,8 +9,8 @@
 // that it closes the steps that are over (analyze/closed_steps.h): their figures are added up and
 // their spans let go, so the report at the end covers the whole capture in bounded memory, and is
 // the report `gtrace report FILE` gives on the whole trace. Steps close a second behind the newest
-// events (and, with the GPU agent on, behind the process's newest GPU record: they come in
-// batches). Should the spans still take more than the bound (a process without steps yet, or a
+// events (and, with the GPU agent on, behind the process's newest GPU record — they come in
+// batches — and before GPU work launched whose record has not come: a long kernel's comes at its end). Should the spans still take more than the bound (a process without steps yet, or a
 // second of events above it), it lets go of the older half of the time they cover (again as
 // needed), and the report covers the capture's recent window and says from when
 // (TraceData::spans_from_ns).
@@ -18,6 +18,8 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <unordered_map>
+#include <unordered_set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -49,6 +51,8 @@ struct LiveTraceOptions {
 class LiveTrace final : public EventConsumer {
 public:
     static constexpr uint64_t kCloseBehindNs = 1'000'000'000; // a step closes this long after the newest events
+    static constexpr uint64_t kGiveUpOnGpuNs = 10'000'000'000; // GPU work not recorded this long after its launch: never will
+    static constexpr size_t kRecordedFirstMax = 1 << 16;
     explicit LiveTrace(LiveTraceOptions o = {});
 
     void call(const ApiCall& c) override;
@@ -78,6 +82,7 @@ private:
     void clip(Span& s) const { s.start_ns = std::max(s.start_ns, window_from_ns_); } // its part in the window
     void counted(); // one more span kept: checks the budget now and then
     void check_budget(); // past it: steps closed, else the older spans let go
+    void await_gpu_record(const ApiCall& c);
     void close_steps_behind(); // the steps over a second ago
     void keep_recent_window(); // the older half of the time covered let go
     template <typename Span>
@@ -93,6 +98,18 @@ private:
     bool gpu_records_ = false;
     uint64_t cpu_seen_ns_ = 0;                 // the latest end of a CPU event
     std::map<uint32_t, uint64_t> gpu_seen_ns_; // by process, the latest end of a GPU record
+    // By process: GPU work launched whose record has not come (by correlation id), and each kind's
+    // first record's correlation id.
+    struct GpuWork {
+        struct Launch {
+            uint64_t start_ns;
+            GpuOpKind kind;
+        };
+        std::unordered_map<uint32_t, Launch> awaiting;
+        std::unordered_set<uint32_t> recorded_first; // records that came before their call
+        std::map<GpuOpKind, uint32_t> first_record;
+    };
+    std::map<uint32_t, GpuWork> gpu_work_;
     uint64_t first_span_ns_ = UINT64_MAX;      // the earliest start of a span kept
     uint64_t steps_closed_ = 0, late_spans_ = 0;
     std::string scratch_;

@@ -59,7 +59,7 @@ std::vector<ProcessAnalysis> analyze_processes(const TraceData& trace, const Ana
     const uint64_t origin = capture_start(trace);
     std::vector<ProcessAnalysis> out;
     for (const auto& [pid, p] : trace.processes) {
-        if (p.forked || (!p.rank && p.calls.empty() && p.gpu.empty() && !p.closed)) continue;
+        if (p.forked || (!p.rank && p.calls.empty() && p.gpu.empty() && !(p.closed && p.closed->cuda_work))) continue;
         ProcessAnalysis r;
         r.pid = pid;
         r.rank = p.rank;

@@ -19,8 +19,6 @@ bool is_dataloader_frame(std::string_view name) {
     return (name.starts_with("__next__ (") || name.starts_with("_next_data (")) && name.find("dataloader.py") != std::string::npos;
 }
 
-bool is_dataloader_range(std::string_view name) { return name.starts_with("enumerate(DataLoader)"); }
-
 double us_of(uint64_t ns) { return static_cast<double>(ns) / 1e3; }
 
 // Credits every instant of every step to its highest-priority active category (one sweep);
@@ -244,6 +242,8 @@ uint64_t StepSums::bytes() const {
     return launch_us.bytes() + interval_us.bytes() + kernel_us.bytes() + delay_us.bytes() + kernel_ns_by_name.size() * 96 +
            blocked.size() * 128;
 }
+
+bool is_dataloader_range(std::string_view name) { return name.starts_with("enumerate(DataLoader)"); }
 
 bool is_sync_call(std::string_view name) {
     return name == "cudaDeviceSynchronize" || name.starts_with("cudaStreamSynchronize") ||

@@ -81,5 +81,6 @@ void add_steps(const ProcessData& p, std::vector<StepBreakdown>& steps, const st
 void figures_from_sums(const StepSums& sums, ProcessAnalysis& r);
 
 bool is_sync_call(std::string_view name);
+bool is_dataloader_range(std::string_view name); // "enumerate(DataLoader)#..."
 
 } // namespace gtrace
