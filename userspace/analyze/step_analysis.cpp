@@ -1,17 +1,12 @@
 #include "analyze/step_analysis.h"
 
-#include <regex>
-
 #include <algorithm>
-#include <cctype>
-#include <unordered_map>
 
 #include <fmt/format.h>
 
 #include "analyze/closed_steps.h"
 #include "analyze/collectives.h"
 #include "analyze/memory_curve.h"
-#include "decode/off_cpu.h"
 #include "discover/proc_tree.h"
 #include "foundation/redact.h"
 
