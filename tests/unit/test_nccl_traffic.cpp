@@ -52,7 +52,7 @@ TEST_CASE("NCCL calls are joined to the kernels launched inside them or inside t
     b.kernel(3045, 1'000'000, "ncclDevKernel_SendRecv");
     ProcessAnalysis r;
     r.rank = 0;
-    gather_nccl_traffic(b.p, {0, UINT64_MAX}, r);
+    gather_nccl_traffic(b.p, {0, UINT64_MAX}, nullptr, r);
     std::vector<ProcessAnalysis> all{r};
     nccl_bandwidths(all);
     const ProcessAnalysis& out = all[0];
@@ -86,9 +86,9 @@ TEST_CASE("a communicator made before the capture: the world's size, said so; wi
     b.kernel(1005, 1'000'000, "ncclDevKernel_AllGather_RING_LL");
     ProcessAnalysis ranked, other;
     ranked.rank = 0, other.pid = 9;
-    gather_nccl_traffic(b.p, {0, UINT64_MAX}, ranked);
+    gather_nccl_traffic(b.p, {0, UINT64_MAX}, nullptr, ranked);
     b.p.world_size = std::nullopt;
-    gather_nccl_traffic(b.p, {0, UINT64_MAX}, other);
+    gather_nccl_traffic(b.p, {0, UINT64_MAX}, nullptr, other);
     ranked.world_size = 8;
     std::vector<ProcessAnalysis> all{ranked, other};
     nccl_bandwidths(all);
@@ -132,7 +132,7 @@ TEST_CASE("an NCCL call that returned an error moved nothing: neither its calls 
     b.p.collectives.back().result = 4;
     ProcessAnalysis r;
     r.rank = 0;
-    gather_nccl_traffic(b.p, {0, UINT64_MAX}, r);
+    gather_nccl_traffic(b.p, {0, UINT64_MAX}, nullptr, r);
     const NcclTraffic* ar = kind(r, "AllReduce");
     REQUIRE(ar);
     CHECK(ar->calls == 1);

@@ -175,6 +175,9 @@ size_t close_steps(ProcessData& p, const StepRules& rules, uint64_t until_ns, co
     closed.steps.insert(closed.steps.end(), steps.begin(), steps.end());
     closed.end_ns = steps.back().span.end_ns;
     for (const auto& g : p.gpu) closed.first_gpu_ns = std::min(closed.first_gpu_ns, g.start_ns), closed.last_gpu_end_ns = std::max(closed.last_gpu_end_ns, g.end_ns);
+    constexpr uint64_t kNoWaitAfterNs = 10'000'000'000; // a c10d call without a wait 10 s on: none will come
+    close_collectives(p, {closed.steps.front().span.start_ns, closed.end_ns}, until_ns > kNoWaitAfterNs ? until_ns - kNoWaitAfterNs : 0,
+                      closed.collectives);
     let_go(p, closed.end_ns);
     return n;
 }

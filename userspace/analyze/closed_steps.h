@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "analyze/collectives.h"
 #include "analyze/step_sums.h"
 #include "analyze/trace_data.h"
 
@@ -32,13 +33,14 @@ struct ClosedSteps {
     std::vector<StepBreakdown> steps;
     StepSums sums;
     LaunchCarry carry;
+    CollectiveSums collectives;
     std::string rule;      // as found when the first steps closed: kept, so that steps go on alike
     std::string sync_site; // the rule's call site ("cudaStreamSynchronize at train.py:12"); empty: marker ranges
     uint64_t end_ns = 0;   // the last closed step's end: the next step starts there
     uint64_t first_gpu_ns = UINT64_MAX, last_gpu_end_ns = 0; // of the GPU records let go
     size_t left_out = 0;   // steps before the first GPU record
     bool cuda_work = false; // a CUDA call or GPU record was let go: the report covers the process
-    uint64_t bytes() const { return steps.capacity() * sizeof(StepBreakdown) + sums.bytes() + carry.bytes() + 256; }
+    uint64_t bytes() const { return steps.capacity() * sizeof(StepBreakdown) + sums.bytes() + carry.bytes() + collectives.bytes() + 256; }
 };
 
 struct FoundSteps {
@@ -51,8 +53,9 @@ struct FoundSteps {
 FoundSteps find_steps(const ProcessData& p, const StepRules& rules);
 
 // Closes the steps of `p` that end by `until_ns`: adds them to p.closed and lets go of the spans
-// over by then that nothing after reads (it keeps collectives, NCCL kernels and the calls inside
-// NCCL calls — the report matches them over the job — and GPU memory points). `open_samples`: the
+// over by then: the collectives over become sums (c10d's calls, matched across ranks at the end,
+// each as one CollectiveCall; NCCL's batches and kernels as traffic: close_collectives); GPU
+// memory points stay. `open_samples`: the
 // main thread's sampled frames not over yet. Returns how many steps closed.
 // With none to close yet, it lets go of the spans over before the earliest a step can start.
 size_t close_steps(ProcessData& p, const StepRules& rules, uint64_t until_ns, const std::vector<CallSpan>& open_samples);

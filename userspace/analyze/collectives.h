@@ -5,9 +5,12 @@
 // overlapping ones the one finishing nearest is the same call.
 #pragma once
 #include <cstdint>
+#include <map>
+#include <string>
 #include <string_view>
 #include <vector>
 
+#include "analyze/nccl_traffic.h"
 #include "analyze/step_analysis.h"
 #include "analyze/trace_data.h"
 
@@ -15,6 +18,24 @@ namespace gtrace {
 
 // NCCL's kernels ("ncclKernel_AllReduce_…", "ncclDevKernel_AllReduce_…") and gloo's: Communication.
 bool is_communication_kernel(std::string_view name);
+
+// What the collectives of steps closed on the way (analyze/closed_steps.h) add to a report: each
+// c10d call with its wait (matched across ranks at the end), NCCL kernels by collective, NCCL traffic.
+struct KernelSums {
+    uint64_t count = 0, ns = 0;
+};
+struct CollectiveSums {
+    std::vector<CollectiveCall> instances;
+    std::map<std::string, KernelSums> kernels; // "AllReduce (NCCL kernels)"
+    NcclSums nccl;
+    uint64_t bytes() const { return instances.capacity() * (sizeof(CollectiveCall) + 16) + kernels.size() * 96 + nccl.kinds.size() * 160 + nccl.comm_size.size() * 32; }
+};
+
+// Steps up to window.end_ns closing (from the first step's start): the collectives over by then
+// become `sums` and their spans go — c10d's calls whose wait is over too (or that no wait came to
+// by `give_up_before_ns`), NCCL's complete batches with the kernels they ran, NCCL kernels that
+// no NCCL call left can be joined to.
+void close_collectives(ProcessData& p, const Span& window, uint64_t give_up_before_ns, CollectiveSums& sums);
 
 // While `trace` is loaded: each of its processes in `out` (steps already found) keeps its
 // collective calls and its NCCL kernel figures (ProcessAnalysis::collective_calls, _kernels).

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "analyze/collectives.h"
 #include "format/nccl_names.h"
@@ -83,25 +84,24 @@ double nccl_bus_factor(const std::string& kind, uint32_t n) {
     return 0; // a group of several kinds: no one factor
 }
 
-void gather_nccl_traffic(const ProcessData& p, const Span& window, ProcessAnalysis& out) {
-    out.nccl_traffic.clear();
-    out.world_size = p.world_size;
-    std::unordered_map<uint64_t, uint32_t> comm_size; // communicators seen created
+void add_nccl_traffic(const ProcessData& p, const Span& window, const std::vector<bool>* included, NcclSums& sums,
+                      std::unordered_set<uint32_t>* joined) {
     for (const auto& c : p.collectives)
-        if (c.nccl && c.nranks) comm_size[c.comm] = c.nranks;
+        if (c.nccl && c.nranks) sums.comm_size[c.comm] = c.nranks;
     // Each thread's NCCL calls in time order (the outermost only: they do not overlap).
     std::map<uint32_t, std::vector<Call>> by_thread;
-    for (const auto& c : p.collectives) {
-        if (!c.nccl) continue;
+    for (size_t i = 0; i < p.collectives.size(); ++i) {
+        const auto& c = p.collectives[i];
+        if (!c.nccl || (included && !(*included)[i])) continue;
         unsigned api = nccl_api_from_symbol(c.name);
         if (api != GT_NCCL_GROUP_END && !nccl_api_moves_data(api)) continue;
         if (c.result != 0 && api != GT_NCCL_GROUP_END) continue; // it failed (bad arguments, an aborted communicator): moved nothing
-        auto size = comm_size.find(c.comm);
-        by_thread[c.tid].push_back({&c, api, kind_of(api), size != comm_size.end() ? size->second : 0});
+        auto size = sums.comm_size.find(c.comm);
+        by_thread[c.tid].push_back({&c, api, kind_of(api), size != sums.comm_size.end() ? size->second : 0});
     }
     for (auto& [tid, calls] : by_thread)
         std::sort(calls.begin(), calls.end(), [](const Call& a, const Call& b) { return a.span->start_ns < b.span->start_ns; });
-    std::map<std::string, NcclTraffic> kinds;
+    auto& kinds = sums.kinds;
     auto in_window = [&](const CollectiveSpan& s) { return s.start_ns >= window.start_ns && s.start_ns < window.end_ns; };
     // Every data call in the steps is counted, joined or not: by batch (a group's sends and
     // receives are one exchange), each kind's calls apart.
@@ -110,7 +110,7 @@ void gather_nccl_traffic(const ProcessData& p, const Span& window, ProcessAnalys
         for (const Call* c : batch)
             if (in_window(*c->span)) by_kind[c->kind].push_back(c);
         for (const auto& [kind, calls] : by_kind) {
-            NcclTraffic& t = kinds[kind];
+            NcclKindSums& t = kinds[kind];
             t.calls += calls.size();
             batch_size(calls, t.bytes, t.unscaled_bytes);
             for (const Call* c : calls) t.nranks = std::max(t.nranks, c->nranks);
@@ -155,23 +155,33 @@ void gather_nccl_traffic(const ProcessData& p, const Span& window, ProcessAnalys
     std::unordered_map<uint32_t, const CallSpan*> launches;
     for (const auto& c : p.calls)
         if (c.correlation) launches[c.correlation] = &c;
-    std::map<std::pair<uint32_t, uint64_t>, bool> batch_joined; // (tid, batch's end): its bytes counted once
+    std::map<std::pair<uint32_t, uint64_t>, bool> batch_joined; // (tid, batch's first call): its bytes counted once
     for (const auto& g : p.gpu) {
         if (g.kind != GpuKind::Kernel || !g.correlation || !is_communication_kernel(g.name)) continue;
         auto launch = launches.find(g.correlation);
         if (launch == launches.end()) continue;
         auto batch = batch_at(launch->second->tid, launch->second->start_ns);
         if (!batch || !in_window(*batch->calls.front()->span)) continue;
-        NcclTraffic& t = kinds[batch->kind];
+        NcclKindSums& t = kinds[batch->kind];
         ++t.kernels;
-        t.kernel_ms += static_cast<double>(g.dur()) / 1e6;
+        t.kernel_ns += g.dur();
+        if (joined) joined->insert(g.correlation);
         if (!batch_joined.emplace(std::make_pair(launch->second->tid, batch->calls.front()->span->start_ns), true).second) continue;
         batch_size(batch->calls, t.joined_bytes, t.unscaled_joined_bytes);
         for (const Call* c : batch->calls)
             if (c->nranks) t.nranks = std::max(t.nranks, c->nranks);
     }
-    for (auto& [name, t] : kinds) {
-        t.name = name;
+}
+
+void gather_nccl_traffic(const ProcessData& p, const Span& window, const NcclSums* closed, ProcessAnalysis& out) {
+    out.world_size = p.world_size;
+    NcclSums sums = closed ? *closed : NcclSums{};
+    add_nccl_traffic(p, window, nullptr, sums, nullptr);
+    out.nccl_traffic.clear();
+    for (const auto& [name, k] : sums.kinds) {
+        NcclTraffic t;
+        t.name = name, t.calls = k.calls, t.bytes = k.bytes, t.kernels = k.kernels, t.kernel_ms = static_cast<double>(k.kernel_ns) / 1e6;
+        t.joined_bytes = k.joined_bytes, t.nranks = k.nranks, t.unscaled_bytes = k.unscaled_bytes, t.unscaled_joined_bytes = k.unscaled_joined_bytes;
         out.nccl_traffic.push_back(std::move(t));
     }
     std::stable_sort(out.nccl_traffic.begin(), out.nccl_traffic.end(),

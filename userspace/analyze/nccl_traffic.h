@@ -12,6 +12,10 @@
 // received when it only received). n is the communicator's size, from its ncclCommInitRank when
 // the capture saw it, else the world's (said so: a subgroup's communicator would be smaller).
 #pragma once
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "analyze/step_analysis.h"
@@ -19,9 +23,26 @@
 
 namespace gtrace {
 
+// What a process's NCCL calls moved, by kind, as sums that parts of a capture add to (closed
+// steps: analyze/closed_steps.h): byte counts are whole numbers (exact in a double), times integer ns.
+struct NcclKindSums {
+    uint64_t calls = 0, kernels = 0, kernel_ns = 0;
+    double bytes = 0, unscaled_bytes = 0, joined_bytes = 0, unscaled_joined_bytes = 0;
+    uint32_t nranks = 0;
+};
+struct NcclSums {
+    std::map<std::string, NcclKindSums> kinds;
+    std::unordered_map<uint64_t, uint32_t> comm_size; // communicators seen created: their size
+};
+
+// Adds the NCCL calls of `p` in `window` (those `included`, by index in p.collectives; null: all),
+// by batch, and the NCCL kernels joined to them; `joined`: their kernels' correlation ids.
+void add_nccl_traffic(const ProcessData& p, const Span& window, const std::vector<bool>* included, NcclSums& sums,
+                      std::unordered_set<uint32_t>* joined);
 // While `trace` is loaded: each process's NCCL calls in its steps, by kind, joined to its NCCL
-// kernels. Sizes on communicators not seen created stay per rank until nccl_bandwidths.
-void gather_nccl_traffic(const ProcessData& p, const Span& window, ProcessAnalysis& out);
+// kernels (after those of steps closed: `closed`). Sizes on communicators not seen created stay
+// per rank until nccl_bandwidths.
+void gather_nccl_traffic(const ProcessData& p, const Span& window, const NcclSums* closed, ProcessAnalysis& out);
 // Over the job: a communicator not seen created is taken as the world — the rank's WORLD_SIZE,
 // else the job's ranks (a process without a rank: not known, no bus bandwidth); bandwidths.
 void nccl_bandwidths(std::vector<ProcessAnalysis>& all);

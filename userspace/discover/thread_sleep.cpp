@@ -28,7 +28,9 @@ std::optional<double> exec_start_ms(const std::string& path) {
     if (start == std::string::npos) return std::nullopt;
     double ms = 0;
     auto [end, ec] = std::from_chars(text.data() + start, text.data() + text.size(), ms);
-    if (ec != std::errc{} || !(ms >= 0)) return std::nullopt;
+    // 0: not known — the kernel zeroes it when it moves a task to another CPU (fair.c's
+    // migrate_task_rq_fair), until the task runs again; "asleep since boot" it is not.
+    if (ec != std::errc{} || !(ms > 0)) return std::nullopt;
     return ms;
 }
 

@@ -4,7 +4,8 @@
 // same per-CPU clock read now on the CPU it last ran on (gtrace's thread moved there for the
 // read: the CPUs' task clocks drift apart by tenths of a second over a day). Read before anything
 // stops the thread: a ptrace stop wakes it. None for a running thread (a spin-wait, a busy loop)
-// or where the kernel has no /proc/PID/sched (built without CONFIG_SCHED_DEBUG).
+// or where the kernel has no /proc/PID/sched (built without CONFIG_SCHED_DEBUG), nor for a thread
+// whose se.exec_start is 0 (moved to another CPU and not run since: not known).
 #pragma once
 #include <cstdint>
 #include <unordered_map>
