@@ -92,14 +92,6 @@ void trim_to_gpu_records(const ProcessData& p, FoundSteps& found) {
     if (left_out && !found.rule.empty()) found.rule += fmt::format("; {} step(s) outside the span of the GPU records left out", left_out);
 }
 
-// Whether the call lies inside one of its thread's NCCL calls (`nccl`: by thread, by start).
-bool inside_nccl(const CallSpan& c, const std::map<uint32_t, std::vector<Span>>& nccl) {
-    auto it = nccl.find(c.tid);
-    if (it == nccl.end()) return false;
-    auto after = std::upper_bound(it->second.begin(), it->second.end(), c.start_ns, [](uint64_t t, const Span& s) { return t < s.start_ns; });
-    return after != it->second.begin() && c.start_ns <= std::prev(after)->end_ns;
-}
-
 // Lets go of the spans over by `end_ns` that the report reads no more once the steps up to there
 // are closed.
 void let_go(ProcessData& p, uint64_t end_ns) {
@@ -113,7 +105,7 @@ void let_go(ProcessData& p, uint64_t end_ns) {
         std::erase_if(spans, pred);
         spans.shrink_to_fit();
     };
-    drop(p.calls, [&](const CallSpan& c) { return over(c) && !inside_nccl(c, nccl); });
+    drop(p.calls, [&](const CallSpan& c) { return over(c) && !inside_one_of(c, nccl); });
     drop(p.gpu, [&](const GpuSpan& g) { return over(g) && !(g.kind == GpuKind::Kernel && is_communication_kernel(g.name)); });
     drop(p.main_samples, over);
     drop(p.ranges, over);

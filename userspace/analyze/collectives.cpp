@@ -133,14 +133,6 @@ void add_gpu_figures(const ProcessData& p, const Span& window, std::map<std::str
     }
 }
 
-// Whether a call lies inside one of its thread's NCCL calls kept (`kept`: by thread, by start).
-bool inside_one_of(const CallSpan& c, const std::map<uint32_t, std::vector<Span>>& kept) {
-    auto it = kept.find(c.tid);
-    if (it == kept.end()) return false;
-    auto after = std::upper_bound(it->second.begin(), it->second.end(), c.start_ns, [](uint64_t t, const Span& s) { return t < s.start_ns; });
-    return after != it->second.begin() && c.start_ns <= std::prev(after)->end_ns;
-}
-
 // NCCL's calls of complete batches (a call outside any group, or a group's calls to its
 // GroupEnd) over by `cut`, per thread, in time order.
 std::vector<bool> closed_nccl_batches(const ProcessData& p, uint64_t cut) {
@@ -159,6 +151,13 @@ std::vector<bool> closed_nccl_batches(const ProcessData& p, uint64_t cut) {
 }
 
 } // namespace
+
+bool inside_one_of(const CallSpan& c, const std::map<uint32_t, std::vector<Span>>& spans) {
+    auto it = spans.find(c.tid);
+    if (it == spans.end()) return false;
+    auto after = std::upper_bound(it->second.begin(), it->second.end(), c.start_ns, [](uint64_t t, const Span& s) { return t < s.start_ns; });
+    return after != it->second.begin() && c.start_ns <= std::prev(after)->end_ns;
+}
 
 bool is_communication_kernel(std::string_view name) {
     return contains_ignoring_case(name, "nccl") || contains_ignoring_case(name, "gloo");

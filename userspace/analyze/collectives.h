@@ -19,6 +19,10 @@ namespace gtrace {
 // NCCL's kernels ("ncclKernel_AllReduce_…", "ncclDevKernel_AllReduce_…") and gloo's: Communication.
 bool is_communication_kernel(std::string_view name);
 
+// Whether a call starts inside one of its thread's `spans` (by thread, sorted by start, not
+// overlapping: NCCL's calls).
+bool inside_one_of(const CallSpan& c, const std::map<uint32_t, std::vector<Span>>& spans);
+
 // What the collectives of steps closed on the way (analyze/closed_steps.h) add to a report: each
 // c10d call with its wait (matched across ranks at the end), NCCL kernels by collective, NCCL traffic.
 struct KernelSums {
