@@ -10,6 +10,12 @@ late rank (`other_wait_ms`: the late rank's arrival less its own, each taken on 
 just before the call). On a busy host the late rank reaches its call later than its sleep alone
 says, so these, not the sleep, are what the other rank's figures are held to.
 
+A timestamp taken in Python is not the call's entry in C++: a rank preempted between the two moves
+its own figure and not gtrace's. So each rank also reads its thread's run delay (the kernel's time
+runnable but not running, /proc/thread-self/schedstat) from just before its timestamp to the
+call's return, and the truth carries what that allows: `other_wait_slack_ms` (both ranks' run
+delay, mean per step) and `other_all_reduce_slack_ms` (the other rank's own).
+
 --throw instead makes the late rank never come: the others' all_reduce times out after
 --timeout-s, and gloo throws the error through Work::wait; they catch it, print "caught
 RuntimeError", and every rank exits 0 (a probe that broke C++ unwinding would abort them)."""
@@ -21,6 +27,15 @@ import time
 
 import torch
 import torch.distributed as dist
+
+
+def run_delay_s():
+    """This thread's time runnable but not running so far (0 where the kernel does not say)."""
+    try:
+        with open("/proc/thread-self/schedstat") as f:
+            return int(f.read().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return 0.0
 
 
 def main():
@@ -50,7 +65,7 @@ def main():
         else:
             time.sleep(2 * a.timeout_s)
         os._exit(0)  # the group is broken: no orderly shutdown
-    slept, reduced, arrivals = [], [], []
+    slept, reduced, arrivals, delayed = [], [], [], []
     for _ in range(a.steps):
         model(x).square().mean().backward()
         grads = torch.cat([p.grad.flatten() for p in model.parameters()])
@@ -58,10 +73,12 @@ def main():
             t0 = time.monotonic()
             time.sleep(a.sleep_ms / 1000)
             slept.append(time.monotonic() - t0)
+        d0 = run_delay_s()
         t0 = time.monotonic()
         arrivals.append(t0)
         dist.all_reduce(grads)
         reduced.append(time.monotonic() - t0)
+        delayed.append(run_delay_s() - d0)
         offset = 0
         for p in model.parameters():
             p.grad.copy_(grads[offset:offset + p.grad.numel()].view_as(p.grad))
@@ -71,7 +88,7 @@ def main():
     figures = os.path.join(os.path.dirname(os.path.abspath(a.go_file)), f"comm-figures-{rank}.json") if a.go_file else None
     if figures and rank != a.late_rank:
         with open(figures + ".tmp", "w") as f:
-            json.dump({"arrivals": arrivals, "all_reduce_s": reduced}, f)
+            json.dump({"arrivals": arrivals, "all_reduce_s": reduced, "run_delay_s": delayed}, f)
         os.rename(figures + ".tmp", figures)
     if slept:
         sleep_ms, reduce_ms = 1000 * sum(slept) / len(slept), 1000 * sum(reduced) / len(reduced)
@@ -85,6 +102,8 @@ def main():
             waits = [max(0.0, mine - theirs) for mine, theirs in zip(arrivals, o["arrivals"])]
             truth["other_wait_ms"] = 1000 * sum(waits) / len(waits)
             truth["other_all_reduce_ms"] = 1000 * sum(o["all_reduce_s"]) / len(o["all_reduce_s"])
+            truth["other_wait_slack_ms"] = 1000 * (sum(delayed) + sum(o["run_delay_s"])) / len(delayed)
+            truth["other_all_reduce_slack_ms"] = 1000 * sum(o["run_delay_s"]) / len(o["run_delay_s"])
         print("GTRACE_COMM_TRUTH " + json.dumps(truth), flush=True)
     dist.destroy_process_group()
 

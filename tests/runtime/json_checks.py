@@ -1,8 +1,10 @@
 """[expect] checks on JSON files a run wrote (a `gtrace report --json`, say), by dotted key:
 `json_match` ({file = {"a.0.b" = "regex"}}: the value's text matches) and `json_near_truth`
-(a list of {file, key, truth, truth_key, within}: the value is within the fraction `within` of
-the number `truth_key`, dotted too, in the JSON that a program printed after the word `truth`). A
-number in a dotted key indexes a list."""
+(a list of {file, key, truth, truth_key, within, slack_key}: the value is within the fraction
+`within` of the number `truth_key`, dotted too, in the JSON that a program printed after the word
+`truth`, plus the number `slack_key` of that JSON where given — what the program measured of its own
+error, e.g. the time it sat preempted between its timestamp and the call). A number in a dotted key
+indexes a list."""
 import json
 import re
 
@@ -52,7 +54,12 @@ def check_json_files(expect, program_lines):
         want = dotted(truth_from(program_lines, c["truth"]), c["truth_key"])
         if not isinstance(got, (int, float)) or not isinstance(want, (int, float)):
             fail(f"{c['key']} is {got!r} and {c['truth']}.{c['truth_key']} is {want!r}: not two numbers")
-        if abs(got - want) > c["within"] * abs(want):
-            fail(f"{c['key']} is {got:.3f}, not within {c['within']:.0%} of {c['truth_key']} {want:.3f}")
-        print(f"ok: {c['key']} = {got:.3f}, within {c['within']:.0%} of {c['truth_key']} {want:.3f} "
-              f"({(got - want) / want:+.1%})")
+        slack = 0.0
+        if "slack_key" in c:
+            slack = dotted(truth_from(program_lines, c["truth"]), c["slack_key"])
+            if not isinstance(slack, (int, float)) or slack < 0:
+                fail(f"{c['truth']}.{c['slack_key']} is {slack!r}: not a number of at least 0")
+        bound = f"{c['within']:.0%} of {c['truth_key']} {want:.3f}" + (f" + {c['slack_key']} {slack:.3f}" if "slack_key" in c else "")
+        if abs(got - want) > c["within"] * abs(want) + slack:
+            fail(f"{c['key']} is {got:.3f}, not within {bound}")
+        print(f"ok: {c['key']} = {got:.3f}, within {bound} ({(got - want) / want:+.1%})")
