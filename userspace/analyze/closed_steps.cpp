@@ -101,15 +101,11 @@ void let_go(ProcessData& p, uint64_t end_ns) {
     for (auto& [tid, spans] : nccl) std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.start_ns < b.start_ns; });
     // Over before it (a span of no length at it is the next step's: it starts in it).
     auto over = [end_ns](const Span& s) { return s.end_ns <= end_ns && s.start_ns < end_ns; };
-    auto drop = [](auto& spans, auto pred) {
-        std::erase_if(spans, pred);
-        spans.shrink_to_fit();
-    };
-    drop(p.calls, [&](const CallSpan& c) { return over(c) && !inside_one_of(c, nccl); });
-    drop(p.gpu, [&](const GpuSpan& g) { return over(g) && !(g.kind == GpuKind::Kernel && is_communication_kernel(g.name)); });
-    drop(p.main_samples, over);
-    drop(p.ranges, over);
-    drop(p.off_cpu, over);
+    let_go_of(p.calls, [&](const CallSpan& c) { return over(c) && !inside_one_of(c, nccl); });
+    let_go_of(p.gpu, [&](const GpuSpan& g) { return over(g) && !(g.kind == GpuKind::Kernel && is_communication_kernel(g.name)); });
+    let_go_of(p.main_samples, over);
+    let_go_of(p.ranges, over);
+    let_go_of(p.off_cpu, over);
 }
 
 } // namespace
@@ -121,21 +117,16 @@ void let_go_before_steps(ProcessData& p, const StepRules& rules, uint64_t until_
     for (const auto& c : p.calls)
         if (c.tid == p.pid && is_sync_call(c.name)) bound = std::min(bound, c.end_ns);
     auto over = [bound](const Span& s) { return s.end_ns <= bound && s.start_ns < bound; };
-    auto drop = [](auto& spans, auto pred) {
-        if (std::erase_if(spans, pred)) spans.shrink_to_fit();
-    };
-    drop(p.main_samples, over);
-    drop(p.off_cpu, over);
+    let_go_of(p.main_samples, over);
+    let_go_of(p.off_cpu, over);
     // Marker ranges make the steps; DataLoader ranges, once seen, decide what sampled frames mean.
-    drop(p.ranges, [&](const RangeSpan& r) { return over(r) && !is_marker(p, r, rules) && !is_dataloader_range(r.name); });
+    let_go_of(p.ranges, [&](const RangeSpan& r) { return over(r) && !is_marker(p, r, rules) && !is_dataloader_range(r.name); });
 }
 
 void let_go_unanalysed(ProcessData& p, uint64_t until_ns) {
     auto over = [until_ns](const Span& s) { return s.end_ns <= until_ns; };
-    auto drop = [&](auto& spans) {
-        if (std::erase_if(spans, over)) spans.shrink_to_fit();
-    };
-    drop(p.calls), drop(p.gpu), drop(p.main_samples), drop(p.ranges), drop(p.off_cpu), drop(p.collectives);
+    let_go_of(p.calls, over), let_go_of(p.gpu, over), let_go_of(p.main_samples, over);
+    let_go_of(p.ranges, over), let_go_of(p.off_cpu, over), let_go_of(p.collectives, over);
 }
 
 FoundSteps find_steps(const ProcessData& p, const StepRules& rules) {

@@ -11,6 +11,7 @@
 // of the process's GPU records left out (its kernels before attach and after the capture are not
 // in the trace: their GPU time would look idle).
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <regex>
 #include <string>
@@ -21,6 +22,19 @@
 #include "analyze/trace_data.h"
 
 namespace gtrace {
+
+// Erases the spans `pick` picks and gives their memory back: closing is there to bound it.
+template <typename Spans, typename Pick>
+void let_go_of(Spans& spans, Pick pick) {
+    if (std::erase_if(spans, pick)) spans.shrink_to_fit();
+}
+
+// The same for spans marked by index (one flag per span).
+template <typename Spans>
+void let_go_of_marked(Spans& spans, const std::vector<bool>& marked) {
+    size_t i = 0;
+    let_go_of(spans, [&](const auto&) { return marked[i++]; });
+}
 
 struct StepRules {
     std::regex marker; // AnalysisOptions::step_marker

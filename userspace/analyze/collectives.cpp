@@ -237,13 +237,8 @@ void close_collectives(ProcessData& p, const Span& window, uint64_t give_up_befo
             ++k.count, k.ns += g.dur();
         }
     }
-    auto erase_marked = [](auto& spans, const std::vector<bool>& marked) {
-        size_t i = 0;
-        std::erase_if(spans, [&](const auto&) { return marked[i++]; });
-        spans.shrink_to_fit();
-    };
-    erase_marked(p.collectives, drop);
-    erase_marked(p.gpu, drop_kernel);
+    let_go_of_marked(p.collectives, drop);
+    let_go_of_marked(p.gpu, drop_kernel);
 }
 
 void match_collectives(std::vector<ProcessAnalysis>& all) {

@@ -225,17 +225,20 @@ void LiveTrace::await_gpu_record(const ApiCall& c) {
     process.awaiting[c.correlation] = {c.start_ns, *kind};
 }
 
-void LiveTrace::gpu_op(const GpuOp& op) {
-    if (auto work = gpu_work_.find(op.pid); work != gpu_work_.end() || op.kind != GpuOpKind::Sync) {
-        auto& process = gpu_work_[op.pid];
-        if (!process.awaiting.erase(op.correlation) && op.correlation) {
-            if (process.recorded_first.size() >= kRecordedFirstMax) process.recorded_first.clear(); // records of no call: bounded
-            process.recorded_first.insert(op.correlation);
-        }
-        if (process.first_record.emplace(op.kind, op.correlation).second) // the kind's first: what came before has none
-            std::erase_if(process.awaiting, [&](const auto& e) { return e.second.kind == op.kind && e.first < op.correlation; });
+// A launch's record came: closing no longer waits for it (or, come first, its call will not).
+void LiveTrace::gpu_record_came(const GpuOp& op) {
+    auto& process = gpu_work_[op.pid];
+    if (!process.awaiting.erase(op.correlation) && op.correlation) {
+        if (process.recorded_first.size() >= kRecordedFirstMax) process.recorded_first.clear(); // records of no call: bounded
+        process.recorded_first.insert(op.correlation);
     }
-    if (op.kind == GpuOpKind::Sync) return; // not a slice in gtrace's own formats
+    if (process.first_record.emplace(op.kind, op.correlation).second) // the kind's first: what came before has none
+        std::erase_if(process.awaiting, [&](const auto& e) { return e.second.kind == op.kind && e.first < op.correlation; });
+}
+
+void LiveTrace::gpu_op(const GpuOp& op) {
+    if (op.kind == GpuOpKind::Sync) return; // not a slice in gtrace's own formats, and no launch awaits it
+    if (gpu_records_) gpu_record_came(op);
     ProcessData* p = process(op.pid, op.end_ns); // GPU records come late: those over before the window go, too
     if (!p) return;
     GpuSpan g;

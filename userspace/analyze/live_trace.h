@@ -83,6 +83,7 @@ private:
     void counted(); // one more span kept: checks the budget now and then
     void check_budget(); // past it: steps closed, else the older spans let go
     void await_gpu_record(const ApiCall& c);
+    void gpu_record_came(const GpuOp& op);
     void close_steps_behind(); // the steps over a second ago
     void keep_recent_window(); // the older half of the time covered let go
     template <typename Span>
