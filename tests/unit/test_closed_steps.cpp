@@ -178,3 +178,46 @@ TEST_CASE("steps closed past the bound give the report of the whole trace, to th
         FAIL("whole: " << a.substr(from, 200) << "\nclosed: " << b.substr(from, 200));
     }
 }
+
+// What comes in after its step closed is not in the report, and says so: a sampled frame whose
+// end comes late (its thread went unsampled) and the record of a kernel launched by no call seen
+// (nothing awaits it) that comes late are counted, and the report's notes name them.
+TEST_CASE("spans that come after their step closed are counted and named", "[live_trace]") {
+    using namespace closed_steps_test;
+    constexpr uint32_t pid = 21;
+    // Held to 4 MiB (the string pool's first block takes 1), the steps first close at about step
+    // 9,000 (90 s; spans are counted by their vectors' capacity): the late spans of step 1,000
+    // come 100 s later, after that.
+    constexpr size_t steps = 12000, late_step = 1000;
+    constexpr uint64_t late_by = 100 * kS;
+    Job job;
+    uint32_t correlation = 0;
+    const uint64_t t0 = 1 * kS;
+    auto frame = [](size_t depth, const char* qualname) {
+        SampleFrame f;
+        f.pid = f.tid = pid, f.depth = depth, f.frame.qualname = qualname, f.frame.filename = "train.py", f.frame.line = 3;
+        return f;
+    };
+    job.add(t0 - kMs, [f = frame(0, "main"), t0](EventConsumer& e) { e.sample_frame_begin(f, t0 - kMs); });
+    for (size_t i = 0; i < steps; ++i) {
+        const uint64_t t = t0 + i * kStep;
+        job.call(pid, pid, GT_API_CUDA_LAUNCH_KERNEL, t + 100 * kUs, t + 105 * kUs, ++correlation);
+        job.gpu(pid, GpuOpKind::Kernel, "gemm_kernel", t + 110 * kUs, t + 900 * kUs, correlation);
+        job.call(pid, pid, GT_API_CUDA_STREAM_SYNCHRONIZE, t + 200 * kUs, t + 950 * kUs);
+        job.range(pid, "Optimizer.step#SGD.step", t + 9 * kMs, t + kStep);
+        if (i != late_step) continue;
+        job.add(t + 1 * kMs, [f = frame(1, "load_batch"), t](EventConsumer& e) { e.sample_frame_begin(f, t + 1 * kMs); });
+        job.add(t + 2 * kMs + late_by, [t](EventConsumer& e) { e.sample_frame_end(pid, pid, 1, t + 2 * kMs); });
+        GpuOp op;
+        op.kind = GpuOpKind::Kernel, op.pid = pid, op.name = "unprobed_kernel", op.start_ns = t + 3 * kMs, op.end_ns = t + 4 * kMs;
+        job.add(op.end_ns + late_by, [op](EventConsumer& e) { e.gpu_op(op); });
+    }
+    LiveTrace bounded(LiveTraceOptions{4 << 20, {}, kDefaultStepMarker, true});
+    job.feed(bounded);
+    CHECK(bounded.steps_closed() > 5000);
+    CHECK(bounded.late_spans() == 2);
+    TraceData closed = bounded.take(nlohmann::json::object());
+    CHECK_FALSE(closed.spans_from_ns);
+    const std::string report = report_of(std::move(closed));
+    CHECK(report.find("2 span(s) came in after the step they start in had closed") != std::string::npos);
+}
