@@ -137,7 +137,7 @@ FoundSteps find_steps(const ProcessData& p, const StepRules& rules) {
     return found;
 }
 
-size_t close_steps(ProcessData& p, const StepRules& rules, uint64_t until_ns, const std::vector<CallSpan>& open_samples) {
+size_t close_steps(ProcessData& p, const StepRules& rules, uint64_t until_ns, const OpenSamples& open_samples) {
     FoundSteps found = find_steps(p, rules);
     size_t n = 0;
     while (n < found.steps.size() && found.steps[n].end_ns <= until_ns) ++n;
@@ -154,7 +154,7 @@ size_t close_steps(ProcessData& p, const StepRules& rules, uint64_t until_ns, co
     closed.cuda_work = closed.cuda_work || !p.calls.empty() || !p.gpu.empty();
     std::vector<StepBreakdown> steps;
     for (size_t i = 0; i < n; ++i) steps.push_back({found.steps[i], {}, 0, 0});
-    add_steps(p, steps, open_samples, closed.sums, closed.carry);
+    add_steps(p, steps, open_samples ? open_samples() : std::vector<CallSpan>{}, closed.sums, closed.carry);
     closed.steps.insert(closed.steps.end(), steps.begin(), steps.end());
     closed.end_ns = steps.back().span.end_ns;
     for (const auto& g : p.gpu) closed.first_gpu_ns = std::min(closed.first_gpu_ns, g.start_ns), closed.last_gpu_end_ns = std::max(closed.last_gpu_end_ns, g.end_ns);

@@ -13,6 +13,7 @@
 #pragma once
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <regex>
 #include <string>
 #include <vector>
@@ -69,10 +70,11 @@ FoundSteps find_steps(const ProcessData& p, const StepRules& rules);
 // Closes the steps of `p` that end by `until_ns`: adds them to p.closed and lets go of the spans
 // over by then: the collectives over become sums (c10d's calls, matched across ranks at the end,
 // each as one CollectiveCall; NCCL's batches and kernels as traffic: close_collectives); GPU
-// memory points stay. `open_samples`: the
-// main thread's sampled frames not over yet. Returns how many steps closed.
+// memory points stay. `open_samples` gives the main thread's sampled frames not over yet (asked
+// only when steps close). Returns how many steps closed.
 // With none to close yet, it lets go of the spans over before the earliest a step can start.
-size_t close_steps(ProcessData& p, const StepRules& rules, uint64_t until_ns, const std::vector<CallSpan>& open_samples);
+using OpenSamples = std::function<std::vector<CallSpan>()>;
+size_t close_steps(ProcessData& p, const StepRules& rules, uint64_t until_ns, const OpenSamples& open_samples);
 
 // Before a process's first step closes: spans over before the earliest a step can start — the
 // first end of a main-thread marker range or synchronizing call, whatever the rule turns out to

@@ -119,13 +119,16 @@ void LiveTrace::close_steps_behind() {
                 for (const auto& [correlation, launch] : awaiting) until = std::min(until, launch.start_ns);
             }
         }
-        std::vector<CallSpan> open;
-        if (auto frames = open_frames_.find(pid); frames != open_frames_.end())
-            for (const auto& [name, start] : frames->second) {
-                CallSpan s;
-                s.start_ns = start, s.end_ns = UINT64_MAX, s.name = name, s.tid = pid;
-                open.push_back(s);
-            }
+        auto open = [this, pid = pid] {
+            std::vector<CallSpan> spans;
+            if (auto frames = open_frames_.find(pid); frames != open_frames_.end())
+                for (const auto& [name, start] : frames->second) {
+                    CallSpan s;
+                    s.start_ns = start, s.end_ns = UINT64_MAX, s.name = name, s.tid = pid;
+                    spans.push_back(s);
+                }
+            return spans;
+        };
         steps_closed_ += close_steps(p, *rules_, until, open);
     }
 }
