@@ -51,12 +51,13 @@ def check_json_files(expect, program_lines):
             print(f"ok: {key} = {got!r} matches /{pattern}/")
     for c in expect.get("json_near_truth", []):
         got = dotted(load(c["file"]), c["key"])
-        want = dotted(truth_from(program_lines, c["truth"]), c["truth_key"])
+        truth = truth_from(program_lines, c["truth"])
+        want = dotted(truth, c["truth_key"])
         if not isinstance(got, (int, float)) or not isinstance(want, (int, float)):
             fail(f"{c['key']} is {got!r} and {c['truth']}.{c['truth_key']} is {want!r}: not two numbers")
         slack = 0.0
         if "slack_key" in c:
-            slack = dotted(truth_from(program_lines, c["truth"]), c["slack_key"])
+            slack = dotted(truth, c["slack_key"])
             if not isinstance(slack, (int, float)) or slack < 0:
                 fail(f"{c['truth']}.{c['slack_key']} is {slack!r}: not a number of at least 0")
         bound = f"{c['within']:.0%} of {c['truth_key']} {want:.3f}" + (f" + {c['slack_key']} {slack:.3f}" if "slack_key" in c else "")

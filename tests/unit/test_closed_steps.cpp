@@ -41,23 +41,26 @@ public:
         add(end, [c](EventConsumer& e) { e.call(c); });
     }
     bool gpu_records = true; // the GPU agent on
-    void gpu(uint32_t pid, GpuOpKind kind, std::string name, uint64_t start, uint64_t end, uint32_t correlation, uint64_t bytes = 0) {
+    // `late_by`: delivered that much after the flush that should have brought it.
+    void gpu(uint32_t pid, GpuOpKind kind, std::string name, uint64_t start, uint64_t end, uint32_t correlation, uint64_t bytes = 0,
+             uint64_t late_by = 0) {
         if (!gpu_records) return;
         GpuOp op;
         op.kind = kind, op.pid = pid, op.name = std::move(name), op.start_ns = start, op.end_ns = end, op.correlation = correlation;
         op.bytes = bytes, op.copy_kind = kind == GpuOpKind::Memcpy ? "HtoD" : "";
-        add((end / (100 * kMs) + 1) * 100 * kMs, [op](EventConsumer& e) { e.gpu_op(op); }); // flushed every 100 ms
+        add((end / (100 * kMs) + 1) * 100 * kMs + late_by, [op](EventConsumer& e) { e.gpu_op(op); }); // flushed every 100 ms
     }
     void range(uint32_t pid, std::string name, uint64_t start, uint64_t end, bool off_cpu = false) {
         TorchRange r;
         r.pid = pid, r.tid = pid, r.name = std::move(name), r.start_ns = start, r.end_ns = end, r.off_cpu = off_cpu;
         add(end, [r](EventConsumer& e) { e.torch_range(r); });
     }
-    void frame(uint32_t pid, size_t depth, std::string qualname, uint64_t start, uint64_t end) {
+    // `end_late_by`: its end delivered that much later (the thread went unsampled).
+    void frame(uint32_t pid, size_t depth, std::string qualname, uint64_t start, uint64_t end, uint64_t end_late_by = 0) {
         SampleFrame f;
         f.pid = pid, f.tid = pid, f.depth = depth, f.frame.qualname = std::move(qualname), f.frame.filename = "train.py", f.frame.line = 7;
         add(start, [f, start](EventConsumer& e) { e.sample_frame_begin(f, start); });
-        add(end, [pid, depth, end](EventConsumer& e) { e.sample_frame_end(pid, pid, depth, end); });
+        add(end + end_late_by, [pid, depth, end](EventConsumer& e) { e.sample_frame_end(pid, pid, depth, end); });
     }
     void collective(uint32_t pid, uint64_t start, uint64_t end, uint64_t issued = 0) {
         Collective c;
@@ -193,12 +196,7 @@ TEST_CASE("spans that come after their step closed are counted and named", "[liv
     Job job;
     uint32_t correlation = 0;
     const uint64_t t0 = 1 * kS;
-    auto frame = [](size_t depth, const char* qualname) {
-        SampleFrame f;
-        f.pid = f.tid = pid, f.depth = depth, f.frame.qualname = qualname, f.frame.filename = "train.py", f.frame.line = 3;
-        return f;
-    };
-    job.add(t0 - kMs, [f = frame(0, "main"), t0](EventConsumer& e) { e.sample_frame_begin(f, t0 - kMs); });
+    job.frame(pid, 0, "main", t0 - kMs, t0 + steps * kStep + kMs); // open all along
     for (size_t i = 0; i < steps; ++i) {
         const uint64_t t = t0 + i * kStep;
         job.call(pid, pid, GT_API_CUDA_LAUNCH_KERNEL, t + 100 * kUs, t + 105 * kUs, ++correlation);
@@ -206,11 +204,8 @@ TEST_CASE("spans that come after their step closed are counted and named", "[liv
         job.call(pid, pid, GT_API_CUDA_STREAM_SYNCHRONIZE, t + 200 * kUs, t + 950 * kUs);
         job.range(pid, "Optimizer.step#SGD.step", t + 9 * kMs, t + kStep);
         if (i != late_step) continue;
-        job.add(t + 1 * kMs, [f = frame(1, "load_batch"), t](EventConsumer& e) { e.sample_frame_begin(f, t + 1 * kMs); });
-        job.add(t + 2 * kMs + late_by, [t](EventConsumer& e) { e.sample_frame_end(pid, pid, 1, t + 2 * kMs); });
-        GpuOp op;
-        op.kind = GpuOpKind::Kernel, op.pid = pid, op.name = "unprobed_kernel", op.start_ns = t + 3 * kMs, op.end_ns = t + 4 * kMs;
-        job.add(op.end_ns + late_by, [op](EventConsumer& e) { e.gpu_op(op); });
+        job.frame(pid, 1, "load_batch", t + 1 * kMs, t + 2 * kMs, late_by);
+        job.gpu(pid, GpuOpKind::Kernel, "unprobed_kernel", t + 3 * kMs, t + 4 * kMs, 0, 0, late_by);
     }
     LiveTrace bounded(LiveTraceOptions{4 << 20, {}, kDefaultStepMarker, true});
     job.feed(bounded);
