@@ -38,6 +38,8 @@ from demo_job import demo_job, fail, require_root, train_command  # noqa: E402
 EXPECTED = {"slow_loader": "data_loading", "big_h2d": "copy", "tiny_kernels": "launch_overhead",
             "long_kernels": "gpu", "straggler": "straggler", "balanced": "mixed", "blocked_lock": "blocked"}
 PORTS = {name: 29600 + i for i, name in enumerate(sorted(EXPECTED))}
+# Where the capture writes each format (its -o picks it: Kineto is a directory, a file per rank).
+TRACE_NAMES = {"json": "trace.json", "pftrace": "trace.pftrace", "kineto": "trace.kineto"}
 
 
 def json_differences(a, b, path="", out=None):
@@ -81,7 +83,7 @@ def check_steps_closed(live_path):
 def record_single(a, gtrace, env, trace, live):
     """`gtrace record -- python3 demo/train.py …` for 8 s (then the job is stopped); what gtrace printed."""
     job_env = {k: v for k, v in os.environ.items() if k not in ("RANK", "LOCAL_RANK", "WORLD_SIZE")}
-    r = subprocess.run([gtrace, "record", "-d", "8", "-o", trace, "--summary-json", live, "--", "/usr/bin/python3", *train_command(a.build, a.source, a.scenario)],
+    r = subprocess.run([gtrace, "record", "-d", "8", "-o", trace, "--format", a.format, "--summary-json", live, "--", "/usr/bin/python3", *train_command(a.build, a.source, a.scenario)],
                        env=dict(job_env, **env), capture_output=True, text=True, timeout=180, cwd=os.path.dirname(trace))
     if r.returncode != 0:
         fail(f"gtrace record exited {r.returncode}: {r.stderr[-2000:]}")
@@ -155,6 +157,8 @@ def main():
     ap.add_argument("scenario", choices=sorted(EXPECTED))
     ap.add_argument("--single", choices=["record", "attach"], help="the scenario as one process without torchrun")
     ap.add_argument("--live-budget", type=int, help="the live analysis's memory bound, bytes")
+    ap.add_argument("--format", choices=sorted(TRACE_NAMES), default="json",
+                    help="the trace's format: the live report must equal gtrace report on it in each")
     ap.add_argument("--build", required=True)
     ap.add_argument("--source", required=True)
     a = ap.parse_args()
@@ -165,14 +169,14 @@ def main():
         env.update(GTSIM_SLOW_RANK="1", GTSIM_SLOW_FACTOR="3")
     with tempfile.TemporaryDirectory() as truth_dir:
         env.update(GTSIM_LOG=os.path.join(truth_dir, "sim.jsonl"), GTRACE_TRUTH_LOG=os.path.join(truth_dir, "steps"))
-        trace, summary, html, live = (os.path.join(truth_dir, f) for f in ("trace.json", "summary.json", "report.html", "live.json"))
+        trace, summary, html, live = (os.path.join(truth_dir, f) for f in (TRACE_NAMES[a.format], "summary.json", "report.html", "live.json"))
         if a.single == "record":
             printed = record_single(a, gtrace, env, trace, live)
         else:
             with demo_job(a.build, a.source, a.scenario, PORTS[a.scenario], env, single=a.single == "attach") as (job, _):
                 budget = {"GTRACE_TEST_MAX_REPORT_BYTES": str(a.live_budget)} if a.live_budget else {}
                 # Held to a budget, longer: enough events to pass it on a loaded host too.
-                r = subprocess.run([gtrace, "attach", "--pid", str(job), "-d", "10" if a.live_budget else "6", *([] if a.single else ["-q"]), "-o", trace,
+                r = subprocess.run([gtrace, "attach", "--pid", str(job), "-d", "10" if a.live_budget else "6", *([] if a.single else ["-q"]), "-o", trace, "--format", a.format,
                                     "--summary-json", live],
                                    capture_output=True, text=True, timeout=120, env={**os.environ, **budget})
                 printed = r.stdout

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "analyze/collectives.h"
+#include "analyze/memory_curve.h"
 #include "analyze/summary_reader.h"
 #include "analyze/trace_data.h"
 #include "foundation/json_file.h"
@@ -153,6 +154,23 @@ void judge(JobReport& report, std::vector<NodeClock>& clocks, const AnalysisOpti
     report.steps_overlap = steps_overlap(report.nodes);
 }
 
+// A node's times count from its capture's start: the first event of all its files (Kineto writes a
+// file per rank), as the capture's own report counts them. Each file's processes were analysed
+// from that file's first event; those that began later are put on the node's start, and their
+// memory curves (kept, as points, until the node's last file was read) made again from it.
+void count_from_node_start(std::vector<ProcessAnalysis>& processes, size_t first,
+                           std::vector<std::pair<size_t, std::vector<MemoryPoint>>>& memory) {
+    uint64_t origin = UINT64_MAX;
+    for (size_t i = first; i < processes.size(); ++i)
+        if (processes[i].origin_ns) origin = std::min(origin, processes[i].origin_ns); // 0: a file without events
+    for (auto& [i, points] : memory) {
+        ProcessAnalysis& p = processes[i];
+        if (origin == UINT64_MAX || p.origin_ns == origin) continue;
+        p.origin_ns = origin;
+        p.memory = memory_curve(points, origin);
+    }
+}
+
 } // namespace
 
 Result<JobReport> analyze_job(const std::vector<std::string>& traces, const AnalysisOptions& options) {
@@ -161,7 +179,10 @@ Result<JobReport> analyze_job(const std::vector<std::string>& traces, const Anal
     std::vector<NodeClock> clocks;
     for (size_t node = 0; node < traces.size(); ++node) {
         NodeClock clock;
-        for (const auto& path : trace_files({traces[node]})) {
+        const size_t first = report.processes.size();
+        std::vector<std::pair<size_t, std::vector<MemoryPoint>>> memory;
+        const auto files = trace_files({traces[node]});
+        for (const auto& path : files) {
             auto t = load_trace(path);
             if (!t) return t.error();
             if (t->partial_events && partial_in_use(path))
@@ -170,8 +191,13 @@ Result<JobReport> analyze_job(const std::vector<std::string>& traces, const Anal
             else if (t->partial_events)
                 report.notes.push_back(fmt::format("{} is a partial trace (its capture was killed): read its {} whole events; "
                                                    "complete it with: gtrace recover {}", path, *t->partial_events, path));
+            const size_t from = report.processes.size();
             add_trace(report, clock, node, *t, options);
+            if (files.size() > 1)
+                for (size_t i = from; i < report.processes.size(); ++i)
+                    memory.emplace_back(i, std::move(t->processes[report.processes[i].pid].memory));
         }
+        count_from_node_start(report.processes, first, memory);
         add_node(report, clocks, std::move(clock), traces[node]);
     }
     judge(report, clocks, options);
