@@ -9,9 +9,11 @@
           durations), every piece of it linked.
   kill9   gtrace killed with SIGKILL mid-capture and mid-injection (a thread stopped inside
           the borrowed dlopen call): the target keeps running, its agent goes dormant within
-          a second (within the 3 s waited where /proc/pressure/cpu says the CPUs were
+          a second (at all, within the 20 s waited, where /proc/pressure/cpu says the CPUs were
           contended meanwhile), nothing stays attached or stopped, and a later attach reuses
           the agent.
+
+Every wait and bound here is stretched by GTRACE_TIMEOUT_SCALE (tests/runtime/README.md).
 
 Usage: gpu_agent_lifecycle.py cycles|record|kill9 --build BUILD_DIR"""
 import argparse
@@ -157,8 +159,11 @@ def cpu_contended(before_us, seconds):
     return min(1.0, (after_us - before_us) / 1e6 / seconds)
 
 
+SCALE = float(os.environ.get("GTRACE_TIMEOUT_SCALE", "1"))
+
+
 def wait_until(cond, timeout, what):
-    deadline = time.time() + timeout
+    deadline = time.time() + timeout * SCALE
     while time.time() < deadline:
         if cond():
             return time.time()
@@ -181,14 +186,14 @@ def kill9(build):
         g.kill()
         killed = time.time()
         # Not waiting for gtrace first: a killed gtrace takes seconds to finish exiting.
-        gone = wait_until(lambda: not agent_ring_fds(w.pid), 3, "the agent did not notice that gtrace died")
+        gone = wait_until(lambda: not agent_ring_fds(w.pid), 20, "the agent did not notice that gtrace died")
         contended = cpu_contended(pressure_before, gone - killed)
         g.wait()
         print(f"ok: agent went dormant {gone - killed:.2f} s after gtrace was killed"
               f"{' (CPUs contended meanwhile: ' + format(contended, '.0%') + ' by /proc/pressure/cpu)' if contended else ''}", flush=True)
         # The agent looks every 200 ms (kWatchMs): within 1 s, stretched by GTRACE_TIMEOUT_SCALE,
-        # unless runnable tasks waited for a CPU a tenth of that time or more: then the 3 s waited.
-        bound = 1.0 * float(os.environ.get("GTRACE_TIMEOUT_SCALE", "1"))
+        # unless runnable tasks waited for a CPU a tenth of that time or more: then the 20 s waited.
+        bound = 1.0 * SCALE
         if gone - killed > bound and contended < 0.1:
             fail(f"the agent took {gone - killed:.2f} s (more than {bound:g} s) to go dormant on an uncontended host")
         check_released(w.pid)
@@ -213,7 +218,7 @@ def kill9(build):
             g = start_gtrace(build, wl.pid, tmp, f"again-{wl.pid}")
             if not wait_for_line(g, "GPU agent active"):
                 fail(f"a later attach to {wl.pid} got no active agent")
-            time.sleep(1)
+            time.sleep(1 * SCALE)  # the workload launches a kernel every 2 ms
             g.send_signal(signal.SIGINT)
             rest = g.communicate(timeout=120)[1]
             print(rest, flush=True)
