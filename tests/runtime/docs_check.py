@@ -10,9 +10,10 @@
             #anchor to a heading of that file (GitHub's slugs).
   length    the README stays something a newcomer reads in five minutes: at most 150 lines;
             the reference lives in docs/.
-  call args every argument name of a CUDA call event, as userspace/output/call_args.h's
-            kCallArgNames has them (the one table the three writers encode), is in
-            docs/trace-formats.md (`name` or args.name), and no other is documented there as one.
+  event args every argument name of each kind of event (CUDA call, GPU op, collective, NVTX
+            range), as userspace/output/event_args.h's tables have them (the one vocabulary the
+            three writers encode), is in docs/trace-formats.md (`name` or args.name), and the
+            docs' list of a call's, a GPU op's and an NVTX range's arguments names no other.
 
 Usage: docs_check.py --build BUILD --source SOURCE"""
 import argparse
@@ -156,22 +157,42 @@ def check_links(source):
     print(f"ok: {count} relative links checked", flush=True)
 
 
-def check_call_args(source):
-    header = open(os.path.join(source, "userspace/output/call_args.h")).read()
-    table = re.search(r"kCallArgNames = \{(.*?)\};", header, re.S)
-    names = re.findall(r'"([a-z_]+)"', table.group(1)) if table else []
-    if not names:
-        return fail("no kCallArgNames table in userspace/output/call_args.h")
+# Each event's argument table in userspace/output/event_args.h (the one vocabulary the three
+# writers encode); the part of docs/trace-formats.md that lists that event's arguments; how an
+# argument is named there (a `name` of a list, args.name in a text that names values too); and
+# whether the list's parenthesized asides (values: `HtoD`, `agent`) are left out first.
+EVENT_TABLES = {"kCallArgNames": ("call", r"with `args`: (.*?)\n  The three writers encode", r"`([a-z_]+)`", True),
+                "kGpuOpArgNames": ("GPU op", r"\*\*GPU tracks\*\*.*?a slice per\s+kernel(.*?)on the same CLOCK_MONOTONIC",
+                                   r"`([a-z_]+)`(?!:)", False),
+                "kCollectiveArgNames": ("collective", None, None, False),
+                "kNvtxArgNames": ("NVTX range", r"\*\*NVTX ranges\*\*(.*?)they count as ranges", r"args\.([a-z_]+)", False)}
+
+
+def check_event_args(source):
+    header = open(os.path.join(source, "userspace/output/event_args.h")).read()
     doc = open(os.path.join(source, "docs/trace-formats.md")).read()
-    for name in names:
-        if f"`{name}`" not in doc and not re.search(rf"args\.{name}\b", doc):
-            fail(f"docs/trace-formats.md does not describe the call argument {name!r} (output/call_args.h)")
-    # The list of a call's arguments, as the docs give it, names no argument the writers lack.
-    listed = re.search(r"with `args`: (.*?)\. Chrome JSON and Kineto", doc, re.S)
-    for name in re.findall(r"`([a-z_]+)`", listed.group(1) if listed else ""):
-        if name not in names:
-            fail(f"docs/trace-formats.md lists {name!r} among a call's arguments; output/call_args.h has no such argument")
-    print(f"ok: {len(names)} call arguments documented", flush=True)
+    total = 0
+    for table_name, (event, listing, arg_name, drop_asides) in EVENT_TABLES.items():
+        table = re.search(rf"{table_name} = \{{(.*?)\}};", header, re.S)
+        names = re.findall(r'"([A-Za-z_]+)"', table.group(1)) if table else []
+        if not names:
+            fail(f"no {table_name} table in userspace/output/event_args.h")
+            continue
+        total += len(names)
+        for name in names:  # a Time argument is written NAME_us (JSON) and NAME_ns (.pftrace)
+            if not re.search(rf"`{name}(_us|_ns)?`|args\.{name}(_us|_ns)?\b", doc):
+                fail(f"docs/trace-formats.md does not describe the {event} argument {name!r} (output/event_args.h {table_name})")
+        # The list of the event's arguments, as the docs give it, names none the writers lack.
+        found = re.search(listing, doc, re.S) if listing else None
+        if listing and not found:
+            fail(f"docs/trace-formats.md: the list of a {event}'s arguments was not found (docs_check.py EVENT_TABLES)")
+        text = found.group(1) if found else ""
+        while drop_asides and re.search(r"\([^()]*\)", text):
+            text = re.sub(r"\([^()]*\)", "", text)
+        for name in re.findall(arg_name, text) if listing else []:
+            if name not in names:
+                fail(f"docs/trace-formats.md lists {name!r} among a {event}'s arguments; output/event_args.h has no such argument")
+    print(f"ok: {total} event arguments documented ({len(EVENT_TABLES)} tables)", flush=True)
 
 
 def main():
@@ -182,7 +203,7 @@ def main():
     source = os.path.abspath(a.source)
     check_options(os.path.join(os.path.abspath(a.build), "gtrace"), source)
     check_links(source)
-    check_call_args(source)
+    check_event_args(source)
     lines = open(os.path.join(source, "README.md")).read().count("\n")
     if lines > README_MAX_LINES:
         fail(f"the README has {lines} lines (at most {README_MAX_LINES}): move reference to docs/")

@@ -1,18 +1,23 @@
 // The trace formats: one event stream written as Chrome JSON, Perfetto protobuf and Kineto JSON
-// reads back into the same analysis data; .pftrace partials cut at any byte and corrupted files
+// reads back into the same analysis data; the JSON writers' arguments are the one vocabulary's
+// (output/event_args.h); .pftrace partials cut at any byte and corrupted files
 // are read safely; the wire encoder; format choice; the scripted capture's admission filter.
 #include <catch2/catch.hpp>
 
+#include <fstream>
 #include <map>
 #include <random>
+#include <set>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "analyze/pftrace_reader.h"
 #include "format/proto_wire.h"
 #include "analyze/trace_data.h"
 #include "decode/python_stacks.h"
 #include "output/admission_filter.h"
+#include "output/event_args.h"
 #include "format/proto_encoder.h"
 #include "output/sample_tracks.h"
 #include "output/trace_formats.h"
@@ -282,4 +287,78 @@ TEST_CASE("the admission filter keeps the window and the limit for every format"
     CHECK(seen.ends == 1);
     CHECK(f.full());
     CHECK(f.events_over_limit() == 1);
+}
+
+namespace event_vocabulary_test {
+
+// The arguments a JSON writer should give an event: the vocabulary's names (output/event_args.h),
+// a Time as NAME_us, renamed as `rename` says (Kineto's names; "" leaves one out).
+template <typename Visitor>
+std::set<std::string> expected_keys(Visitor&& each, const std::map<std::string, std::string>& rename = {}) {
+    std::set<std::string> keys;
+    each([&](const EventArg& a) {
+        std::string name = a.type == ArgType::Time ? std::string(a.name) + "_us" : std::string(a.name);
+        if (auto r = rename.find(name); r != rename.end()) name = r->second;
+        if (!name.empty()) keys.insert(name);
+    });
+    return keys;
+}
+
+std::set<std::string> keys_of(const nlohmann::json& args) {
+    std::set<std::string> keys;
+    for (const auto& [k, v] : args.items()) keys.insert(k);
+    return keys;
+}
+
+} // namespace event_vocabulary_test
+
+TEST_CASE("the JSON writers give each event the vocabulary's arguments, no more, no fewer") {
+    using namespace event_vocabulary_test;
+    TempDir dir("unit-vocabulary");
+    GpuOp kernel{.kind = GpuOpKind::Kernel, .pid = kPid, .correlation = 7, .start_ns = 2'000'000, .end_ns = 2'500'000, .device = 0,
+                 .context = 1, .stream = 13, .name = "k", .grid = {4, 1, 1}, .block = {128, 1, 1}, .registers = 32,
+                 .static_shared = 16, .dynamic_shared = 48, .graph = true};
+    GpuOp set = kernel, copy = kernel;
+    set.kind = GpuOpKind::Memset, set.name = "Memset", set.bytes = 4096, set.correlation = 8;
+    copy.kind = GpuOpKind::Memcpy, copy.name = "Memcpy HtoD", copy.bytes = 1 << 20, copy.copy_kind = "HtoD", copy.correlation = 9;
+    Collective nccl{.pid = kPid, .tid = kPid, .start_ns = 3'000'000, .end_ns = 3'100'000, .name = "ncclAllReduce", .group = 0xc0};
+    nccl.nccl = NcclArgs{.count = 256, .bytes = 1024, .datatype = "float32", .redop = "sum", .stream = 0x5000, .group_depth = 0};
+    nccl.nccl->api = GT_NCCL_ALL_REDUCE;
+    Collective wait{.pid = kPid, .tid = kPid, .start_ns = 3'200'000, .end_ns = 3'300'000, .name = "all_reduce", .wait = true,
+                    .op = "allreduce", .backend = "gloo", .issued_ns = 3'150'000};
+    auto info = std::make_shared<NvtxRangeInfo>(NvtxRangeInfo{.domain = "d", .category = 3, .payload = 1.5, .end_tid = kPid + 1,
+                                                              .push_pop = false});
+    TorchRange nvtx{.pid = kPid, .tid = kPid, .start_ns = 3'400'000, .end_ns = 3'500'000, .name = "region", .nvtx = info};
+    const std::map<std::string, std::string> kineto_names = {
+        {"correlation", "External id"}, {"registers_per_thread", "registers per thread"}, {"shared_memory_static", ""},
+        {"shared_memory_dynamic", "shared memory"}, {"bandwidth_GBps", "memory bandwidth (GB/s)"}};
+
+    for (TraceFormat f : {TraceFormat::Json, TraceFormat::Kineto}) {
+        const bool kineto = f == TraceFormat::Kineto;
+        std::string path = dir.at(kineto ? "t.kineto" : "t.json");
+        TraceModel model = model_with_ranks();
+        auto w = create_trace_writer({f, path}, false, model);
+        REQUIRE(w);
+        for (const GpuOp* op : {&kernel, &set, &copy}) (*w)->gpu_op(*op);
+        (*w)->collective(nccl);
+        (*w)->collective(wait);
+        (*w)->torch_range(nvtx);
+        REQUIRE((*w)->finish(model, {{"tool", "gtrace"}}));
+        std::ifstream in(kineto ? path + "/rank1.pt.trace.json" : path);
+        nlohmann::json trace = nlohmann::json::parse(in);
+        std::map<std::string, std::set<std::string>> got; // by event name (Kineto writes two rows of a range: the same args)
+        for (const auto& e : trace["traceEvents"])
+            if (e.value("ph", "") == "X" && e.contains("args")) got[e["name"].get<std::string>()] = keys_of(e["args"]);
+        INFO((kineto ? "Kineto" : "Chrome JSON"));
+        for (const GpuOp* op : {&kernel, &set, &copy}) {
+            auto want = expected_keys([&](auto v) { for_each_gpu_op_arg(*op, v); }, kineto ? kineto_names : std::map<std::string, std::string>{});
+            if (kineto) want.insert({"correlation", "queued"}); // Kineto's join key is beside it
+            CHECK(got[op->name] == want);
+        }
+        if (!kineto) { // Kineto writes CPU collectives its own way for HTA (kineto_writer_hta.cpp)
+            CHECK(got["ncclAllReduce"] == expected_keys([&](auto v) { for_each_collective_arg(nccl, v); }));
+            CHECK(got["all_reduce"] == expected_keys([&](auto v) { for_each_collective_arg(wait, v); }));
+        }
+        CHECK(got["region"] == expected_keys([&](auto v) { for_each_nvtx_arg(*info, nvtx.tid, v); }));
+    }
 }

@@ -3,13 +3,11 @@
 #include <fmt/format.h>
 
 #include "format/api_table.h"
-#include "output/call_args.h"
+#include "output/event_args.h"
 #include "foundation/output_file.h"
 
 namespace gtrace {
 namespace {
-
-std::string hex(uint64_t v) { return fmt::format("{:#x}", v); }
 
 // {"name":"...","cat":"...","ph":"X","pid":P,"tid":T,"ts":...,"dur":... (no closing brace)
 void begin_slice(std::string& out, std::string_view name, std::string_view cat, uint32_t pid, uint32_t tid, uint64_t start_ns,
@@ -47,19 +45,11 @@ Result<std::unique_ptr<ChromeTraceWriter>> ChromeTraceWriter::create(const std::
 }
 
 void append_call_args(std::string& out, const ApiCall& c, JsonFlavor flavor) {
-    auto to = std::back_inserter(out);
-    for_each_call_arg(c, [&](const CallArg& a) {
-        if (a.type == CallArgType::Stack) return append_py_stack_args(out, a.stack, true);
-        if (flavor == JsonFlavor::Kineto && a.name == "correlation") fmt::format_to(to, ",\"External id\":{}", a.unsigned_value());
-        fmt::format_to(to, ",\"{}\":", flavor == JsonFlavor::Kineto && a.name == "stream" ? "cuda_stream" : a.name);
-        switch (a.type) {
-        case CallArgType::Int: fmt::format_to(to, "{}", a.number); break;
-        case CallArgType::Uint: fmt::format_to(to, "{}", a.unsigned_value()); break;
-        case CallArgType::Text: append_json_string(out, a.text); break;
-        case CallArgType::Pointer: fmt::format_to(to, "\"{}\"", hex(a.unsigned_value())); break;
-        case CallArgType::Dims: fmt::format_to(to, "[{},{},{}]", a.dims[0], a.dims[1], a.dims[2]); break;
-        case CallArgType::Stack: break;
-        }
+    const bool kineto = flavor == JsonFlavor::Kineto;
+    for_each_call_arg(c, [&](const EventArg& a) {
+        if (a.type == ArgType::Stack) return append_py_stack_args(out, a.stack, true);
+        if (kineto && a.name == "correlation") append_json_arg(out, "External id", a);
+        append_json_arg(out, kineto && a.name == "stream" ? "cuda_stream" : a.name, a);
     });
 }
 
@@ -104,21 +94,11 @@ void ChromeTraceWriter::gpu_op(const GpuOp& op) {
     auto key = std::make_pair(op.pid, tid);
     if (!track_names_.contains(key)) track_names_[key] = fmt::format("GPU {} · stream {}", op.device, op.stream);
     buf_.clear();
-    auto out = std::back_inserter(buf_);
     begin_slice(buf_, op.name, gpu_op_category(op.kind), op.pid, tid, op.start_ns, op.end_ns);
-    fmt::format_to(out, ",\"args\":{{\"correlation\":{},\"device\":{},\"context\":{},\"stream\":{}", op.correlation,
-                   op.device, op.context, op.stream);
-    if (op.kind == GpuOpKind::Kernel) {
-        fmt::format_to(out, ",\"grid\":[{},{},{}],\"block\":[{},{},{}],\"registers_per_thread\":{},"
-                            "\"shared_memory_static\":{},\"shared_memory_dynamic\":{}",
-                       op.grid[0], op.grid[1], op.grid[2], op.block[0], op.block[1], op.block[2], op.registers,
-                       op.static_shared, op.dynamic_shared);
-        if (op.graph) buf_ += ",\"graph\":true";
-    } else {
-        fmt::format_to(out, ",\"bytes\":{}", op.bytes);
-        if (op.kind == GpuOpKind::Memcpy)
-            fmt::format_to(out, ",\"kind\":\"{}\",\"bandwidth_GBps\":{:.3f}", op.copy_kind, op.bandwidth_gbps());
-    }
+    buf_ += ",\"args\":{";
+    const size_t first = buf_.size();
+    for_each_gpu_op_arg(op, [&](const EventArg& a) { append_json_arg(buf_, a.name, a); });
+    buf_.erase(first, 1); // the first argument's comma (every op has its correlation)
     buf_ += "}}";
     file_.emit(buf_);
 }

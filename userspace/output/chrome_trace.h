@@ -69,7 +69,7 @@ void append_py_stack_args(std::string& out, const PyStack* stack, bool source_fi
 inline void append_py_stack_args(std::string& out, const PyStackRef& stack, bool source_first) {
     append_py_stack_args(out, stack.get(), source_first);
 }
-// A CUDA call's arguments (output/call_args.h), each with its leading comma, as both JSON formats
+// A CUDA call's arguments (output/event_args.h), each with its leading comma, as both JSON formats
 // write them. Kineto's flavour puts its join key `External id` beside `correlation`, and names
 // the stream handle `cuda_stream`: HTA takes a row with a `stream` argument for a GPU row, and
 // checks that it is a number (validate_trace).

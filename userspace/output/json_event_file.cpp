@@ -31,28 +31,30 @@ void append_json_escaped(std::string& out, std::string_view s) {
 
 void append_us(std::string& out, uint64_t ns) { fmt::format_to(std::back_inserter(out), "{}.{:03}", ns / 1000, ns % 1000); }
 
-void append_collective_args(std::string& out, const Collective& c) {
-    if (c.nccl) {
-        const NcclArgs& a = *c.nccl;
-        out += ",\"args\":{\"phase\":\"nccl\"";
-        if (nccl_api_moves_data(a.api)) {
-            fmt::format_to(std::back_inserter(out), ",\"count\":{},\"bytes\":{}", a.count, a.bytes);
-            if (a.datatype) out += ",\"datatype\":", append_json_string(out, a.datatype);
-            if (a.redop) out += ",\"redop\":", append_json_string(out, a.redop);
-            fmt::format_to(std::back_inserter(out), ",\"stream\":\"{:#x}\"", a.stream);
-        }
-        if (a.peer >= 0) fmt::format_to(std::back_inserter(out), ",\"peer\":{}", a.peer);
-        if (a.nranks) fmt::format_to(std::back_inserter(out), ",\"nranks\":{}", a.nranks);
-        fmt::format_to(std::back_inserter(out), ",\"comm\":{},\"group_depth\":{}", c.group, a.group_depth);
-        if (a.result) fmt::format_to(std::back_inserter(out), ",\"result\":{}", a.result);
-        out += '}';
-        return;
+void append_json_arg(std::string& out, std::string_view name, const EventArg& a) {
+    auto to = std::back_inserter(out);
+    fmt::format_to(to, ",\"{}{}\":", name, a.type == ArgType::Time ? "_us" : "");
+    switch (a.type) {
+    case ArgType::Int: fmt::format_to(to, "{}", a.number); break;
+    case ArgType::Uint: fmt::format_to(to, "{}", a.unsigned_value()); break;
+    case ArgType::Text: append_json_string(out, a.text); break;
+    case ArgType::Pointer: fmt::format_to(to, "\"{:#x}\"", a.unsigned_value()); break;
+    case ArgType::Dims: fmt::format_to(to, "[{},{},{}]", a.dims[0], a.dims[1], a.dims[2]); break;
+    case ArgType::Double:
+        if (a.decimals >= 0) fmt::format_to(to, "{:.{}f}", a.real, a.decimals);
+        else fmt::format_to(to, "{}", a.real);
+        break;
+    case ArgType::Flag: out += "true"; break;
+    case ArgType::Time: append_us(out, a.unsigned_value()); break;
+    case ArgType::Stack: out += "null"; break; // the writer's: "source" and "py_stack" (append_py_stack_args)
     }
-    out += ",\"args\":{\"phase\":";
-    out += c.wait ? "\"wait\"" : "\"issue\"";
-    if (c.op) out += ",\"op\":", append_json_string(out, c.op);
-    if (c.backend) out += ",\"backend\":", append_json_string(out, c.backend);
-    if (c.wait && c.issued_ns) out += ",\"issued_us\":", append_us(out, c.issued_ns);
+}
+
+void append_collective_args(std::string& out, const Collective& c) {
+    out += ",\"args\":{";
+    const size_t first = out.size();
+    for_each_collective_arg(c, [&](const EventArg& a) { append_json_arg(out, a.name, a); });
+    out.erase(first, 1); // the first argument's comma (every collective has its phase)
     out += '}';
 }
 
@@ -69,11 +71,7 @@ void append_memory_args(std::string& out, const MemorySample& m) {
 }
 
 void append_nvtx_args(std::string& out, const NvtxRangeInfo& n, uint32_t tid) {
-    out += ",\"domain\":", append_json_string(out, n.domain);
-    out += n.push_pop ? ",\"kind\":\"push_pop\"" : ",\"kind\":\"start_end\"";
-    if (n.category) out += fmt::format(",\"category\":{}", n.category);
-    if (n.payload) out += fmt::format(",\"payload\":{}", *n.payload);
-    if (n.end_tid && n.end_tid != tid) out += fmt::format(",\"end_tid\":{}", n.end_tid);
+    for_each_nvtx_arg(n, tid, [&](const EventArg& a) { append_json_arg(out, a.name, a); });
 }
 
 Result<JsonEventFile> JsonEventFile::create(const std::string& path, bool force, std::string_view header) {

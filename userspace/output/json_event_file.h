@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "foundation/result.h"
+#include "output/event_args.h"
 #include "output/trace_sink.h"
 #include "output/trace_writer.h"
 
@@ -22,8 +23,12 @@ void append_json_escaped(std::string& out, std::string_view s);
 void append_json_string(std::string& out, std::string_view s);
 // Nanoseconds as microseconds with three decimals ("5000003022.500").
 void append_us(std::string& out, uint64_t ns);
-// A collective slice's arguments, in both JSON formats: ,"args":{"phase":...,"op":...,
-// "backend":...,"issued_us":...} (the analysis pairs a wait with its issue by issued_us).
+// One argument (output/event_args.h) as JSON, led by a comma: ,"name":value — pointers as "0x…"
+// texts, dims as [x,y,z] arrays, a Time as "name_us" in microseconds. `name`: the argument's, or
+// what a format calls it (Kineto's "External id", …).
+void append_json_arg(std::string& out, std::string_view name, const EventArg& a);
+// A collective slice's arguments (for_each_collective_arg), in both JSON formats:
+// ,"args":{"phase":...,...} (the analysis pairs a wait with its issue by issued_us).
 void append_collective_args(std::string& out, const Collective& c);
 // An NVTX range's arguments, each led by a comma: ,"domain":...,"kind":"push_pop"|"start_end"
 // and, when set, ,"category":N,"payload":X,"end_tid":T.

@@ -1,6 +1,6 @@
 #include "output/pftrace_writer.h"
 
-#include "output/call_args.h"
+#include "output/event_args.h"
 
 #include <cstring>
 
@@ -206,6 +206,31 @@ void PftraceWriter::annotation_double(Track& t, std::string_view name, double va
     enc_.end();
 }
 
+// One argument (output/event_args.h) as a debug annotation: texts interned, pointers as pointer
+// values, dims as one "[x,y,z]" text, a Time as NAME_ns.
+void PftraceWriter::annotation(Track& t, const EventArg& a) {
+    switch (a.type) {
+    case ArgType::Text: return annotation_string(t, a.name, a.text);
+    case ArgType::Uint: return annotation_uint(t, a.name, a.unsigned_value());
+    case ArgType::Double: return annotation_double(t, a.name, a.real);
+    case ArgType::Dims: return annotation_string(t, a.name, fmt::format("[{},{},{}]", a.dims[0], a.dims[1], a.dims[2]));
+    case ArgType::Time: return annotation_uint(t, fmt::format("{}_ns", a.name), a.unsigned_value());
+    case ArgType::Stack: return; // the event's callstack (stack_fields)
+    case ArgType::Int:
+    case ArgType::Pointer:
+    case ArgType::Flag: {
+        uint64_t n = t.interning.annotation_name(a.name);
+        enc_.begin(kDebugAnnotations);
+        enc_.varint(DA::kNameIid, n);
+        if (a.type == ArgType::Int) enc_.int64(DA::kIntValue, a.number);
+        else if (a.type == ArgType::Pointer) enc_.varint(DA::kPointerValue, a.unsigned_value());
+        else enc_.varint(DA::kBoolValue, 1);
+        enc_.end();
+        return;
+    }
+    }
+}
+
 // The callstack, and the user's line as a source location where it is not the callstack's
 // innermost frame (under torch's or ctypes' frames); where it is, readers take that frame's
 // (docs/trace-formats.md): 3 bytes a call (issue 28.3's budget) for a repeat of the stack's top.
@@ -223,11 +248,11 @@ void PftraceWriter::call(const ApiCall& c) {
     // A flow only where GPU work follows: a synchronization, allocation or failed call makes none.
     const bool flow = c.correlation && c.ret == 0 && api_issues_gpu_work(c.api);
     if (flow) e.fixed64(kFlowIds, flows_.call_written(c.pid, c.tid, c.start_ns, c.end_ns, c.correlation));
-    // The arguments every writer shares (output/call_args.h), encoded for bytes: the correlation in
+    // The arguments every writer shares (output/event_args.h), encoded for bytes: the correlation in
     // the flow where there is one, ret only when not 0, the launch's grid, block and shared memory
     // as one interned text, pointers as pointer values, the stack as an interned callstack.
-    std::array<uint32_t, 3> grid{}, block{};
-    for_each_call_arg(c, [&](const CallArg& a) {
+    std::array<int64_t, 3> grid{}, block{};
+    for_each_call_arg(c, [&](const EventArg& a) {
         if (a.name == "recorded_by") return; // in the category
         if (a.name == "correlation" && (flow || c.ret != 0)) return; // the flow's; a failed call launched nothing to join
         if (a.name == "ret" && a.number == 0) return;
@@ -242,20 +267,8 @@ void PftraceWriter::call(const ApiCall& c) {
         if (a.name == "shared_mem")
             return annotation_string(t, "launch", fmt::format("grid [{},{},{}] block [{},{},{}] shared_mem {}", grid[0], grid[1], grid[2],
                                                               block[0], block[1], block[2], a.unsigned_value()));
-        switch (a.type) {
-        case CallArgType::Stack: return stack_fields(e, t, c.stack);
-        case CallArgType::Text: return annotation_string(t, a.name, a.text);
-        case CallArgType::Uint: return annotation_uint(t, a.name, a.unsigned_value());
-        case CallArgType::Dims: return annotation_string(t, a.name, fmt::format("[{},{},{}]", a.dims[0], a.dims[1], a.dims[2]));
-        case CallArgType::Int:
-        case CallArgType::Pointer:
-            e.begin(kDebugAnnotations);
-            e.varint(DA::kNameIid, t.interning.annotation_name(a.name));
-            if (a.type == CallArgType::Int) e.int64(DA::kIntValue, a.number);
-            else e.varint(DA::kPointerValue, a.unsigned_value());
-            e.end();
-            return;
-        }
+        if (a.type == ArgType::Stack) return stack_fields(e, t, c.stack);
+        annotation(t, a);
     });
     end_event(t);
     begin_event(t, std::max(c.end_ns, c.start_ns), kSliceEnd);
@@ -283,13 +296,7 @@ void PftraceWriter::torch_range(const TorchRange& r) {
     e.varint(kCategoryIids, t.interning.category(range_category(r)));
     e.varint(kNameIid, t.interning.event_name(r.name));
     if (r.stack) stack_fields(e, t, r.stack);
-    if (const NvtxRangeInfo* n = r.nvtx.get()) {
-        annotation_string(t, "domain", n->domain);
-        annotation_string(t, "kind", n->push_pop ? "push_pop" : "start_end");
-        if (n->category) annotation_uint(t, "category", n->category);
-        if (n->payload) annotation_double(t, "payload", *n->payload);
-        if (n->end_tid && n->end_tid != r.tid) annotation_uint(t, "end_tid", n->end_tid);
-    }
+    if (r.nvtx) for_each_nvtx_arg(*r.nvtx, r.tid, [&](const EventArg& a) { annotation(t, a); });
     end_event(t);
     begin_event(t, std::max(r.end_ns, r.start_ns), kSliceEnd);
     end_event(t);
@@ -297,36 +304,12 @@ void PftraceWriter::torch_range(const TorchRange& r) {
 }
 
 // An NCCL call's arguments, named as in the JSON formats (json_event_file.cpp).
-void PftraceWriter::nccl_annotations(Track& t, const Collective& c) {
-    const NcclArgs& a = *c.nccl;
-    annotation_string(t, "phase", "nccl");
-    if (nccl_api_moves_data(a.api)) {
-        annotation_uint(t, "count", a.count);
-        annotation_uint(t, "bytes", a.bytes);
-        if (a.datatype) annotation_string(t, "datatype", a.datatype);
-        if (a.redop) annotation_string(t, "redop", a.redop);
-        annotation_string(t, "stream", fmt::format("{:#x}", a.stream));
-    }
-    if (a.peer >= 0) annotation_uint(t, "peer", static_cast<uint64_t>(a.peer));
-    if (a.nranks) annotation_uint(t, "nranks", a.nranks);
-    annotation_uint(t, "comm", c.group);
-    annotation_uint(t, "group_depth", a.group_depth);
-    if (a.result) annotation_uint(t, "result", static_cast<uint64_t>(static_cast<uint32_t>(a.result)));
-}
-
 void PftraceWriter::collective(const Collective& c) {
     Track& t = track(Kind::Thread, c.pid, c.tid);
     auto& e = begin_event(t, c.start_ns, kSliceBegin);
     e.varint(kCategoryIids, t.interning.category("collective"));
     e.varint(kNameIid, t.interning.event_name(c.name));
-    if (c.nccl) {
-        nccl_annotations(t, c);
-    } else {
-        annotation_string(t, "phase", c.wait ? "wait" : "issue");
-    }
-    if (c.op) annotation_string(t, "op", c.op);
-    if (c.backend) annotation_string(t, "backend", c.backend);
-    if (c.wait && c.issued_ns) annotation_uint(t, "issued_ns", c.issued_ns);
+    for_each_collective_arg(c, [&](const EventArg& a) { annotation(t, a); });
     end_event(t);
     begin_event(t, c.end_ns, kSliceEnd);
     end_event(t);
@@ -339,22 +322,18 @@ void PftraceWriter::gpu_op(const GpuOp& op) {
     auto& e = begin_event(t, op.start_ns, kSliceBegin);
     e.varint(kCategoryIids, t.interning.category(gpu_op_category(op.kind)));
     e.varint(kNameIid, t.interning.event_name(op.name));
-    if (pending_flow_ && op.correlation && pending_flow_->first == PftraceFlows::op_key(op)) {
-        e.fixed64(kTerminatingFlowIds, pending_flow_->second);
-    } else {
-        annotation_uint(t, "correlation", op.correlation);
-        if (op.correlation) flows_.op_written_unlinked(op);
-    }
+    // The vocabulary's arguments (output/event_args.h), the device and stream in the track, the
+    // correlation in the flow where the op has one, the launch's shape as one interned text.
+    const bool flow = pending_flow_ && op.correlation && pending_flow_->first == PftraceFlows::op_key(op);
+    if (flow) e.fixed64(kTerminatingFlowIds, pending_flow_->second);
+    else if (op.correlation) flows_.op_written_unlinked(op);
     pending_flow_.reset();
-    if (op.kind == GpuOpKind::Kernel) {
-        annotation_string(t, "launch", launch_texts_.text(op));
-    } else {
-        annotation_uint(t, "bytes", op.bytes);
-        if (op.kind == GpuOpKind::Memcpy) {
-            annotation_string(t, "kind", op.copy_kind);
-            annotation_double(t, "bandwidth_GBps", op.bandwidth_gbps());
-        }
-    }
+    for_each_gpu_op_arg(op, [&](const EventArg& a) {
+        if (a.name == "device" || a.name == "context" || a.name == "stream" || (a.name == "correlation" && flow)) return;
+        if (a.name == "grid") return annotation_string(t, "launch", launch_texts_.text(op));
+        if (a.name == "block" || a.name.starts_with("registers") || a.name.starts_with("shared_memory") || a.name == "graph") return;
+        annotation(t, a);
+    });
     end_event(t);
     begin_event(t, std::max(op.end_ns, op.start_ns), kSliceEnd);
     end_event(t);

@@ -33,6 +33,7 @@
 #include "format/pftrace_scan.h"
 #include "output/pftrace_cut_ends.h"
 #include "output/clocks.h"
+#include "output/event_args.h"
 #include "output/launch_texts.h"
 #include "format/pftrace_fields.h"
 #include "output/pftrace_flows.h"
@@ -92,8 +93,8 @@ private:
     void end_event(Track& t);
     void annotation_string(Track& t, std::string_view name, std::string_view value);
     void annotation_uint(Track& t, std::string_view name, uint64_t value);
-    void nccl_annotations(Track& t, const Collective& c);
     void annotation_double(Track& t, std::string_view name, double value);
+    void annotation(Track& t, const EventArg& a); // output/event_args.h
     void stack_fields(proto::Encoder& e, Track& t, const PyStackRef& stack);
     void commit_with_metadata(); // new descriptors first, then the packets buffered
     // Flows started on calls whose GPU work did not come: each ends at an instant in its call.
