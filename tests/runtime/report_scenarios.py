@@ -15,7 +15,9 @@ report` on the trace it wrote.
 hook GTRACE_TEST_MAX_REPORT_BYTES; 256 MiB otherwise): past it, it closes the steps that are over
 and lets their spans go (analyze/closed_steps.h). Its report must still be `gtrace report`'s on the
 whole trace, with steps closed on the way and no span late for its step. The capture runs 10 s
-(not 6) then: enough events to pass the budget on a loaded host too.
+(not 6) then: enough events to pass the budget on a loaded host too. Where the capture lost events
+(it could not keep up: the host's CPUs taken), the analysis may keep only the recent window, as
+designed; its report must then say so (fell_behind).
 
 --single record|attach: the same scenario as a plain `python3 demo/train.py` (one process, no
 RANK), started by `gtrace record` or traced by `gtrace attach`: the process is reported as
@@ -67,6 +69,24 @@ def check_live_equals_file(live_path, file_summary):
     diff = json_differences(live, file_summary)
     if diff:
         fail("the capture's own report (live analysis) differs from gtrace report on its trace:\n  " + "\n  ".join(diff))
+
+
+def fell_behind(live_path):
+    """Where the capture could not keep up with the job (events lost, counted: beside two CPU hogs
+    on 2 cores tiny_kernels lost 0.8-2.2 million GPU records and the capture ran 25-60 s for 10),
+    its GPU records come seconds behind its calls, the steps cannot close that far back, and a
+    live analysis held to a small bound keeps only the recent window, as designed: then its report
+    must say so, and it is not the whole trace's. None of it where nothing was lost."""
+    live = json.load(open(live_path))
+    capture = live["capture"]
+    if not capture.get("lost_events") or not capture["live_analysis"]["recent_window_only"]:
+        return False
+    if not any(n.startswith("this report covers the capture's last") for n in live.get("notes", [])):
+        fail(f"the live analysis kept only the recent window and its report does not say so: {live.get('notes')}")
+    print(f"note: the capture lost {capture['lost_events']} events on this host (CPU pressure "
+          f"{capture.get('cpu_pressure', {}).get('some', 0):.0%}); its analysis, held to {capture['live_analysis']['max_bytes']} bytes, "
+          f"kept the recent window and says so: not compared with the whole trace's report", flush=True)
+    return True
 
 
 def check_steps_closed(live_path):
@@ -187,9 +207,10 @@ def main():
         if r.returncode != 0:
             fail(f"gtrace report exited {r.returncode}")
         s = json.load(open(summary))
-        check_live_equals_file(live, s)
-        if a.live_budget:
-            check_steps_closed(live)
+        if not (a.live_budget and fell_behind(live)):
+            check_live_equals_file(live, s)
+            if a.live_budget:
+                check_steps_closed(live)
         # The HTML report in headless Chromium: no errors, charts painted, numbers as in the JSON.
         check = subprocess.run([sys.executable, os.path.join(a.source, "tests/runtime/html_report_check.py"), html, summary])
         if check.returncode not in (0, 77):

@@ -216,3 +216,45 @@ TEST_CASE("spans that come after their step closed are counted and named", "[liv
     const std::string report = report_of(std::move(closed));
     CHECK(report.find("2 span(s) came in after the step they start in had closed") != std::string::npos);
 }
+
+TEST_CASE("GPU records lost all along do not hold the steps open", "[live_trace]") {
+    using namespace closed_steps_test;
+    // A host short of CPU: the agent's ring fills and a tenth of the launches never get their
+    // record. Each such launch would hold closing back 10 s (kGiveUpOnGpuNs): ten seconds of spans
+    // take more than the bound, and the analysis would keep only the recent window.
+    constexpr uint32_t pid = 31;
+    constexpr size_t steps = 3000, launches = 100;
+    auto job_of = [&](bool told) {
+        Job job;
+        uint32_t correlation = 0;
+        const uint64_t t0 = 1 * kS;
+        for (size_t i = 0; i < steps; ++i) {
+            const uint64_t t = t0 + i * kStep;
+            for (size_t k = 0; k < launches; ++k) {
+                uint64_t at = t + 50 * kUs + k * 50 * kUs;
+                job.call(pid, pid, GT_API_CUDA_LAUNCH_KERNEL, at, at + 3 * kUs, ++correlation);
+                if (k % 10 != 3) job.gpu(pid, GpuOpKind::Kernel, "gemm_kernel", at + 5 * kUs, at + 20 * kUs, correlation);
+            }
+            job.call(pid, pid, GT_API_CUDA_STREAM_SYNCHRONIZE, t + 5100 * kUs, t + 5200 * kUs);
+            job.range(pid, "Optimizer.step#SGD.step", t + 9 * kMs, t + kStep);
+            if (told && i % 10 == 0) // the drain after the ring's counter rose (records come every 100 ms)
+                job.add((t / (100 * kMs) + 1) * 100 * kMs + 1, [p = pid](EventConsumer& e) { e.gpu_records_lost(p); });
+        }
+        return job;
+    };
+    LiveTrace whole(LiveTraceOptions{1ull << 40, {}, kDefaultStepMarker, true});
+    job_of(false).feed(whole);
+    const std::string want = report_of(whole.take(nlohmann::json::object()));
+
+    LiveTrace untold(LiveTraceOptions{6 << 20, {}, kDefaultStepMarker, true});
+    job_of(false).feed(untold);
+    CHECK(untold.take(nlohmann::json::object()).spans_from_ns); // the failure this guards against
+
+    LiveTrace told(LiveTraceOptions{6 << 20, {}, kDefaultStepMarker, true});
+    job_of(true).feed(told);
+    CHECK(told.steps_closed() > 1000);
+    CHECK(told.late_spans() == 0);
+    TraceData closed = told.take(nlohmann::json::object());
+    CHECK_FALSE(closed.spans_from_ns);
+    CHECK(report_of(std::move(closed)) == want);
+}

@@ -239,6 +239,18 @@ void LiveTrace::gpu_record_came(const GpuOp& op) {
         std::erase_if(process.awaiting, [&](const auto& e) { return e.second.kind == op.kind && e.first < op.correlation; });
 }
 
+// Records were lost: a launch a second older than the newest record that came has most likely
+// lost its own (records come out of order across CUPTI's buffers, within the agent's flushes; a
+// kernel still running would come late, and be counted so). Closing waits no longer for those,
+// rather than 10 s for each — which, with records lost all along (a full ring on a host short of
+// CPU), held every step open and let the spans pass the bound.
+void LiveTrace::gpu_records_lost(uint32_t pid) {
+    auto work = gpu_work_.find(pid);
+    auto seen = gpu_seen_ns_.find(pid);
+    if (work == gpu_work_.end() || seen == gpu_seen_ns_.end() || seen->second < kCloseBehindNs) return;
+    std::erase_if(work->second.awaiting, [before = seen->second - kCloseBehindNs](const auto& e) { return e.second.start_ns < before; });
+}
+
 void LiveTrace::gpu_op(const GpuOp& op) {
     if (op.kind == GpuOpKind::Sync) return; // not a slice in gtrace's own formats, and no launch awaits it
     if (gpu_records_) gpu_record_came(op);

@@ -64,6 +64,7 @@ public:
     void sample_frame_begin(const SampleFrame& f, uint64_t ts_ns) override;
     void sample_frame_end(uint32_t pid, uint32_t tid, size_t depth, uint64_t ts_ns) override;
     void metadata(const TraceModel& model) override;
+    void gpu_records_lost(uint32_t pid) override;
 
     // What the spans take now (vectors' capacity and the string pool), about.
     uint64_t held_bytes() const;

@@ -57,6 +57,7 @@ public:
 
     void on_gpu_record(uint32_t pid, const gt_gpu_header& h, int64_t clock_offset_ns) override;
     void on_agent_state(uint32_t pid, const gt_agent_ring& ring) override;
+    void on_records_lost(uint32_t pid) override { s_.out.gpu_records_lost(pid); }
 
     // The config launched processes pass to their agent (GTRACE_AGENT_CONFIG).
     std::string agent_config() const;

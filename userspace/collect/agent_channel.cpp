@@ -221,6 +221,13 @@ void AgentChannel::read_ring(uint32_t pid, Ring& r, AgentSink& sink) {
     r.records += got.records;
     records_read_ += got.records;
     r.corrupt += got.corrupt;
+    // Counters the target can write: a false rise only makes the analysis stop waiting for this
+    // process's GPU records.
+    const uint64_t lost = __atomic_load_n(&r.header->ring_dropped, __ATOMIC_ACQUIRE) + __atomic_load_n(&r.header->cupti_dropped, __ATOMIC_ACQUIRE);
+    if (lost != r.lost_seen) {
+        r.lost_seen = lost;
+        sink.on_records_lost(pid);
+    }
     uint32_t state = __atomic_load_n(&r.header->state, __ATOMIC_ACQUIRE);
     if (state != r.reported_state && state != GT_AGENT_STARTING &&
         (state == GT_AGENT_ACTIVE || state == GT_AGENT_FAILED || state == GT_AGENT_DETACHED)) {

@@ -27,6 +27,8 @@ public:
     virtual void on_gpu_record(uint32_t pid, const gt_gpu_header& h, int64_t clock_offset_ns) = 0;
     // The agent of pid reached `state` (ACTIVE, FAILED or DETACHED); `ring` has its message.
     virtual void on_agent_state(uint32_t pid, const gt_agent_ring& ring) = 0;
+    // The agent of pid counted records lost (its ring full, CUPTI's buffers) since the last time.
+    virtual void on_records_lost(uint32_t /*pid*/) {}
 };
 
 struct AgentTotals {
@@ -108,6 +110,7 @@ private:
         int owner_fd = -1;       // our copy of the agent's pipe write end
         uint32_t reported_state = 0;
         uint64_t records = 0, corrupt = 0;
+        uint64_t lost_seen = 0; // the header's ring_dropped + cupti_dropped when last read
     };
     struct Pending {
         uint64_t mailbox = 0, seq = 0;

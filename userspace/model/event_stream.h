@@ -62,6 +62,9 @@ public:
     virtual void sample_frame_end(uint32_t pid, uint32_t tid, size_t depth, uint64_t ts_ns) = 0;
     // Process and thread names and labels as known now.
     virtual void metadata(const TraceModel& model) = 0;
+    // pid's GPU agent lost records (its ring was full, or CUPTI's buffers): GPU work launched
+    // before the newest record that came may never get one. Most consumers need not care.
+    virtual void gpu_records_lost(uint32_t /*pid*/) {}
 };
 
 // Every event to two consumers, in order.
@@ -79,6 +82,7 @@ public:
         a_.sample_frame_end(pid, tid, depth, ts), b_.sample_frame_end(pid, tid, depth, ts);
     }
     void metadata(const TraceModel& model) override { a_.metadata(model), b_.metadata(model); }
+    void gpu_records_lost(uint32_t pid) override { a_.gpu_records_lost(pid), b_.gpu_records_lost(pid); }
 
 private:
     EventConsumer &a_, &b_;

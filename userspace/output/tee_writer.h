@@ -22,6 +22,7 @@ public:
         a_->sample_frame_end(pid, tid, depth, ts), b_->sample_frame_end(pid, tid, depth, ts);
     }
     void metadata(const TraceModel& model) override { a_->metadata(model), b_->metadata(model); }
+    void gpu_records_lost(uint32_t pid) override { a_->gpu_records_lost(pid), b_->gpu_records_lost(pid); }
     void forget_process(uint32_t pid) override { a_->forget_process(pid), b_->forget_process(pid); }
     void flush() override { a_->flush(), b_->flush(); }
     bool write_failed() const override { return a_->write_failed() || b_->write_failed(); }
@@ -61,6 +62,7 @@ public:
         w_->sample_frame_end(pid, tid, depth, ts), also_.sample_frame_end(pid, tid, depth, ts);
     }
     void metadata(const TraceModel& model) override { w_->metadata(model), also_.metadata(model); }
+    void gpu_records_lost(uint32_t pid) override { w_->gpu_records_lost(pid), also_.gpu_records_lost(pid); }
     void forget_process(uint32_t pid) override { w_->forget_process(pid); }
     void flush() override { w_->flush(); }
     bool write_failed() const override { return w_->write_failed(); }
