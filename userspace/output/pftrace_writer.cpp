@@ -303,7 +303,6 @@ void PftraceWriter::torch_range(const TorchRange& r) {
     commit_with_metadata();
 }
 
-// An NCCL call's arguments, named as in the JSON formats (json_event_file.cpp).
 void PftraceWriter::collective(const Collective& c) {
     Track& t = track(Kind::Thread, c.pid, c.tid);
     auto& e = begin_event(t, c.start_ns, kSliceBegin);
