@@ -56,11 +56,8 @@ void append_call_args(std::string& out, const ApiCall& c, JsonFlavor flavor) {
 void ChromeTraceWriter::call(const ApiCall& c) {
     buf_.clear();
     begin_slice(buf_, api_name(c.api), "cuda_api", c.pid, c.tid, c.start_ns, c.end_ns);
-    buf_ += ",\"args\":{";
-    size_t first = buf_.size();
-    append_call_args(buf_, c, JsonFlavor::Chrome);
-    buf_.erase(first, 1); // the first argument's comma (every call has its ret)
-    buf_ += "}}";
+    append_args_object(buf_, [&](std::string& out) { append_call_args(out, c, JsonFlavor::Chrome); });
+    buf_ += '}';
     file_.emit(buf_);
 }
 
@@ -71,12 +68,11 @@ void ChromeTraceWriter::torch_range(const TorchRange& r) {
     if (r.off_cpu && !track_names_.contains({r.pid, tid})) track_names_[{r.pid, tid}] = fmt::format("off CPU (thread {})", r.tid);
     buf_.clear();
     begin_slice(buf_, r.name, range_category(r), r.pid, tid, r.start_ns, r.end_ns);
-    buf_ += ",\"args\":{";
-    size_t open = buf_.size();
-    append_py_stack_args(buf_, r.stack, false);
-    if (r.nvtx) append_nvtx_args(buf_, *r.nvtx, r.tid);
-    if (buf_.size() > open) buf_.erase(open, 1); // the first argument's comma
-    buf_ += "}}";
+    append_args_object(buf_, [&](std::string& out) {
+        append_py_stack_args(out, r.stack, false);
+        if (r.nvtx) append_nvtx_args(out, *r.nvtx, r.tid);
+    });
+    buf_ += '}';
     file_.emit(buf_);
 }
 
@@ -95,11 +91,8 @@ void ChromeTraceWriter::gpu_op(const GpuOp& op) {
     if (!track_names_.contains(key)) track_names_[key] = fmt::format("GPU {} · stream {}", op.device, op.stream);
     buf_.clear();
     begin_slice(buf_, op.name, gpu_op_category(op.kind), op.pid, tid, op.start_ns, op.end_ns);
-    buf_ += ",\"args\":{";
-    const size_t first = buf_.size();
-    for_each_gpu_op_arg(op, [&](const EventArg& a) { append_json_arg(buf_, a.name, a); });
-    buf_.erase(first, 1); // the first argument's comma (every op has its correlation)
-    buf_ += "}}";
+    append_args_object(buf_, [&](std::string& out) { for_each_gpu_op_arg(op, [&](const EventArg& a) { append_json_arg(out, a.name, a); }); });
+    buf_ += '}';
     file_.emit(buf_);
 }
 

@@ -51,11 +51,7 @@ void append_json_arg(std::string& out, std::string_view name, const EventArg& a)
 }
 
 void append_collective_args(std::string& out, const Collective& c) {
-    out += ",\"args\":{";
-    const size_t first = out.size();
-    for_each_collective_arg(c, [&](const EventArg& a) { append_json_arg(out, a.name, a); });
-    out.erase(first, 1); // the first argument's comma (every collective has its phase)
-    out += '}';
+    append_args_object(out, [&](std::string& o) { for_each_collective_arg(c, [&](const EventArg& a) { append_json_arg(o, a.name, a); }); });
 }
 
 // Counters carry their value only (Perfetto makes a track of every argument, and fails on one

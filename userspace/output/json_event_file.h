@@ -27,6 +27,15 @@ void append_us(std::string& out, uint64_t ns);
 // texts, dims as [x,y,z] arrays, a Time as "name_us" in microseconds. `name`: the argument's, or
 // what a format calls it (Kineto's "External id", …).
 void append_json_arg(std::string& out, std::string_view name, const EventArg& a);
+// ,"args":{...}: `fill(out)` appends the arguments, each led by a comma (append_json_arg); the
+// first one's comma is dropped. An event with none gets "args":{}.
+template <class Fill> void append_args_object(std::string& out, Fill&& fill) {
+    out += ",\"args\":{";
+    const size_t open = out.size();
+    fill(out);
+    if (out.size() > open) out.erase(open, 1);
+    out += '}';
+}
 // A collective slice's arguments (for_each_collective_arg), in both JSON formats:
 // ,"args":{"phase":...,...} (the analysis pairs a wait with its issue by issued_us).
 void append_collective_args(std::string& out, const Collective& c);

@@ -111,14 +111,11 @@ void KinetoWriter::call(const ApiCall& c) {
     std::string_view api = api_name(c.api);
     buf_.clear();
     begin_x(buf_, call_category(api), api, c.pid, c.tid, c.start_ns, c.end_ns);
-    buf_ += ",\"args\":{";
     // The same arguments as the Chrome JSON's, Kineto's join key among them (HTA reads "External
     // id" and "correlation"), the launch's own configuration too (Kineto's runtime events have
     // none; the kernel row has it).
-    size_t first = buf_.size();
-    append_call_args(buf_, c, JsonFlavor::Kineto);
-    buf_.erase(first, 1); // the first argument's comma (every call has its ret)
-    buf_ += "}}";
+    append_args_object(buf_, [&](std::string& out) { append_call_args(out, c, JsonFlavor::Kineto); });
+    buf_ += '}';
     emit(*f, buf_);
 }
 
@@ -132,12 +129,10 @@ void KinetoWriter::torch_range(const TorchRange& r) {
         buf_.clear();
         begin_x(buf_, cat, r.name, r.pid, r.tid, r.start_ns, r.end_ns);
         if (r.stack || r.nvtx) {
-            buf_ += ",\"args\":{";
-            size_t open = buf_.size();
-            append_py_stack_args(buf_, r.stack, true);
-            if (r.nvtx) append_nvtx_args(buf_, *r.nvtx, r.tid);
-            buf_.erase(open, 1); // the first argument's comma
-            buf_ += '}';
+            append_args_object(buf_, [&](std::string& out) {
+                append_py_stack_args(out, r.stack, true);
+                if (r.nvtx) append_nvtx_args(out, *r.nvtx, r.tid);
+            });
         }
         buf_ += '}';
         emit(*f, buf_);
@@ -188,29 +183,28 @@ void KinetoWriter::gpu_op(const GpuOp& op) {
     if (auto s = steps_.find(op.pid); s != steps_.end() && !s->second.pending.empty()) write_covered_steps(op.pid, s->second, false);
     buf_.clear();
     begin_x(buf_, gpu_op_category(op.kind), op.name, op.device, op.stream, op.start_ns, op.end_ns);
-    buf_ += ",\"args\":{";
-    const size_t first = buf_.size();
     // The vocabulary's arguments under the names torch.profiler's kernel and memcpy rows give
     // them (HTA reads these): its join key beside the correlation, one "shared memory".
     uint64_t static_shared = 0;
-    for_each_gpu_op_arg(op, [&](const EventArg& a) {
-        if (a.name == "correlation") {
-            append_json_arg(buf_, "External id", a);
-            buf_ += ",\"queued\":0";
-        } else if (a.name == "registers_per_thread") {
-            return append_json_arg(buf_, "registers per thread", a);
-        } else if (a.name == "shared_memory_static") {
-            static_shared = a.unsigned_value();
-            return;
-        } else if (a.name == "shared_memory_dynamic") {
-            return append_json_arg(buf_, "shared memory", EventArg::uint(a.name, static_shared + a.unsigned_value()));
-        } else if (a.name == "bandwidth_GBps") {
-            return append_json_arg(buf_, "memory bandwidth (GB/s)", a);
-        }
-        append_json_arg(buf_, a.name, a);
+    append_args_object(buf_, [&](std::string& out) {
+        for_each_gpu_op_arg(op, [&](const EventArg& a) {
+            if (a.name == "correlation") {
+                append_json_arg(out, "External id", a);
+                out += ",\"queued\":0";
+            } else if (a.name == "registers_per_thread") {
+                return append_json_arg(out, "registers per thread", a);
+            } else if (a.name == "shared_memory_static") {
+                static_shared = a.unsigned_value();
+                return;
+            } else if (a.name == "shared_memory_dynamic") {
+                return append_json_arg(out, "shared memory", EventArg::uint(a.name, static_shared + a.unsigned_value()));
+            } else if (a.name == "bandwidth_GBps") {
+                return append_json_arg(out, "memory bandwidth (GB/s)", a);
+            }
+            append_json_arg(out, a.name, a);
+        });
     });
-    buf_.erase(first, 1); // the first argument's comma
-    buf_ += "}}";
+    buf_ += '}';
     emit(*f, buf_);
 }
 
