@@ -127,16 +127,22 @@ static __always_inline void entered(struct open_call *c, __u64 sp, __u64 cookie,
 static __always_inline void collective_returned(struct open_call *c, __u64 result, __u32 tgid, __u32 tid)
 {
 	__u64 work = 0;
+	bool forgotten = false;
 	/* rax holds the hidden result pointer at the return: the intrusive_ptr<Work> is there. */
 	if (!c->returns_void && bpf_probe_read_user(&work, sizeof(work), (void *)result))
 		work = 0;
 	if (work) {
 		struct work_key key = {.tgid = tgid, .work = work};
 		struct open_work w = {.issued_ns = c->start_ns, .group = c->group, .op = c->op, .backend = c->backend};
-		if (bpf_map_update_elem(&open_works, &key, &w, BPF_ANY))
+		if (bpf_map_update_elem(&open_works, &key, &w, BPF_ANY)) {
 			gt_count(GT_CNT_COLLECTIVES_OPEN_FULL);
+			forgotten = true;
+		}
 	}
 	emit(GT_COMM_ISSUE, c->op, c->backend, tgid, tid, c->start_ns, c->start_ns, work, c->group);
+	/* After the issue: its wait, which will not know its group, is the thread's next record. */
+	if (forgotten)
+		emit(GT_COMM_UNRECORDED, c->op, c->backend, tgid, tid, c->start_ns, 0, work, c->group);
 }
 
 static __always_inline void wait_returned(struct open_call *c, __u32 tgid, __u32 tid)
@@ -233,6 +239,10 @@ int comm_probe(struct pt_regs *ctx)
 		 * call as a lost one of its own class (it does not make c10d's counts incomplete). */
 		if (entry)
 			gt_count(kind == GT_COMM_SITE_NCCL ? GT_EV_NCCL : GT_CNT_COLLECTIVES_NO_STATE);
+		/* Said with its time, so that a dump can tell whether the hole matters (when the ring
+		 * has no room for that either, the loss of a collective event is counted: that does). */
+		if (kind == GT_COMM_SITE_CALL || kind == GT_COMM_SITE_WAIT)
+			emit(GT_COMM_UNRECORDED, (cookie >> 8) & 0xff, (cookie >> 16) & 0xff, tgid, tid, bpf_ktime_get_ns(), 0, 0, 0);
 		return 0;
 	}
 	switch (kind) {

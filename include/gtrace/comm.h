@@ -80,6 +80,10 @@ enum gt_comm_phase {
 	GT_COMM_ISSUE = 1, /* the collective call itself: enqueues the work (gloo, NCCL) or runs it (MPI's barrier) */
 	GT_COMM_WAIT = 2,  /* Work::wait on its result: where a CPU collective blocks */
 	GT_COMM_NCCL = 3,  /* a call of NCCL's API (op: enum gt_nccl_api), entry to return */
+	/* A collective call or wait of this thread that could not be recorded (its per-thread state,
+	 * or its Work's entry, could not be had), at start_ns: the thread's counts have a hole from
+	 * then until its next record, which user space tells the dump about. */
+	GT_COMM_UNRECORDED = 4,
 };
 
 /* X(id, name, layout): NCCL's public API (nccl.h, NCCL 2.x), probed as nccl<name> in whatever

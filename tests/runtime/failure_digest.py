@@ -27,14 +27,18 @@ def tests_in(log: str):
 
 def failure_lines(lines):
     """The lines that say a failure, each with the indented lines that continue it (a FAIL's
-    "its last lines:", a vmtests problem's console tail)."""
+    "its last lines:", a vmtests problem's console tail).
+
+    >>> failure_lines(["ok: a", "FAIL: no match; its last lines:", "    x", "    ", "    y", "ok: b"])
+    ['FAIL: no match; its last lines:', '    x', '    ', '    y']
+    """
     out, following = [], False
     for line in lines:
         if re.search(r"\bFAIL\b|Traceback|Error:|error:|timed out|Timeout|problem:", line):
             out.append(line)
             following = True
-        elif following and line[:1].isspace() and line.strip():
-            out.append(line)
+        elif following and line[:1].isspace():
+            out.append(line)  # blank-looking lines too: a quoted tail has empty lines
         else:
             following = False
     return out

@@ -23,8 +23,10 @@ Collective completion(uint32_t pid, uint64_t group, uint64_t start, uint64_t end
 
 // Rank r (pid 100 + r) with groups at addresses 0x2000 (second) and 0x1000 (world): both
 // complete collective n at time 1000 n; after the last, ranks issue what `next` says.
-PublishedCounts counted(int ranks, int rounds, const std::vector<std::vector<uint64_t>>& next) {
+PublishedCounts counted(int ranks, int rounds, const std::vector<std::vector<uint64_t>>& next,
+                        const std::vector<Collective>& also = {}) {
     CollectiveCounts counts;
+    for (const Collective& c : also) counts.on_collective(c);
     for (int r = 0; r < ranks; ++r) {
         uint32_t pid = 100 + static_cast<uint32_t>(r);
         for (int n = 1; n <= rounds; ++n)
@@ -43,6 +45,7 @@ PublishedCounts counted(int ranks, int rounds, const std::vector<std::vector<uin
             GroupCount c;
             c.backend = g["backend"], c.last = g["last"], c.last_completed_ns = g["last_completed_ns"];
             c.recent_issues_ns = g["recent_issues_ns"].get<std::vector<uint64_t>>();
+            c.hole_until_ns = g["hole_until_ns"];
             out.groups[static_cast<uint32_t>(std::stoul(pid))].push_back(c);
         }
     }
@@ -114,8 +117,48 @@ TEST_CASE("counts the capture had not read to their standstill, or could not rec
     counts.read_until_ns = counts.last_change_ns + CollectiveCounts::kStillNs;
     CHECK_FALSE(counts.awaiting_capture(kLater));
     counts.unrecorded = 1;
-    CHECK(judge_group_lags(ranks, counts, kLater).find("not compared: the capture could not record 1 collective events") != std::string::npos);
+    CHECK(judge_group_lags(ranks, counts, kLater).find("not compared: the capture's ring had no room for 1 collective events") != std::string::npos);
     CHECK(odd_ones_out(ranks).empty());
+}
+
+// A call rank 1's probes could not record (its thread's state or its Work's entry not had), at `t`.
+Collective unrecorded_call(uint64_t t) {
+    Collective c = issue(101, 0, t);
+    c.unrecorded = true;
+    return c;
+}
+
+TEST_CASE("a call a rank could not record matters only where its hole reaches past the reference point") {
+    // Lost at attach (round 1), closed by the rank's next record: the hang is still told.
+    auto early = counted(4, 20, {{0x2000}, {0x2000}, {0x2000}, {0x1000}}, {unrecorded_call(1000)});
+    CHECK(early.groups[101][0].hole_until_ns == 1011); // closed by the end of its next record (the issue at 1001)
+    auto ranks = alike(4);
+    std::string lines = judge_group_lags(ranks, early, kLater);
+    CHECK(ranks[3].lag == "one ahead on process group 0 (gloo: all_reduce); one behind on process group 1 (gloo: all_reduce)");
+    CHECK(odd_ones_out(ranks) == std::vector<int>{3});
+
+    // Lost in the last round, after which rank 1 recorded nothing: its hole is open, nothing is judged.
+    auto late = counted(4, 20, {{}, {}, {}, {}}, {});
+    CollectiveCounts c;
+    c.on_collective(issue(101, 0x2000, 5));
+    c.on_collective(unrecorded_call(10));
+    CHECK(c.facts()["101"][0]["hole_until_ns"] == UINT64_MAX);
+    c.on_collective(issue(101, 0x2000, 20)); // its next record closes it
+    CHECK(c.facts()["101"][0]["hole_until_ns"] == 30);
+    c.on_collective(unrecorded_call(40));
+    c.on_collective(issue(101, 0x2000, 35)); // started before the hole: does not close it
+    CHECK(c.facts()["101"][0]["hole_until_ns"] == UINT64_MAX);
+    for (auto& g : late.groups[101]) g.hole_until_ns = UINT64_MAX;
+    auto holed = alike(4);
+    lines = judge_group_lags(holed, late, kLater);
+    CHECK(lines.find("group 0 (gloo: all_reduce): not compared: the capture could not record a collective of rank 1 after the last one "
+                     "every rank completed") != std::string::npos);
+    CHECK(lines.find("no rank behind or ahead of the others on the groups compared") != std::string::npos);
+    CHECK(odd_ones_out(holed).empty());
+    // A hole that closed before the last collective every rank completed leaves the counts whole.
+    for (auto& g : late.groups[101]) g.hole_until_ns = 1000ull * 20;
+    holed = alike(4);
+    CHECK(judge_group_lags(holed, late, kLater).find("no rank behind or ahead of the others on any group") != std::string::npos);
 }
 
 TEST_CASE("the capture publishes its counts once they changed, and at each look while they stand still") {

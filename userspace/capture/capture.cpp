@@ -131,12 +131,12 @@ void Capture::publish_collective_counts(uint64_t read_until_ns) {
         }
         publisher_.emplace(std::move(*registry));
     }
-    // What the counts cannot be trusted without: collectives the ring had no room for, Works not
-    // remembered for their wait — and until when the capture had read its ring (the dump compares
-    // counts the capture saw stand still, not ones it has yet to read).
+    // What the counts cannot be trusted without: collective events the ring had no room for (a
+    // call not recorded for want of its thread's state or its Work's entry is a dated hole in the
+    // counts themselves) — and until when the capture had read its ring (the dump compares counts
+    // the capture saw stand still, not ones it has yet to read).
     model_.counters = bpf_->read_counters();
-    uint64_t unrecorded = model_.counters[GT_EV_COLLECTIVE] + model_.counters[GT_CNT_COLLECTIVES_OPEN_FULL] +
-                          model_.counters[GT_CNT_COLLECTIVES_NO_STATE];
+    uint64_t unrecorded = model_.counters[GT_EV_COLLECTIVE];
     nlohmann::json j = {{"capture_pid", getpid()}, {"root_pid", options_.pid}, {"start_unix_ms", start_wall_unix_ms_},
                         {"last_change_ns", collective_counts_.last_change_ns()}, {"read_until_ns", read_until_ns},
                         {"unrecorded", unrecorded}, {"processes", collective_counts_.facts()}};

@@ -39,6 +39,7 @@ void RangeEvents::on_torch_range(const gt_torch_range_event& e) {
 void RangeEvents::on_collective(const gt_collective_event& e) {
     Collective c = decode_collective(e);
     counts_.on_collective(c);
+    if (c.unrecorded) return; // news for the counts only: nothing happened that a trace could show
     out_.collective(c);
     ++collectives_;
 }

@@ -27,6 +27,7 @@ Collective decode_collective(const gt_collective_event& e) {
         c.nccl = a;
         return c;
     }
+    c.unrecorded = e.phase == GT_COMM_UNRECORDED;
     const char* shown = collective_shown_name(e.op);
     c.name = shown ? shown : "wait (collective not seen)";
     c.wait = e.phase == GT_COMM_WAIT;

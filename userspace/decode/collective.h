@@ -38,6 +38,7 @@ struct Collective {
     uint64_t issued_ns = 0;        // a wait: its collective's call entry; 0: not seen
     uint64_t group = 0;            // the backend object (one process group, in this process); 0: not known
     bool ddp_gradients = false;    // DDP's wait on its gradient buckets' all-reduces (group not known)
+    bool unrecorded = false;       // not a collective: one of this thread's could not be recorded from start_ns on
     std::optional<NcclArgs> nccl;  // an NCCL API call (group: its ncclComm_t)
 };
 

@@ -12,6 +12,11 @@
 // rank issued it, and no rank issues the next one before it completed this one (gloo, MPI; NCCL's
 // wait returns at enqueue). So each group keeps its last completion and its last issues' times,
 // and the dump, which sees every rank, counts from the earliest "last completion" (dump_standing.h).
+//
+// A call or wait the probes could not record (decode/collective.h's `unrecorded`) leaves a hole
+// in its thread's counts, from its start until the thread's next record ends (the thread was in
+// that call until then). The dump compares a group only where every hole closed before its
+// reference point: a record lost at attach does not blind a day-long capture.
 #pragma once
 #include <cstdint>
 #include <deque>
@@ -54,13 +59,23 @@ public:
     uint64_t last_change_ns() const { return last_change_ns_; }
 
     // {"PID": [{"index", "backend", "last", "issued", "completed", "last_completed_ns",
-    // "recent_issues_ns"}, ...]}: each process's groups by address (index 0 first).
+    // "recent_issues_ns", "hole_until_ns"}, ...]}: each process's groups by address (index 0
+    // first); hole_until_ns (the process's, on each of its groups): 0 none, UINT64_MAX one open.
     nlohmann::json facts() const;
 
 private:
-    void forget(uint32_t pid) { changed_ |= groups_.erase(pid) > 0; }
+    struct Holes {
+        std::map<uint32_t, uint64_t> open; // tid -> start of its unrecorded call
+        uint64_t closed_until_ns = 0;      // every closed hole's end, at the latest
+    };
+    static constexpr size_t kMaxOpenHoles = 4096; // per process: past that, one open for good
+
+    void forget(uint32_t pid) { changed_ |= (groups_.erase(pid) + holes_.erase(pid)) > 0; }
+    bool record_hole(const Collective& c);
+    uint64_t hole_until_ns(uint32_t pid) const;
 
     std::map<uint32_t, std::map<uint64_t, GroupActivity>> groups_; // pid -> backend object -> activity
+    std::map<uint32_t, Holes> holes_;
     bool changed_ = false;
     uint64_t last_change_ns_ = 0;
 };

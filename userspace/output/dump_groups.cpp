@@ -27,6 +27,8 @@ std::vector<GroupCount> groups_from_json(const nlohmann::json& list) {
         if (g.contains("backend") && g["backend"].is_string()) c.backend = g["backend"].get<std::string>().substr(0, 32);
         if (g.contains("last") && g["last"].is_string()) c.last = g["last"].get<std::string>().substr(0, 64);
         if (g.contains("last_completed_ns") && g["last_completed_ns"].is_number_unsigned()) c.last_completed_ns = g["last_completed_ns"].get<uint64_t>();
+        // Missing or not a count: a hole that never closed (the safe reading).
+        c.hole_until_ns = !g.contains("hole_until_ns") ? 0 : g["hole_until_ns"].is_number_unsigned() ? g["hole_until_ns"].get<uint64_t>() : UINT64_MAX;
         if (g.contains("recent_issues_ns") && g["recent_issues_ns"].is_array())
             for (const auto& t : g["recent_issues_ns"])
                 if (t.is_number_unsigned() && c.recent_issues_ns.size() < kMaxIssues) c.recent_issues_ns.push_back(t.get<uint64_t>());
@@ -106,8 +108,8 @@ std::string judge_group_lags(std::vector<RankStanding>& ranks, const PublishedCo
         return out + "  not compared: the capture has not yet read its ring up to where the counts stood still (it may be behind); "
                      "run gtrace dump again\n";
     if (published.unrecorded)
-        return out + fmt::format("  not compared: the capture could not record {} collective events or Works (its ring or its table "
-                                 "was full; see its lost events), so the counts are incomplete\n", published.unrecorded);
+        return out + fmt::format("  not compared: the capture's ring had no room for {} collective events (see its lost events), "
+                                 "so the counts are incomplete\n", published.unrecorded);
     if (shapes.size() > 1) {
         std::string parts;
         for (const auto& [backends, who] : most_ranks_first(shapes))
@@ -116,7 +118,7 @@ std::string judge_group_lags(std::vector<RankStanding>& ranks, const PublishedCo
         return out + fmt::format("  not compared: the ranks used different groups since the capture began ({}), so their order does "
                                  "not match them up\n", parts);
     }
-    bool any_lag = false;
+    bool any_lag = false, any_left_out = false;
     for (size_t k = 0; k < groups; ++k) {
         struct Member {
             RankStanding* rank;
@@ -140,6 +142,17 @@ std::string judge_group_lags(std::vector<RankStanding>& ranks, const PublishedCo
         const GroupCount& first = *members.front().group;
         std::string name = fmt::format("group {} ({}{}{})", k, printable(first.backend.empty() ? "?" : first.backend), first.last.empty() ? "" : ": ",
                                        printable(first.last));
+        // A call a rank's probes could not record, unsettled at the reference point: its counts there are not whole.
+        std::vector<int> holed;
+        for (const auto& m : members)
+            if (m.group->hole_until_ns > common) holed.push_back(m.rank->rank);
+        if (!holed.empty()) {
+            std::sort(holed.begin(), holed.end());
+            out += fmt::format("  {}: not compared: the capture could not record a collective of {} {} after the last one every rank "
+                               "completed (see its lost events)\n", name, holed.size() == 1 ? "rank" : "ranks", rank_ranges(holed));
+            any_left_out = true;
+            continue;
+        }
         if (by_entered.size() == 1) {
             out += fmt::format("  {}: ranks {} entered as many\n", name, rank_ranges(by_entered.begin()->second));
             continue;
@@ -160,7 +173,8 @@ std::string judge_group_lags(std::vector<RankStanding>& ranks, const PublishedCo
             m.rank->lag += (m.rank->lag.empty() ? "" : "; ") + lag;
         }
     }
-    if (!any_lag) out += "  no rank behind or ahead of the others on any group\n";
+    if (!any_lag) out += any_left_out ? "  no rank behind or ahead of the others on the groups compared\n"
+                                      : "  no rank behind or ahead of the others on any group\n";
     return out;
 }
 
