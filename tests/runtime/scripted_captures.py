@@ -217,21 +217,29 @@ def main():
         # the 1 s after "attached"): the window must then be the 2 s between the signals, and
         # the calls before it left out.
         attached, agents = threading.Event(), threading.Event()
+        said = []  # gtrace's stderr, quoted with a failure (lost events, a drain cut short)
 
         def watch(stream):
             active = 0
             for line in stream:
+                said.append(line.rstrip("\n"))
                 if "attached to PID" in line:
                     attached.set()
                 if "GPU agent active in pid" in line:
                     active += 1
                     if active == 2:
                         agents.set()
-        threading.Thread(target=watch, args=(g.stderr,), daemon=True).start()
+        reader = threading.Thread(target=watch, args=(g.stderr,), daemon=True)
+        reader.start()
+
+        def trigger_fail(msg):
+            if g.poll() is not None:
+                reader.join(5)
+            fail(msg + "\n  gtrace said:\n    " + "\n    ".join(said[-20:]))
         if not attached.wait(120):
-            fail("--trigger: gtrace did not attach within 120 s")
+            trigger_fail("--trigger: gtrace did not attach within 120 s")
         if not agents.wait(120):
-            fail("--trigger: the ranks' GPU agents did not answer within 120 s")
+            trigger_fail("--trigger: the ranks' GPU agents did not answer within 120 s")
         # Steps made before the first signal (left out), and steps inside the window: counted by
         # the job itself, not assumed from a wait.
         before = steps_made(truth)
@@ -248,22 +256,22 @@ def main():
         sent_second = time.monotonic_ns()
         g.send_signal(signal.SIGUSR1)
         if g.wait(timeout=60) != 0:
-            fail("--trigger: gtrace failed")
+            trigger_fail("--trigger: gtrace failed")
         exited = time.monotonic_ns()
         trace, events = load(out)
         facts = trace["otherData"]["capture_script"]
         span = (facts["window_close_ns"] - facts["window_open_ns"]) / 1e9
         if (not trace["otherData"]["stop_reason"].startswith("stopped by the trigger")
                 or not sent_first <= facts["window_open_ns"] <= sent_second <= facts["window_close_ns"] <= exited):
-            fail(f"--trigger: {trace['otherData']['stop_reason']}; window {(facts['window_open_ns'] - sent_first) / 1e9:+.3f} s "
-                 f"to {(facts['window_close_ns'] - sent_first) / 1e9:+.3f} s from the first signal sent, the second sent at "
-                 f"{(sent_second - sent_first) / 1e9:+.3f} s, gtrace gone at {(exited - sent_first) / 1e9:+.3f} s")
+            trigger_fail(f"--trigger: {trace['otherData']['stop_reason']}; window {(facts['window_open_ns'] - sent_first) / 1e9:+.3f} s "
+                         f"to {(facts['window_close_ns'] - sent_first) / 1e9:+.3f} s from the first signal sent, the second sent "
+                         f"at {(sent_second - sent_first) / 1e9:+.3f} s, gtrace gone at {(exited - sent_first) / 1e9:+.3f} s")
         if facts["events_outside_window"] == 0:
-            fail("--trigger: nothing was left out before the first signal (the job made steps then)")
+            trigger_fail("--trigger: nothing was left out before the first signal (the job made steps then)")
         if not events:
-            fail("--trigger: nothing recorded between the signals (the job made steps then)")
+            trigger_fail("--trigger: nothing recorded between the signals (the job made steps then)")
         if any(e["ts"] * 1000 < facts["window_open_ns"] - 1000 for e in events if "ts" in e):
-            fail("--trigger: an event from before the first signal")
+            trigger_fail("--trigger: an event from before the first signal")
         print(f"ok: trigger: recorded {span:.2f} s between the two signals, {facts['events_outside_window']} events left out before")
 
         out = os.path.join(tmp, "nosteps.json")

@@ -21,7 +21,10 @@ std::atomic<int> g_stop_signal{0};
 namespace {
 
 constexpr int kPollMs = 50;
-constexpr std::chrono::milliseconds kStopDrainLimit{2000}; // per drain: the ring's events before the stop
+// Per drain: the ring's events up to the stop, however far behind a loaded host left the reader
+// (a --trigger or --steps window is what the user asked for); only a reader slower than the job
+// for this long is cut short, and says so.
+constexpr std::chrono::milliseconds kStopDrainLimit{15000};
 // While GPU records flow, the agents' rings are read this often: at a million records a second
 // an agent's ring (GT_AGENT_DEFAULT_RING) holds about 150 ms of them.
 constexpr int kBusyPollMs = 5;
@@ -213,12 +216,13 @@ Result<CaptureResult> Capture::run() {
         reason = stop_reason();
     }
     if (live_status) fmt::print(stderr, "\r\033[K");
-    bool emptied = reader_->drain(kStopDrainLimit);
+    const uint64_t stop_ns = monotonic_now_ns();
+    bool emptied = reader_->drain(kStopDrainLimit, stop_ns);
     gpu_.finish();
-    emptied = reader_->drain(kStopDrainLimit) && emptied;
+    emptied = reader_->drain(kStopDrainLimit, stop_ns) && emptied;
     if (!emptied && !options_.quiet)
-        print_safe(stderr, "gtrace: warning: the job filled the BPF ring faster than gtrace read it; reading stopped {} ms after the "
-                           "stop, and the events still in the ring then are not in the trace\n", kStopDrainLimit.count());
+        print_safe(stderr, "gtrace: warning: gtrace was behind the job at the stop and read its BPF ring for {} s without reaching "
+                           "the stop; the events still in the ring then are not in the trace\n", kStopDrainLimit.count() / 1000);
     model_.counters = bpf_->read_counters();
     samples_.finish();
     return finish(reason, seconds_running());

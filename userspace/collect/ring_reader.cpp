@@ -2,6 +2,8 @@
 
 #include <bpf/libbpf.h>
 
+#include <algorithm>
+
 #include <cerrno>
 #include <cstring>
 
@@ -23,6 +25,9 @@ namespace {
 constexpr int kBudgetSpent = -ECANCELED; // libbpf stops at a negative return, this record consumed
 }
 
+// A record's time as its probe emitted it (the ring holds records in the order they were reserved).
+void RingReader::seen(Context* c, uint64_t emitted_ns) { c->newest_ns = std::max(c->newest_ns, emitted_ns); }
+
 int RingReader::dispatch(void* context, void* data, size_t size) {
     auto* c = static_cast<Context*>(context);
     EventSink* sink = c->sink;
@@ -30,16 +35,28 @@ int RingReader::dispatch(void* context, void* data, size_t size) {
     if (size < 1) return last ? kBudgetSpent : 0;
     switch (*static_cast<const unsigned char*>(data)) {
     case GT_EV_API:
-        if (size >= sizeof(gt_api_event)) sink->on_api(*static_cast<const gt_api_event*>(data));
+        if (size >= sizeof(gt_api_event)) {
+            const auto& e = *static_cast<const gt_api_event*>(data);
+            seen(c, e.exit_ns);
+            sink->on_api(e);
+        }
         break;
     case GT_EV_FUNC_NAME:
         if (size >= sizeof(gt_func_name_event)) sink->on_func_name(*static_cast<const gt_func_name_event*>(data));
         break;
     case GT_EV_PROC:
-        if (size >= sizeof(gt_proc_event)) sink->on_proc(*static_cast<const gt_proc_event*>(data));
+        if (size >= sizeof(gt_proc_event)) {
+            const auto& e = *static_cast<const gt_proc_event*>(data);
+            seen(c, e.ts_ns);
+            sink->on_proc(e);
+        }
         break;
     case GT_EV_MMAP:
-        if (size >= sizeof(gt_mmap_event)) sink->on_mmap(*static_cast<const gt_mmap_event*>(data));
+        if (size >= sizeof(gt_mmap_event)) {
+            const auto& e = *static_cast<const gt_mmap_event*>(data);
+            seen(c, e.ts_ns);
+            sink->on_mmap(e);
+        }
         break;
     case GT_EV_PYSTACK: { // variable size: only the frames the stack has were sent
         if (size < GT_PY_STACK_HEADER || size > sizeof(gt_py_stack_event)) break;
@@ -50,17 +67,33 @@ int RingReader::dispatch(void* context, void* data, size_t size) {
         break;
     }
     case GT_EV_SAMPLE:
-        if (size >= sizeof(gt_sample_event)) sink->on_sample(*static_cast<const gt_sample_event*>(data));
+        if (size >= sizeof(gt_sample_event)) {
+            const auto& e = *static_cast<const gt_sample_event*>(data);
+            seen(c, e.ts_ns);
+            sink->on_sample(e);
+        }
         break;
     case GT_EV_TORCH_RANGE:
-        if (size >= sizeof(gt_torch_range_event)) sink->on_torch_range(*static_cast<const gt_torch_range_event*>(data));
+        if (size >= sizeof(gt_torch_range_event)) {
+            const auto& e = *static_cast<const gt_torch_range_event*>(data);
+            seen(c, e.end_ns);
+            sink->on_torch_range(e);
+        }
         break;
     case GT_EV_COLLECTIVE:
     case GT_EV_NCCL:
-        if (size >= sizeof(gt_collective_event)) sink->on_collective(*static_cast<const gt_collective_event*>(data));
+        if (size >= sizeof(gt_collective_event)) {
+            const auto& e = *static_cast<const gt_collective_event*>(data);
+            seen(c, e.end_ns);
+            sink->on_collective(e);
+        }
         break;
     case GT_EV_OFFCPU:
-        if (size >= sizeof(gt_offcpu_event)) sink->on_off_cpu(*static_cast<const gt_offcpu_event*>(data));
+        if (size >= sizeof(gt_offcpu_event)) {
+            const auto& e = *static_cast<const gt_offcpu_event*>(data);
+            seen(c, e.on_ns);
+            sink->on_off_cpu(e);
+        }
         break;
     default:
         break;
@@ -88,17 +121,17 @@ int RingReader::consume() {
     return n < 0 ? 0 : n;
 }
 
-bool RingReader::drain(std::chrono::milliseconds limit) {
+bool RingReader::drain(std::chrono::milliseconds limit, uint64_t past_ns) {
     const auto until = std::chrono::steady_clock::now() + limit;
-    bool emptied = false;
-    while (!emptied) {
-        context_->budget = kRecordsPerPoll;
+    bool done = false;
+    while (!done) {
+        context_->budget = kRecordsPerPoll / 16; // a batch, then a look at the clock and at how far it read
         ring_buffer__consume(rb_);
-        emptied = context_->budget > 0;
+        done = context_->budget > 0 || context_->newest_ns >= past_ns;
         if (std::chrono::steady_clock::now() >= until) break;
     }
     context_->budget = -1;
-    return emptied;
+    return done;
 }
 
 } // namespace gtrace

@@ -44,10 +44,13 @@ public:
     int poll(int timeout_ms);
     // The last poll stopped at its bound: records were left in the ring.
     bool behind() const { return behind_; }
-    // Consume whatever is there without waiting, in bounded batches, for at most `limit`: the
-    // probes are still on at a capture's stop, and a job that fills the ring faster than the
-    // sink empties it would keep a drain going forever. Returns false when the limit cut it short.
-    bool drain(std::chrono::milliseconds limit);
+    // Consume without waiting, in bounded batches, until the ring is empty or a record emitted
+    // at or after `past_ns` (CLOCK_MONOTONIC; the stop) was read — every record emitted before
+    // it is then read, however far behind the reader was — for at most `limit`: the probes are
+    // still on at a capture's stop. Returns false when the limit cut it short.
+    bool drain(std::chrono::milliseconds limit, uint64_t past_ns);
+    // The latest emission time among the records read (their end, exit or timestamp); 0: none.
+    uint64_t newest_ns() const { return context_->newest_ns; }
 
     // For a reader that waits apart from reading (another thread's wait, a lock around reads):
     // the fd to wait on, readable when records were submitted with a wakeup; and a read of all
@@ -62,9 +65,11 @@ private:
     struct Context {
         EventSink* sink = nullptr;
         int budget = -1; // records left in this poll; -1: no bound
+        uint64_t newest_ns = 0;
     };
     explicit RingReader(EventSink& sink) : context_(std::make_unique<Context>(Context{&sink})) {}
     static int dispatch(void* context, void* data, size_t size);
+    static void seen(Context* c, uint64_t emitted_ns);
     ring_buffer* rb_ = nullptr;
     std::unique_ptr<Context> context_;
     bool behind_ = false; // the last poll stopped at its bound with records left
