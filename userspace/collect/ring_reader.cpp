@@ -25,8 +25,16 @@ namespace {
 constexpr int kBudgetSpent = -ECANCELED; // libbpf stops at a negative return, this record consumed
 }
 
-// A record's time as its probe emitted it (the ring holds records in the order they were reserved).
-void RingReader::seen(Context* c, uint64_t emitted_ns) { c->newest_ns = std::max(c->newest_ns, emitted_ns); }
+// A whole record to its sink, its time as its probe emitted it (`emitted`; null: it has none)
+// noted first: the ring holds records in the order they were reserved.
+template <typename Event>
+void RingReader::deliver(Context* c, const void* data, size_t size, unsigned long long Event::*emitted,
+                         void (EventSink::*on)(const Event&)) {
+    if (size < sizeof(Event)) return;
+    const auto& e = *static_cast<const Event*>(data);
+    if (emitted) c->newest_ns = std::max<uint64_t>(c->newest_ns, e.*emitted);
+    (c->sink->*on)(e);
+}
 
 int RingReader::dispatch(void* context, void* data, size_t size) {
     auto* c = static_cast<Context*>(context);
@@ -35,28 +43,16 @@ int RingReader::dispatch(void* context, void* data, size_t size) {
     if (size < 1) return last ? kBudgetSpent : 0;
     switch (*static_cast<const unsigned char*>(data)) {
     case GT_EV_API:
-        if (size >= sizeof(gt_api_event)) {
-            const auto& e = *static_cast<const gt_api_event*>(data);
-            seen(c, e.exit_ns);
-            sink->on_api(e);
-        }
+        deliver(c, data, size, &gt_api_event::exit_ns, &EventSink::on_api);
         break;
     case GT_EV_FUNC_NAME:
-        if (size >= sizeof(gt_func_name_event)) sink->on_func_name(*static_cast<const gt_func_name_event*>(data));
+        deliver<gt_func_name_event>(c, data, size, nullptr, &EventSink::on_func_name);
         break;
     case GT_EV_PROC:
-        if (size >= sizeof(gt_proc_event)) {
-            const auto& e = *static_cast<const gt_proc_event*>(data);
-            seen(c, e.ts_ns);
-            sink->on_proc(e);
-        }
+        deliver(c, data, size, &gt_proc_event::ts_ns, &EventSink::on_proc);
         break;
     case GT_EV_MMAP:
-        if (size >= sizeof(gt_mmap_event)) {
-            const auto& e = *static_cast<const gt_mmap_event*>(data);
-            seen(c, e.ts_ns);
-            sink->on_mmap(e);
-        }
+        deliver(c, data, size, &gt_mmap_event::ts_ns, &EventSink::on_mmap);
         break;
     case GT_EV_PYSTACK: { // variable size: only the frames the stack has were sent
         if (size < GT_PY_STACK_HEADER || size > sizeof(gt_py_stack_event)) break;
@@ -67,33 +63,17 @@ int RingReader::dispatch(void* context, void* data, size_t size) {
         break;
     }
     case GT_EV_SAMPLE:
-        if (size >= sizeof(gt_sample_event)) {
-            const auto& e = *static_cast<const gt_sample_event*>(data);
-            seen(c, e.ts_ns);
-            sink->on_sample(e);
-        }
+        deliver(c, data, size, &gt_sample_event::ts_ns, &EventSink::on_sample);
         break;
     case GT_EV_TORCH_RANGE:
-        if (size >= sizeof(gt_torch_range_event)) {
-            const auto& e = *static_cast<const gt_torch_range_event*>(data);
-            seen(c, e.end_ns);
-            sink->on_torch_range(e);
-        }
+        deliver(c, data, size, &gt_torch_range_event::end_ns, &EventSink::on_torch_range);
         break;
     case GT_EV_COLLECTIVE:
     case GT_EV_NCCL:
-        if (size >= sizeof(gt_collective_event)) {
-            const auto& e = *static_cast<const gt_collective_event*>(data);
-            seen(c, e.end_ns);
-            sink->on_collective(e);
-        }
+        deliver(c, data, size, &gt_collective_event::end_ns, &EventSink::on_collective);
         break;
     case GT_EV_OFFCPU:
-        if (size >= sizeof(gt_offcpu_event)) {
-            const auto& e = *static_cast<const gt_offcpu_event*>(data);
-            seen(c, e.on_ns);
-            sink->on_off_cpu(e);
-        }
+        deliver(c, data, size, &gt_offcpu_event::on_ns, &EventSink::on_off_cpu);
         break;
     default:
         break;

@@ -49,8 +49,6 @@ public:
     // it is then read, however far behind the reader was — for at most `limit`: the probes are
     // still on at a capture's stop. Returns false when the limit cut it short.
     bool drain(std::chrono::milliseconds limit, uint64_t past_ns);
-    // The latest emission time among the records read (their end, exit or timestamp); 0: none.
-    uint64_t newest_ns() const { return context_->newest_ns; }
 
     // For a reader that waits apart from reading (another thread's wait, a lock around reads):
     // the fd to wait on, readable when records were submitted with a wakeup; and a read of all
@@ -65,11 +63,13 @@ private:
     struct Context {
         EventSink* sink = nullptr;
         int budget = -1; // records left in this poll; -1: no bound
-        uint64_t newest_ns = 0;
+        uint64_t newest_ns = 0; // the latest emission time among the records read (their end, exit or timestamp)
     };
     explicit RingReader(EventSink& sink) : context_(std::make_unique<Context>(Context{&sink})) {}
     static int dispatch(void* context, void* data, size_t size);
-    static void seen(Context* c, uint64_t emitted_ns);
+    template <typename Event>
+    static void deliver(Context* c, const void* data, size_t size, unsigned long long Event::*emitted,
+                        void (EventSink::*on)(const Event&));
     ring_buffer* rb_ = nullptr;
     std::unique_ptr<Context> context_;
     bool behind_ = false; // the last poll stopped at its bound with records left

@@ -134,11 +134,6 @@ std::string judge_group_lags(std::vector<RankStanding>& ranks, const PublishedCo
         for (const auto& m : members)
             if (m.group->last_completed_ns) common = std::min(common, m.group->last_completed_ns);
         if (common == UINT64_MAX) common = 0;
-        std::map<int64_t, std::vector<int>> by_entered;
-        for (auto& m : members) {
-            m.entered = std::count_if(m.group->recent_issues_ns.begin(), m.group->recent_issues_ns.end(), [&](uint64_t t) { return t > common; });
-            by_entered[m.entered].push_back(m.rank->rank);
-        }
         const GroupCount& first = *members.front().group;
         std::string name = fmt::format("group {} ({}{}{})", k, printable(first.backend.empty() ? "?" : first.backend), first.last.empty() ? "" : ": ",
                                        printable(first.last));
@@ -152,6 +147,11 @@ std::string judge_group_lags(std::vector<RankStanding>& ranks, const PublishedCo
                                "completed (see its lost events)\n", name, holed.size() == 1 ? "rank" : "ranks", rank_ranges(holed));
             any_left_out = true;
             continue;
+        }
+        std::map<int64_t, std::vector<int>> by_entered;
+        for (auto& m : members) {
+            m.entered = std::count_if(m.group->recent_issues_ns.begin(), m.group->recent_issues_ns.end(), [&](uint64_t t) { return t > common; });
+            by_entered[m.entered].push_back(m.rank->rank);
         }
         if (by_entered.size() == 1) {
             out += fmt::format("  {}: ranks {} entered as many\n", name, rank_ranges(by_entered.begin()->second));
