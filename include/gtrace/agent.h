@@ -126,6 +126,16 @@ struct gt_agent_ring {
 					  * stopped (their calls' ends are past the capture): left out */
 	uint64_t call_stacks_missed;     /* agent: calls from API records whose stack was walked but
 					  * overwritten before the record came (recorded without it) */
+	/* gtrace → agent: time the agent's own work on the job's threads (--bpf-stats). The agent's
+	 * thread copies its totals here each watch period and before it stops (agent → gtrace):
+	 * CUPTI API callbacks and the ns spent in them (Python walks included), the Python stack
+	 * walks and their ns. */
+	volatile uint32_t time_self;
+	uint32_t pad1;
+	uint64_t self_callbacks;
+	uint64_t self_callback_ns;
+	uint64_t self_py_walks;
+	uint64_t self_py_walk_ns;
 };
 
 /* gt_agent_ring.capture_calls: where the agent takes the calls from. */

@@ -101,6 +101,7 @@ Result<void> GpuEvents::start() {
     auto channel = AgentChannel::create(agent_path_);
     if (!channel) return channel.error();
     s_.agents.emplace(std::move(*channel));
+    s_.agents->time_agents_self(s_.options.bpf_stats);
     return {};
 }
 
@@ -235,6 +236,16 @@ const char* torch_status_text(uint8_t status) {
     case GT_TORCH_NO_DEVICE: return "not read: torch counts fewer devices";
     default: return "not read";
     }
+}
+
+// The agents' own time on the job's threads: per CUPTI API callback (its Python walk included)
+// and per walk. Taken only with --bpf-stats (two clock reads each).
+nlohmann::json agent_self_time(const AgentTotals& t, bool asked) {
+    if (!asked) return "not measured: --bpf-stats measures it";
+    auto per = [](uint64_t ns, uint64_t n) { return n ? static_cast<double>(ns) / static_cast<double>(n) : 0.0; };
+    return {{"callbacks", t.self_callbacks}, {"callback_ns", t.self_callback_ns},
+            {"ns_per_callback", per(t.self_callback_ns, t.self_callbacks)}, {"py_walks", t.self_py_walks},
+            {"py_walk_ns", t.self_py_walk_ns}, {"ns_per_py_walk", per(t.self_py_walk_ns, t.self_py_walks)}};
 }
 
 } // namespace
@@ -402,6 +413,7 @@ nlohmann::json GpuEvents::facts() const {
             {"job_profiler_windows", job_windows_json()},
             {"callbacks_given_to_job_profiler", callbacks_yielded_},
             {"cupti_multi_subscriber", beside_subscribers_},
+            {"agent_self_time", agent_self_time(t, s_.options.bpf_stats)},
             {"warnings", warnings}};
 }
 

@@ -81,7 +81,7 @@ Result<AgentChannel> AgentChannel::create(const std::string& agent_path) {
 AgentChannel::AgentChannel(AgentChannel&& o) noexcept
     : token_(std::move(o.token_)), mailbox_offset_(o.mailbox_offset_), agent_dev_(o.agent_dev_), agent_inode_(o.agent_inode_),
       rings_(std::move(o.rings_)), pending_(std::move(o.pending_)), records_read_(o.records_read_), retired_(o.retired_),
-      awaited_(std::move(o.awaited_)) {
+      awaited_(std::move(o.awaited_)), time_self_(o.time_self_) {
     o.rings_.clear();
 }
 
@@ -180,6 +180,7 @@ Result<void> AgentChannel::adopt(uint32_t pid, const gt_agent_mailbox& m) {
         munmap(p, size);
         return fail(none ? "taken by another capture" : "bad header");
     }
+    __atomic_store_n(&h->time_self, time_self_ ? 1u : 0u, __ATOMIC_RELEASE);
     rings_[pid] = Ring{h, size, data, owner_fd.release(), 0, 0, 0};
     tids_.forget(pid); // a new session may be a new process under a reused pid: its threads read afresh
     pending_.erase(pid);
@@ -347,6 +348,10 @@ void AgentChannel::count(AgentTotals& t, const Ring& r) {
     t.trimmed_at_stop += r.header->ops_trimmed_at_stop;
     t.calls_from_records += (__atomic_load_n(&r.header->flags, __ATOMIC_ACQUIRE) & GT_AGENT_CALL_RECORDS) != 0;
     t.call_stacks_missed += r.header->call_stacks_missed;
+    t.self_callbacks += __atomic_load_n(&r.header->self_callbacks, __ATOMIC_RELAXED);
+    t.self_callback_ns += __atomic_load_n(&r.header->self_callback_ns, __ATOMIC_RELAXED);
+    t.self_py_walks += __atomic_load_n(&r.header->self_py_walks, __ATOMIC_RELAXED);
+    t.self_py_walk_ns += __atomic_load_n(&r.header->self_py_walk_ns, __ATOMIC_RELAXED);
     t.records += r.records;
     t.ring_corrupt += r.corrupt;
 }

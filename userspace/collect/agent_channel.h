@@ -39,6 +39,8 @@ struct AgentTotals {
     uint64_t trimmed_at_stop = 0; // GPU ops of calls in flight at the stop, left out by the agents
     uint64_t calls_from_records = 0; // agents taking the calls from CUPTI's API records
     uint64_t call_stacks_missed = 0; // calls from API records recorded without their walked stack
+    // The agents' own time on the job's threads (AgentChannel::time_agents_self).
+    uint64_t self_callbacks = 0, self_callback_ns = 0, self_py_walks = 0, self_py_walk_ns = 0;
 };
 
 // What asking an agent gave.
@@ -76,6 +78,8 @@ public:
         std::map<uint32_t, std::string> refused;
         std::map<uint32_t, double> withdrawn;
     };
+    // Asks every agent adopted from now on to time its own callbacks and walks (--bpf-stats).
+    void time_agents_self(bool on) { time_self_ = on; }
     // Takes answered offers, reads every ring.
     Answers poll(AgentSink& sink);
     // pid exited: its ring read a last time (what the agent wrote before the end), its counts
@@ -132,6 +136,7 @@ private:
     std::map<uint32_t, uint64_t> awaited_; // launch mode: pid → mailbox of an agent not offering yet
     NamespaceTids tids_; // agents in containers name threads by their namespace's ids
     std::function<void(uint32_t)> on_adopted_;
+    bool time_self_ = false;
 };
 
 } // namespace gtrace

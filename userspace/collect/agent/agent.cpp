@@ -25,6 +25,7 @@
 #include "collect/agent/nvtx_injection.h"
 #include "collect/agent/nvtx_tables.h"
 #include "collect/agent/offer.h"
+#include "collect/agent/self_time.h"
 
 namespace gtrace::agent {
 namespace {
@@ -182,6 +183,7 @@ void serve(Agent& a) {
         if (!taken && waited >= adopt_timeout_ms()) break;
         if (a.offer.owner_gone(kWatchMs)) break;
         waited += kWatchMs;
+        publish_self_time(ring);
         if (__atomic_load_n(&ring->control, __ATOMIC_ACQUIRE) == GT_AGENT_DETACH) break;
         if (ring->state != GT_AGENT_ACTIVE) continue;
         if (!(ring->flags & GT_AGENT_CALLS)) begin_requested_calls(a, ring);
@@ -197,6 +199,7 @@ void serve(Agent& a) {
     }
     bool was_active = ring->state == GT_AGENT_ACTIVE;
     if (was_active) stop_session();
+    publish_self_time(ring); // the callbacks of the session's last moments counted too
     std::lock_guard lock(a.mutex);
     __atomic_store_n(&ring->state, was_active ? uint32_t{GT_AGENT_DETACHED} : ring->state, __ATOMIC_RELEASE);
     a.offer.close_all();

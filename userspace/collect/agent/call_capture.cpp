@@ -11,6 +11,7 @@
 
 #include "collect/agent/call_records.h"
 #include "collect/agent/py_walk.h"
+#include "collect/agent/self_time.h"
 #include "collect/agent_ring.h"
 #include "gtrace/cuda_api.h"
 
@@ -86,7 +87,11 @@ void walk_stack(gt_agent_ring* const& session_ring, std::mutex& ring_mutex) {
         }
     }
     gt_py_frame frames[GT_PY_MAX_FRAMES];
-    PyWalkResult w = g_walker.walk(frames);
+    PyWalkResult w;
+    {
+        SelfTimer timer(SelfCost::PyWalk);
+        w = g_walker.walk(frames);
+    }
     t_call.py_status = w.status;
     if (w.status != GT_PY_OK) {
         if (g_walker.refused()) {

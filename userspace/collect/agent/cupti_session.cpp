@@ -18,6 +18,7 @@
 #include "collect/agent/call_records.h"
 #include "collect/agent/cupti_locate.h"
 #include "collect/agent/job_profiler.h"
+#include "collect/agent/self_time.h"
 #include "collect/agent/session_state.h"
 #include "collect/agent_ring.h"
 
@@ -62,9 +63,7 @@ uint32_t current_tid() { // a system call per API call would be most of the call
     return tid;
 }
 
-} // namespace
-
-void CUPTIAPI on_api_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
+void api_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
     const auto* cb = static_cast<const CUpti_CallbackData*>(data);
     uint32_t generation = g_session_generation.load(std::memory_order_relaxed);
     if (t_calls.generation != generation) t_calls = {generation, 0};
@@ -91,6 +90,13 @@ void CUPTIAPI on_api_callback(void*, CUpti_CallbackDomain domain, CUpti_Callback
     // s.ring itself, not `ring`: read again under the ring's lock (the session may stop meanwhile).
     if (in_call) call_entered(s.ring, s.ring_mutex, api, cb->correlationId);
     else call_exited(s.ring, s.ring_mutex, cb->correlationId, tid, cb->functionReturnValue);
+}
+
+} // namespace
+
+void CUPTIAPI on_api_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
+    SelfTimer timer(SelfCost::Callback);
+    api_callback(domain, cbid, data);
 }
 
 void CUPTIAPI on_buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
@@ -259,6 +265,7 @@ std::string start_session(gt_agent_ring* ring, const SessionConfig& config) {
         std::lock_guard lock(s.ring_mutex);
         s.ring = ring;
     }
+    reset_self_time();
     measure_clock();
     // BPF reads a thread's slot at every traced call from now on. A .bss page never written is
     // not mapped, and each read of it would fault (~1 µs a call, measured): map them all now.
