@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # gtrace's cost on real training steps, side by side with torch.profiler, on a machine with an
-# NVIDIA GPU and a CUDA PyTorch. Two workloads, each in one process: a launch-bound loop (48 tiny
-# Linear layers, batch 8, AdamW) and a GPT-2-small-sized transformer from torch.nn (bf16 autocast,
-# batch 8 x 512, AdamW). Per workload, median step time untraced, with `gtrace attach` (default
-# options) on the same running process, after it detached, and under torch.profiler (CPU + CUDA);
-# prints the ratios and PASS/FAIL against the targets (gtrace <= 1.10x transformer, <= 1.25x loop,
-# below the profiler on both).
+# NVIDIA GPU and a CUDA PyTorch. Three workloads: a launch-bound loop (48 tiny Linear layers,
+# batch 8, AdamW) and a GPT-2-small-sized transformer from torch.nn (bf16 autocast, batch 8 x 512,
+# AdamW), each in one process: median step time untraced, with `gtrace attach` (default options)
+# on the same running process, after it detached (its agent left dormant: equal to untraced
+# within the noise), and under torch.profiler (CPU + CUDA); targets gtrace <= 1.05x transformer,
+# <= 1.15x loop, below the profiler on both; gtrace's own CPU and the trace's bytes per step.
+# And a 2-rank torchrun job on the one GPU (gloo, DataLoader workers) attached through its
+# torchrun agent: step time per rank untraced / attached / after, and the report's verdict.
 #
-#   sudo gpu-bench.sh [--device cuda|cpu] [--tiny] [--steps N] [--workloads loop,transformer]
+#   sudo gpu-bench.sh [--device cuda|cpu] [--tiny] [--steps N] [--workloads loop,transformer,torchrun]
 #                     [--also '[VAR=VALUE]... GTRACE OPTIONS']... [--floor launch,all] [--bpf-stats]
 #                     [--keep-traces] [PYTHON]
 #
@@ -16,7 +18,8 @@
 # workload's log; --keep-traces keeps each gtrace phase's trace). --also adds a gtrace phase with
 # those options (and environment); --floor adds phases under tracefs uprobes without BPF on the
 # launch functions or on gtrace's whole probe table (uprobe_floor.py); --bpf-stats prints each BPF
-# program's runs per step and ns per run. Runs from a checkout or from the gtrace package.
+# program's runs per step and ns per run, and the agent's own time per CUDA callback and Python
+# walk. Runs from a checkout or from the gtrace package.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/gpu_common.sh"
@@ -29,7 +32,7 @@ while [[ $# -gt 0 ]]; do
     --tiny) EXTRA+=(--tiny); shift ;;
     --steps|--workloads|--also|--floor) EXTRA+=("$1" "${2:-}"); shift 2 ;;
     --bpf-stats|--keep-traces) EXTRA+=("$1"); shift ;;
-    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "gpu-bench: unknown option $1; see gpu-bench.sh --help" >&2; exit 2 ;;
     *) PY=$1; shift ;;
   esac

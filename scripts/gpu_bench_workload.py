@@ -119,7 +119,7 @@ def main():
     ap.add_argument("workload", choices=["loop", "transformer"])
     ap.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
     ap.add_argument("--tiny", action="store_true")
-    ap.add_argument("--warmup", type=int, default=10, help="untimed steps before 'ready'")
+    ap.add_argument("--warmup", type=int, default=30, help="untimed steps before 'ready' (allocator, autotuning, clocks settle)")
     args = ap.parse_args()
     if args.device == "cuda" and not torch.cuda.is_available():
         sys.exit("gpu-bench: torch sees no CUDA device")

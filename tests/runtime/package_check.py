@@ -62,9 +62,11 @@ def run(cmd, cwd, env=None, timeout=300):
 def check_layout(prefix):
     for rel in ["bin/gtrace", "lib/gtrace/libgtrace_agent.so", "share/doc/gtrace/README.md", "share/doc/gtrace/docs/usage.md",
                 "share/gtrace/scripts/gpu-check.sh", "share/gtrace/scripts/gpu-bench.sh",
-                "share/gtrace/scripts/gpu_check_train.py", "share/gtrace/scripts/gpu_check_verify.py",
+                "share/gtrace/scripts/gpu_check_jobs.py", "share/gtrace/scripts/gpu_check_suite.py",
+                "share/gtrace/scripts/gpu_check_verify.py",
                 "share/gtrace/scripts/gpu_profiler_check.py", "share/gtrace/scripts/gpu_profiler_job.py",
                 "share/gtrace/scripts/gpu_bench.py", "share/gtrace/scripts/gpu_bench_workload.py",
+                "share/gtrace/scripts/gpu_bench_torchrun.py",
                 "share/gtrace/scripts/gpu_common.sh"]:
         if not os.path.isfile(os.path.join(prefix, rel)):
             fail(f"{rel} missing from {prefix}")
@@ -134,17 +136,27 @@ def check_verifier(scripts, trace, cwd):
 
 
 def check_gpu_check_smoke(script, gtrace, cwd, env):
-    rc, out = run(["bash", script, "--device", "cpu", PYTHON], cwd=cwd, env=env, timeout=240)
+    rc, out = run(["bash", script, "--device", "cpu", PYTHON], cwd=cwd, env=env, timeout=480)
     print(out, flush=True)
     if rc != 0 or f"gpu-check: using {gtrace}:" not in out:
         fail(f"gpu-check.sh --device cpu exited {rc} or did not use {gtrace}")
-    for name in ("agent", "gpu work", "linked", "sources"):
-        if f"gpu-check: SKIP: {name}: no GPU" not in out:
+    # The suite's flow on a CPU (gpu_check_suite.py): the GPU checks say SKIP, and what a CPU
+    # shows must pass: one attach to the suite of jobs, report, five re-attaches, record = attach.
+    for name in ("agent", "linked", "job kinds", "sources", "backward source", "memory at attach", "autograd links",
+                 "report: nccl calls", "report: communication"):
+        if not re.search(rf"^gpu-check: SKIP: {re.escape(name)}: no GPU", out, re.M):
             fail(f"gpu-check.sh --device cpu: no SKIP line for {name}")
-    if not re.search(r"^gpu-check: PASS: ranges: Optimizer\.step: [1-9]", out, re.M) or "0 of 5 checks failed" not in out:
-        fail("gpu-check.sh --device cpu: the torch ranges check did not pass")
-    if not os.path.getsize(os.path.join(cwd, "gpu-check-out", "trace.json")):
-        fail("gpu-check.sh left no trace")
+    for name in ["ranges: Optimizer\\.step: [1-9]", "record = attach: torch ranges"] + [f"re-attach {i}: [1-9]" for i in range(1, 6)]:
+        if not re.search(rf"^gpu-check: PASS: {name}", out, re.M):
+            fail(f"gpu-check.sh --device cpu: no PASS line matching '{name}'")
+    if not re.search(r"^gpu-check: PASS: 0 of \d+ checks failed", out, re.M):
+        fail("gpu-check.sh --device cpu: the suite's checks did not all pass")
+    with open(os.path.join(cwd, "gpu-check-out", "jobs.json")) as f:
+        if set(json.load(f)) != {"train", "gemm", "nccl", "copies"}:
+            fail("gpu-check.sh --device cpu did not run the CPU's four jobs")
+    for name in ["suite.json", "record.json", "report.json"] + [f"reattach-{i}.json" for i in range(1, 6)]:
+        if not os.path.getsize(os.path.join(cwd, "gpu-check-out", name)):
+            fail(f"gpu-check.sh left no {name}")
     # The job's own torch.profiler beside gtrace, plain and with KINETO_USE_DAEMON=1: the flow runs
     # (windows before, during and after a capture; the job ends normally); kernels need a GPU.
     for tag in ("profiler", "daemon"):
@@ -156,7 +168,7 @@ def check_gpu_check_smoke(script, gtrace, cwd, env):
 
 def check_gpu_bench_smoke(script, gtrace, cwd, env):
     rc, out = run(["bash", script, "--device", "cpu", "--tiny", "--keep-traces", "--bpf-stats", PYTHON], cwd=cwd, env=env,
-                  timeout=300)
+                  timeout=480)
     print(out, flush=True)
     if rc != 0 or f"gpu-bench: using {gtrace}:" not in out:
         fail(f"gpu-bench.sh --device cpu --tiny exited {rc} or did not use {gtrace}")
@@ -167,13 +179,24 @@ def check_gpu_bench_smoke(script, gtrace, cwd, env):
         row = re.search(rf"^{w} +10 +([\d.]+) +([\d.]+) +([\d.]+) +([\d.]+) +([\d.]+)x +([\d.]+)x", out, re.M)
         if not row or any(float(x) <= 0 for x in row.groups()):
             fail(f"gpu-bench.sh: no complete table row for {w}")
-        if not os.path.getsize(os.path.join(cwd, "gpu-bench-out", f"{w}-gtrace.json")):
+        if not os.path.getsize(os.path.join(cwd, "gpu-bench-out", f"{w}-gtrace.pftrace")):
             fail(f"gpu-bench.sh left no trace of the {w} workload")
+        if not re.search(rf"^{w} +10 .*\n +after detach: [\d.]+x \(95% interval [\d.]+-[\d.]+; the two untraced phases differ by [\d.]+%\)", out, re.M):
+            fail(f"gpu-bench.sh: no after-detach line for {w}")
+    own = re.findall(r"^ +default: gtrace's own CPU ([\d.]+) ms/step .* trace ([\d.]+) KiB/step", out, re.M)
+    if len(own) != 2 or any(float(kib) <= 0 for _, kib in own):
+        fail(f"gpu-bench.sh: no own-cost line (gtrace's CPU, trace bytes per step) for both workloads: {own}")
+    # The torchrun workload: two ranks stepping through all three windows, and the report's verdict.
+    for rank in (0, 1):
+        if not re.search(rf"^torchrun +rank {rank}: [1-9]\d* steps attached, median ms untraced [\d.]+, gtrace [\d.]+, after [\d.]+", out, re.M):
+            fail(f"gpu-bench.sh: no torchrun line for rank {rank}")
+    if not re.search(r"^ +report: job verdict '[a-z_]+'", out, re.M):
+        fail("gpu-bench.sh: no report verdict for the torchrun job")
     if len(re.findall(r"^ +default: torch_range_probe +[\d.]+ runs/step +\d+ ns/run$", out, re.M)) != 2:
         fail("gpu-bench.sh --bpf-stats did not print the torch range probe's runs for both workloads")
     if "targets not checked (--tiny: smoke run)" not in out:
         fail("gpu-bench.sh --tiny claimed a verdict on the targets")
-    ok(f"gpu-bench.sh --device cpu --tiny ran every phase of both workloads with {gtrace}")
+    ok(f"gpu-bench.sh --device cpu --tiny ran every phase of the three workloads with {gtrace}")
 
 
 def check_wheel(release, build, source, tmp):
