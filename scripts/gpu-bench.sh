@@ -39,6 +39,7 @@ while [[ $# -gt 0 ]]; do
 done
 require_torch "$PY" "$DEVICE" gpu-bench
 locate_gtrace "$HERE" gpu-bench
+preflight_gtrace gpu-bench
 OUT=$PWD/gpu-bench-out
 echo "gpu-bench: using $GTRACE: $("$GTRACE" --version | head -1); results in $OUT"
 exec "$PY" "$HERE/gpu_bench.py" --gtrace "$GTRACE" --out "$OUT" --device "$DEVICE" "${EXTRA[@]}"

@@ -41,6 +41,7 @@ if [[ $DEVICE == cuda ]] && ! command -v nvidia-smi >/dev/null; then
 fi
 require_torch "$PY" "$DEVICE" gpu-check
 locate_gtrace "$HERE" gpu-check
+preflight_gtrace gpu-check
 OUT=$PWD/gpu-check-out
 mkdir -p "$OUT"
 echo "gpu-check: using $GTRACE: $("$GTRACE" --version | head -1)"

@@ -308,16 +308,20 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     results = {}
     steps = args.steps
+    failed = []
     for name in args.workloads.split(","):
         if name not in WORKLOADS:
             sys.exit(f"gpu-bench: unknown workload '{name}'; pick from {', '.join(WORKLOADS)}")
-        if name == "torchrun":
-            results[name] = gpu_bench_torchrun.measure(
-                args, lambda pid, base: Gtrace(args.gtrace, pid, os.path.join(args.out, base), args.device), log)
-            continue
-        args.steps = steps or (10 if args.tiny else 200 if name == "loop" else 50)
-        results[name] = measure(name, args)
-    verdicts = ratio_table(results, args)
+        try:  # a workload that fails costs its own results only
+            if name == "torchrun":
+                results[name] = gpu_bench_torchrun.measure(
+                    args, lambda pid, base: Gtrace(args.gtrace, pid, os.path.join(args.out, base), args.device), log)
+                continue
+            args.steps = steps or (10 if args.tiny else 200 if name == "loop" else 50)
+            results[name] = measure(name, args)
+        except SystemExit as e:
+            failed.append(f"gpu-bench: FAIL: {name}: {e.code}")
+    verdicts = ratio_table(results, args) + failed
     for v in verdicts:
         print(v)
     sys.exit(1 if any(": FAIL:" in v for v in verdicts) else 0)

@@ -15,7 +15,16 @@ import sys
 import time
 
 
+def die_with_parent():
+    """The kernel kills this process when its parent dies (PR_SET_PDEATHSIG), however that dies:
+    no rank or torchrun is left stepping on the GPU after the bench."""
+    import ctypes
+    import signal
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)
+
+
 def rank_main(args):
+    die_with_parent()
     import torch
     import torch.distributed as dist
     dist.init_process_group("gloo")
@@ -69,7 +78,7 @@ def measure(args, start_gtrace, log):
         if os.path.exists(path):
             os.unlink(path)
     with open(os.path.join(args.out, "torchrun.log"), "w") as job_log:
-        job = subprocess.Popen(cmd, stdout=job_log, stderr=subprocess.STDOUT, start_new_session=True)
+        job = subprocess.Popen(cmd, stdout=job_log, stderr=subprocess.STDOUT, preexec_fn=die_with_parent)
     try:
         deadline = time.monotonic() + 300
         while min(stepped(args.out, r) for r in (0, 1)) < 20:
@@ -93,9 +102,12 @@ def measure(args, start_gtrace, log):
         time.sleep(window)
         windows["after"] = (t, time.monotonic())
     finally:
-        if job.poll() is None:
-            os.killpg(job.pid, 15)
-        job.wait(timeout=60)
+        job.terminate()  # torchrun stops its ranks; they die with it in any case
+        try:
+            job.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            job.kill()
+            job.wait()
     phases = {p: {r: steps_in(args.out, r, *w) for r in (0, 1)} for p, w in windows.items()}
     return {"phases": phases, "summary": summary}
 

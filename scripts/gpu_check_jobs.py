@@ -14,8 +14,9 @@ training step uses:
 `gpu_check_jobs.py KIND [--device cuda|cpu] [--steps N]`: warms up, prints "ready" (train: with
 torch's reserved bytes), then steps until killed, or N steps and exits.
 `gpu_check_jobs.py suite --kinds A,B,... --out DIR [--device D]`: starts each kind as a child,
-writes DIR/jobs.json ({kind: pid}) once all are ready, prints "ready" and waits; SIGTERM ends it
-and its children. On --device cpu, compile and graph are not started (they need a GPU here).
+writes DIR/jobs.json once each is ready or has failed, prints "ready" and waits; SIGTERM ends it
+and its children (which die with it in any case). On --device cpu, compile and graph are not
+started (they need a GPU here).
 """
 import argparse
 import ctypes
@@ -160,8 +161,10 @@ def job_copies(device):
         pinned_back.copy_(dev, non_blocking=True)        # pinned DtoH, async
         dev2.copy_(dev)                                  # DtoD
         grid2[:, :512].copy_(grid[:, :512])              # strided DtoD
-        cudart.cudaMemsetAsync(ctypes.c_void_p(dev.data_ptr()), 0, ctypes.c_size_t(4 * n), stream)
-        libcuda.cuMemsetD8Async(ctypes.c_uint64(dev2.data_ptr()), ctypes.c_ubyte(1), ctypes.c_size_t(4 * n), stream)
+        rc = (cudart.cudaMemsetAsync(ctypes.c_void_p(dev.data_ptr()), 0, ctypes.c_size_t(4 * n), stream),
+              libcuda.cuMemsetD8Async(ctypes.c_uint64(dev2.data_ptr()), ctypes.c_ubyte(1), ctypes.c_size_t(4 * n), stream))
+        if any(rc):
+            raise RuntimeError(f"cudaMemsetAsync, cuMemsetD8Async returned {rc}")
         torch.cuda.synchronize()
     return step
 
@@ -201,33 +204,46 @@ def free_port():
         return s.getsockname()[1]
 
 
+def die_with_parent():
+    """In a child, before exec: the kernel kills it when its parent dies, however that dies (a
+    timeout's SIGKILL included), so that no job is left stepping on the GPU."""
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
 def run_suite(kinds, device, out):
+    """Starts each kind; once every job is ready or has failed (150 s at most: torch.compile's
+    first compile takes a while), writes DIR/jobs.json — {"ready": {kind: pid}, "failed": {kind:
+    why}} — and prints "ready". A job that failed costs only its own checks."""
     children = {}
     env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()))
     for kind in kinds:
-        job_env = dict(env, RANK="0", WORLD_SIZE="1", LOCAL_RANK="0") if kind == "nccl" else env
+        job_env = dict(env, RANK="0", WORLD_SIZE="1", LOCAL_RANK="0") if kind == "nccl" else dict(env)
+        if kind == "compile":
+            job_env["TORCHINDUCTOR_COMPILE_THREADS"] = "1"  # compiled in the job: no pool of worker processes left behind
         log = open(os.path.join(out, f"job-{kind}.log"), "w")
         children[kind] = subprocess.Popen([sys.executable, os.path.abspath(__file__), kind, "--device", device],
-                                          stdout=log, stderr=subprocess.STDOUT, env=job_env)
+                                          stdout=log, stderr=subprocess.STDOUT, env=job_env, preexec_fn=die_with_parent)
 
     def end(*_):
         for p in children.values():
             p.kill()
         sys.exit(0)
     signal.signal(signal.SIGTERM, end)
-    deadline = time.monotonic() + 300  # torch.compile's first compile takes a while
-    waiting = set(kinds)
+    deadline = time.monotonic() + 150
+    waiting, failed = set(kinds), {}
     while waiting:
         for kind in sorted(waiting):
             with open(os.path.join(out, f"job-{kind}.log")) as f:
                 if any(line.startswith("ready") for line in f):
                     waiting.discard(kind)
+                    continue
             if children[kind].poll() is not None or time.monotonic() > deadline:
-                print(f"gpu-check: the {kind} job did not start; see {out}/job-{kind}.log", flush=True)
-                end()
+                failed[kind] = "exited" if children[kind].poll() is not None else "not ready in 150 s"
+                children[kind].kill()
+                waiting.discard(kind)
         time.sleep(0.2)
     with open(os.path.join(out, "jobs.json"), "w") as f:
-        json.dump({kind: p.pid for kind, p in children.items()}, f)
+        json.dump({"ready": {k: p.pid for k, p in children.items() if k not in failed}, "failed": failed}, f)
     print("ready", flush=True)
     while True:
         signal.pause()

@@ -30,3 +30,20 @@ require_torch() {
     *) echo "$name: --device must be cuda or cpu" >&2; exit 2 ;;
   esac
 }
+
+# preflight_gtrace NAME: a one-second attach to a sleeping process, so that a machine where gtrace
+# cannot attach at all (no BPF or uprobes, say) fails in seconds, before any job is started.
+preflight_gtrace() {
+  local name=$1 tmp out
+  tmp=$(mktemp -d)
+  sleep 30 &
+  local sleeper=$!
+  if ! out=$("$GTRACE" attach --pid $sleeper --duration 1 --no-gpu --sample-hz 0 -q --force -o "$tmp/preflight.pftrace" 2>&1); then
+    kill $sleeper 2>/dev/null || true
+    rm -rf "$tmp"
+    echo "$name: FAIL: gtrace cannot attach on this machine ($(uname -r)): $out" >&2
+    exit 1
+  fi
+  kill $sleeper 2>/dev/null || true
+  rm -rf "$tmp"
+}

@@ -146,13 +146,13 @@ def check_gpu_check_smoke(script, gtrace, cwd, env):
                  "report: nccl calls", "report: communication"):
         if not re.search(rf"^gpu-check: SKIP: {re.escape(name)}: no GPU", out, re.M):
             fail(f"gpu-check.sh --device cpu: no SKIP line for {name}")
-    for name in ["ranges: Optimizer\\.step: [1-9]", "record = attach: torch ranges"] + [f"re-attach {i}: [1-9]" for i in range(1, 6)]:
+    for name in ["ranges: Optimizer\\.step: [1-9]", "record = attach: torch ranges", "jobs alive: 4 of 4"] + [f"re-attach {i}: [1-9]" for i in range(1, 6)]:
         if not re.search(rf"^gpu-check: PASS: {name}", out, re.M):
             fail(f"gpu-check.sh --device cpu: no PASS line matching '{name}'")
     if not re.search(r"^gpu-check: PASS: 0 of \d+ checks failed", out, re.M):
         fail("gpu-check.sh --device cpu: the suite's checks did not all pass")
     with open(os.path.join(cwd, "gpu-check-out", "jobs.json")) as f:
-        if set(json.load(f)) != {"train", "gemm", "nccl", "copies"}:
+        if set(json.load(f)["ready"]) != {"train", "gemm", "nccl", "copies"}:
             fail("gpu-check.sh --device cpu did not run the CPU's four jobs")
     for name in ["suite.json", "record.json", "report.json"] + [f"reattach-{i}.json" for i in range(1, 6)]:
         if not os.path.getsize(os.path.join(cwd, "gpu-check-out", name)):
