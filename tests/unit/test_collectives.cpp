@@ -296,14 +296,26 @@ TEST_CASE("every rank waiting for its DataLoader, one longer: the job is data lo
     CHECK(ps[1].verdict == "data_loading");
     CHECK(ps[1].evidence.ends_with("; waits in all_reduce for rank 0 (12.00 ms per step)"));
 
-    // The same cause, but the wait outweighs it (rank 0's loader twice as slow): a straggler.
-    std::vector<ProcessAnalysis> uneven{loader_bound_rank(0, 68, 65, 0, 1), loader_bound_rank(1, 68, 20, 45, 0)};
-    for (auto& p : uneven) judge_process(p, "^Optimizer\\.step");
-    JobVerdict u = judge_job(uneven);
+    // The wait outweighs rank 1's own loader wait (45 vs 20 ms, the split a fresh-clone CI run
+    // here gave: 37 vs 30), yet rank 1 still waits for its loader after it: data loading still.
+    std::vector<ProcessAnalysis> phased{loader_bound_rank(0, 68, 65, 0, 1), loader_bound_rank(1, 68, 20, 45, 0)};
+    for (auto& p : phased) judge_process(p, "^Optimizer\\.step");
+    JobVerdict u = judge_job(phased);
     INFO(u.evidence);
-    REQUIRE(u.straggler);
-    CHECK(u.verdict == "straggler");
-    CHECK(u.straggler->rank == 0);
+    CHECK_FALSE(u.straggler);
+    CHECK(u.verdict == "data_loading");
+    CHECK(u.evidence.ends_with("; rank 1 also waits in all_reduce for rank 0 (45.00 ms per step)"));
+
+    // Rank 1's loader keeps up (1 ms a step): its own step is its kernels, only rank 0 waits for
+    // its DataLoader — a straggler.
+    std::vector<ProcessAnalysis> uneven{loader_bound_rank(0, 68, 65, 0, 1), loader_bound_rank(1, 68, 1, 60, 0)};
+    for (auto& p : uneven) judge_process(p, "^Optimizer\\.step");
+    REQUIRE(uneven[1].verdict != "data_loading");
+    JobVerdict w = judge_job(uneven);
+    INFO(w.evidence);
+    REQUIRE(w.straggler);
+    CHECK(w.verdict == "straggler");
+    CHECK(w.straggler->rank == 0);
 }
 
 TEST_CASE("DDP's gradient wait: the late rank reaches its own wait after the one it held up has ended, and is still named") {

@@ -305,7 +305,12 @@ std::optional<Straggler> least_in_collectives(const std::vector<const ProcessAna
 }
 
 // Measured stragglers only: whether every rank's own verdict is the straggler's, and that cause
-// takes more of the waiting rank's whole step than its wait for the straggler does.
+// takes more of the waiting rank's whole step than its wait for the straggler does — or is data
+// loading, measured (a quarter of the waiting rank's step less its wait in its DataLoader ranges):
+// a rank that still waits for its DataLoader after waiting for the straggler is bound by
+// its own loader (its workers had the whole wait to get ahead, and did not), and which rank's
+// loader comes last each step is a matter of phase, not of one slower rank (seen in the demo's
+// slow_loader: the same loaders, the wait 52% or 18% of a step from run to run).
 bool shared_cause_outweighs(const std::vector<const ProcessAnalysis*>& ranks, const Straggler& slow) {
     if (slow.collective.empty()) return false;
     const ProcessAnalysis *straggling = nullptr, *waiting = nullptr;
@@ -318,7 +323,10 @@ bool shared_cause_outweighs(const std::vector<const ProcessAnalysis*>& ranks, co
     if (cause == "mixed" || cause == "communication" || cause.empty()) return false;
     for (const auto* r : ranks)
         if (r->verdict != cause) return false;
-    return waiting->cause_share > slow.wait_ms / waiting->step_ms;
+    const double wait_share = slow.wait_ms / waiting->step_ms;
+    if (cause == "data_loading") // measured in its DataLoader ranges, not inferred from unnamed waits
+        return wait_share < 1 && waiting->share[kDataLoader] / (1 - wait_share) >= 0.25;
+    return waiting->cause_share > wait_share;
 }
 
 } // namespace

@@ -57,9 +57,9 @@ struct JobVerdict {
 // of a rank's step or more, while that one waits under half as long), or when one rank's kernel
 // time per step is well above the other ranks' (then every other rank's verdict becomes
 // `straggler`, its evidence saying whom it waits for) — unless every rank's own verdict is the
-// straggler's and that cause takes more of the waiting rank's step than the wait (all ranks wait
-// for their DataLoaders, one a little longer): then that cause is the job's, the wait said beside
-// it. Otherwise, ranks step in lockstep, so the rank that waits least for the others (least
+// straggler's and that cause takes more of the waiting rank's step than the wait, or is data
+// loading (all ranks wait for their DataLoaders, one longer each step): then that cause is the
+// job's, the wait said beside it. Otherwise, ranks step in lockstep, so the rank that waits least for the others (least
 // Other and Communication) bounds the job: its verdict is the job's. A job without ranks gets
 // its processes' most common verdict — a single process's own.
 // `matching`: WithinNodes for ranks merged from per-node summaries — a wait for a rank on another
