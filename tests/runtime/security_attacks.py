@@ -61,7 +61,11 @@ def attacker():
     try:
         return pwd.getpwnam(ATTACKER)
     except KeyError:
-        subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", ATTACKER], check=True)
+        # Several security cases run at once on a fresh machine: another may create the user
+        # between our lookup and our useradd, which then exits 9 ("already exists").
+        r = subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", ATTACKER])
+        if r.returncode not in (0, 9):
+            raise RuntimeError(f"useradd {ATTACKER}: exit {r.returncode}")
         return pwd.getpwnam(ATTACKER)
 
 
