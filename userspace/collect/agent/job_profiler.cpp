@@ -1,13 +1,13 @@
 #include "collect/agent/job_profiler.h"
 
 #include <dlfcn.h>
-#include <time.h>
 
 #include <algorithm>
 #include <atomic>
 #include <mutex>
 #include <set>
 
+#include "collect/agent/call_capture.h" // monotonic_ns
 #include "collect/agent/got_patch.h"
 
 namespace gtrace::agent {
@@ -58,12 +58,6 @@ Shared& shared() {
     return *s;
 }
 
-uint64_t now_ns() {
-    timespec ts{};
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
-
 bool is_api_kind(int kind) { return kind == CUPTI_ACTIVITY_KIND_RUNTIME || kind == CUPTI_ACTIVITY_KIND_DRIVER; }
 
 bool session_needs(const Shared& s, int kind) { return s.recording && s.session_kinds.count(kind); }
@@ -92,7 +86,7 @@ void want_all_api(Shared& s, bool on, After& after) {
 void window_closes(Shared& s, After& after) {
     s.window_open = false;
     if (s.recording) {
-        after.report = true, after.from_ns = s.window_from_ns, after.to_ns = now_ns();
+        after.report = true, after.from_ns = s.window_from_ns, after.to_ns = monotonic_ns();
         after.found_open = s.found_open, after.found_by_kinds = s.found_by_kinds, after.lost = s.buffers_lost, after.side = s.side;
     }
     s.found_open = s.found_by_kinds = false;
@@ -134,7 +128,7 @@ CUptiResult job_enable(CUpti_ActivityKind kind) {
         std::lock_guard lock(s.mutex);
         if (r != CUPTI_SUCCESS) return r;
         s.job_kinds.insert(kind);
-        if (!s.window_open) s.window_open = true, s.window_from_ns = now_ns();
+        if (!s.window_open) s.window_open = true, s.window_from_ns = monotonic_ns();
         s.serve_from_job = s.recording && s.job_completed && s.job_requested;
         if (is_api_kind(kind)) want_all_api(s, true, after);
     }
@@ -286,7 +280,7 @@ void share_cupti_begin(const SessionSide& side) {
     s.buffers_lost = 0, s.all_api = false, s.found_open = s.found_by_kinds = false, s.finalize_waiting = false;
     s.serve_from_job = s.window_open && s.job_completed && s.job_requested;
     if (s.window_open) { // seen opening while the agent was dormant: its API records stay whole
-        s.window_from_ns = now_ns();
+        s.window_from_ns = monotonic_ns();
         if (s.job_kinds.count(CUPTI_ACTIVITY_KIND_RUNTIME) || s.job_kinds.count(CUPTI_ACTIVITY_KIND_DRIVER)) s.all_api = true;
     }
 }
@@ -391,7 +385,7 @@ void foreign_records_seen() {
     // when gtrace started, with no buffer of its own in use then. Its records so far are gtrace's
     // (lost to it); from now on its buffers are its own, and at gtrace's stop its kinds stay on.
     s.window_open = s.found_open = s.found_by_kinds = true;
-    s.window_from_ns = now_ns();
+    s.window_from_ns = monotonic_ns();
     s.serve_from_job = s.recording && s.job_completed && s.job_requested;
     if (s.recording) s.all_api = true;
 }
@@ -410,7 +404,7 @@ void give_back_job_buffer(CUcontext context, uint32_t stream, uint8_t* buffer, s
         if (!s.job_buffers.erase(buffer) && !s.window_open) {
             // One the job's window was filling before gtrace started: the window is open.
             s.window_open = s.found_open = true;
-            s.window_from_ns = now_ns();
+            s.window_from_ns = monotonic_ns();
             s.serve_from_job = s.recording && s.job_completed && s.job_requested;
             // Its ids stay whole for it: the flag only (CUPTI is not called from inside its completion).
             if (s.recording) s.all_api = true;

@@ -1,12 +1,12 @@
 #include "collect/agent/memory_state.h"
 
 #include <dlfcn.h>
-#include <time.h>
 
 #include <cstring>
 
 #include <cuda.h>
 
+#include "collect/agent/call_capture.h" // monotonic_ns
 #include "collect/agent/cupti_session.h"
 
 #include "collect/agent/torch_memory.h"
@@ -39,12 +39,6 @@ bool find_driver(void* lib, Driver& d) {
            resolve(lib, d.primary_retain, "cuDevicePrimaryCtxRetain") &&
            resolve(lib, d.primary_release, "cuDevicePrimaryCtxRelease_v2") && resolve(lib, d.ctx_get, "cuCtxGetCurrent") &&
            resolve(lib, d.ctx_set, "cuCtxSetCurrent") && resolve(lib, d.mem_info, "cuMemGetInfo_v2");
-}
-
-uint64_t monotonic_ns() {
-    timespec t{};
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return static_cast<uint64_t>(t.tv_sec) * 1000000000ull + static_cast<uint64_t>(t.tv_nsec);
 }
 
 // cuMemGetInfo needs a current context. The device's primary context is used only when the

@@ -1,8 +1,8 @@
 #include "collect/agent/self_time.h"
 
-#include <time.h>
-
 #include <atomic>
+
+#include "collect/agent/call_capture.h" // monotonic_ns
 
 namespace gtrace::agent {
 namespace {
@@ -13,22 +13,16 @@ struct SelfTotals {
 };
 SelfTotals g_self;
 
-uint64_t monotonic_now_ns() {
-    timespec ts{};
-    clock_gettime(CLOCK_MONOTONIC, &ts); // the vDSO: no system call
-    return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
-
 } // namespace
 
 SelfTimer::SelfTimer(SelfCost what) : what_(what) {
-    if (g_self.on.load(std::memory_order_relaxed)) start_ns_ = monotonic_now_ns();
+    if (g_self.on.load(std::memory_order_relaxed)) start_ns_ = monotonic_ns();
 }
 
 SelfTimer::~SelfTimer() {
     if (!start_ns_) return;
     const auto i = static_cast<size_t>(what_);
-    g_self.ns[i].fetch_add(monotonic_now_ns() - start_ns_, std::memory_order_relaxed);
+    g_self.ns[i].fetch_add(monotonic_ns() - start_ns_, std::memory_order_relaxed);
     g_self.count[i].fetch_add(1, std::memory_order_relaxed);
 }
 
