@@ -14,13 +14,7 @@ import subprocess
 import sys
 import time
 
-
-def die_with_parent():
-    """The kernel kills this process when its parent dies (PR_SET_PDEATHSIG), however that dies:
-    no rank or torchrun is left stepping on the GPU after the bench."""
-    import ctypes
-    import signal
-    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)
+from gpu_check_jobs import die_with_parent  # no rank or torchrun left stepping on the GPU after the bench
 
 
 def rank_main(args):

@@ -153,9 +153,14 @@ def backward_lines(script_path):
         return {f"{SCRIPT}:{i}" for i, line in enumerate(f, 1) if line.strip().startswith("loss.backward()")}
 
 
+def other_thread_launches(t, pid):
+    """PID's launches from threads other than its main one: autograd's own, in these jobs."""
+    return [e for e in t.calls if e["pid"] == pid != e["tid"] and "Launch" in e["name"]]
+
+
 def check_backward_source(t, pid, lines):
     """The launches of autograd's own threads (no Python frames) carry loss.backward()'s line."""
-    launches = [e for e in t.calls if e["pid"] == pid != e["tid"] and "Launch" in e["name"]]
+    launches = other_thread_launches(t, pid)
     sourced = [e for e in launches if any(re.search(re.escape(l) + r"(\D|$)", e.get("args", {}).get("source", "")) for l in lines)]
     check("backward source", bool(launches) and len(sourced) == len(launches),
           f"{len(sourced)} of {len(launches)} launches from other threads than the main one carry a loss.backward() line "
@@ -163,7 +168,7 @@ def check_backward_source(t, pid, lines):
 
 
 def check_autograd_links(t, pid):
-    launches = [e for e in t.calls if e["pid"] == pid != e["tid"] and "Launch" in e["name"]]
+    launches = other_thread_launches(t, pid)
     linked = [e for e in launches if "sequence_nr" in e.get("args", {}) and SCRIPT in e["args"].get("forward_source", "")]
     check("autograd links", bool(launches) and len(linked) * 2 >= len(launches),
           f"{len(linked)} of {len(launches)} backward-thread launches carry sequence_nr and a forward_source in {SCRIPT}; "
